@@ -1,0 +1,102 @@
+/**
+ * Commands: what a client asks of Skein. Each command's fields are also the payload
+ * of its RPC method; the tagged classes are the serialisable form a thread's mailbox
+ * (or, later, a cluster entity) receives. Every mutating command takes a `commandId`
+ * that makes it idempotent.
+ */
+import { Schema } from "effect"
+import { ApprovalId, CheckpointId, CommandId, ProviderName, RunId, ThreadId } from "./Ids.js"
+
+const commandId = Schema.optional(CommandId)
+
+export const Title = Schema.String.pipe(Schema.maxLength(500))
+/** A user message, at most 1 MiB of text. */
+export const Message = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "message must not be empty" }),
+  Schema.maxLength(1_048_576, { message: () => "message is over 1 MiB" })
+)
+/** Handoff budget in tokens: 1,024 to 64,000 (default 16,000). */
+export const HandoffBudgetTokens = Schema.Int.pipe(Schema.between(1024, 64_000))
+export const DEFAULT_HANDOFF_BUDGET_TOKENS = 16_000
+
+export const CreateThreadFields = {
+  title: Schema.optional(Title),
+  workspace: Schema.optional(Schema.String),
+  commandId
+}
+export class CreateThread extends Schema.TaggedClass<CreateThread>()("CreateThread", CreateThreadFields) {}
+
+export const StartRunFields = {
+  threadId: ThreadId,
+  provider: ProviderName,
+  message: Message,
+  model: Schema.optional(Schema.String),
+  /** Ask for a clean context: a fresh provider thread with a full summary. */
+  cleanContext: Schema.optional(Schema.Boolean),
+  /** Return only once the run is terminal. */
+  wait: Schema.optional(Schema.Boolean),
+  handoffBudgetTokens: Schema.optional(HandoffBudgetTokens),
+  commandId
+}
+export class StartRun extends Schema.TaggedClass<StartRun>()("StartRun", StartRunFields) {}
+
+export const InterruptRunFields = { threadId: ThreadId, commandId }
+export class InterruptRun extends Schema.TaggedClass<InterruptRun>()("InterruptRun", InterruptRunFields) {}
+
+export const SourcePointSpec = Schema.Union(
+  Schema.Literal("latest_stable"),
+  Schema.Struct({ runId: RunId }),
+  Schema.Struct({ checkpointId: CheckpointId })
+)
+export type SourcePointSpec = typeof SourcePointSpec.Type
+
+export const ForkThreadFields = {
+  sourceThreadId: ThreadId,
+  sourcePoint: SourcePointSpec,
+  sideChat: Schema.optional(Schema.Boolean),
+  title: Schema.optional(Title),
+  commandId
+}
+export class ForkThread extends Schema.TaggedClass<ForkThread>()("ForkThread", ForkThreadFields) {}
+
+export const MergeBackFields = { forkThreadId: ThreadId, commandId }
+export class MergeBack extends Schema.TaggedClass<MergeBack>()("MergeBack", MergeBackFields) {}
+
+export const RollbackFields = {
+  threadId: ThreadId,
+  toRunOrdinal: Schema.Int.pipe(Schema.nonNegative()),
+  restoreFiles: Schema.optional(Schema.Boolean),
+  commandId
+}
+export class Rollback extends Schema.TaggedClass<Rollback>()("Rollback", RollbackFields) {}
+
+export const SpawnSubagentFields = {
+  parentThreadId: ThreadId,
+  provider: ProviderName,
+  prompt: Message,
+  commandId
+}
+export class SpawnSubagent extends Schema.TaggedClass<SpawnSubagent>()("SpawnSubagent", SpawnSubagentFields) {}
+
+export const ApprovalDecision = Schema.Literal("accept", "decline", "cancel")
+export type ApprovalDecision = typeof ApprovalDecision.Type
+
+export const RespondApprovalFields = {
+  threadId: ThreadId,
+  approvalId: ApprovalId,
+  decision: ApprovalDecision,
+  commandId
+}
+export class RespondApproval extends Schema.TaggedClass<RespondApproval>()("RespondApproval", RespondApprovalFields) {}
+
+export const ThreadCommand = Schema.Union(
+  CreateThread,
+  StartRun,
+  InterruptRun,
+  ForkThread,
+  MergeBack,
+  Rollback,
+  SpawnSubagent,
+  RespondApproval
+)
+export type ThreadCommand = typeof ThreadCommand.Type

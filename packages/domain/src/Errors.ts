@@ -1,0 +1,154 @@
+/**
+ * Typed errors. Each says what went wrong and what to do about it; `message` is
+ * derived from the fields, so it survives encoding over RPC.
+ */
+import { Schema } from "effect"
+
+export class ThreadNotFound extends Schema.TaggedError<ThreadNotFound>()("ThreadNotFound", {
+  threadId: Schema.String
+}) {
+  override get message() {
+    return `No thread with id ${this.threadId}. List threads with thread.list.`
+  }
+}
+
+export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound", {
+  runId: Schema.String
+}) {
+  override get message() {
+    return `No run with id ${this.runId} in this thread.`
+  }
+}
+
+export class HandoffNotFound extends Schema.TaggedError<HandoffNotFound>()("HandoffNotFound", {
+  handoffId: Schema.String
+}) {
+  override get message() {
+    return `No handoff with id ${this.handoffId}. Handoff ids are listed by thread.get.`
+  }
+}
+
+export class ProviderNotFound extends Schema.TaggedError<ProviderNotFound>()("ProviderNotFound", {
+  provider: Schema.String,
+  available: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    return `No provider instance named "${this.provider}". Configured instances: ${this.available.join(", ") || "(none)"}.`
+  }
+}
+
+export class RunAlreadyActive extends Schema.TaggedError<RunAlreadyActive>()("RunAlreadyActive", {
+  threadId: Schema.String,
+  runId: Schema.String
+}) {
+  override get message() {
+    return `Thread ${this.threadId} already has an active run (${this.runId}). Wait for it or call run.interrupt first.`
+  }
+}
+
+export class NoActiveRun extends Schema.TaggedError<NoActiveRun>()("NoActiveRun", {
+  threadId: Schema.String
+}) {
+  override get message() {
+    return `Thread ${this.threadId} has no active run to interrupt.`
+  }
+}
+
+export class CommandConflict extends Schema.TaggedError<CommandConflict>()("CommandConflict", {
+  commandId: Schema.String,
+  method: Schema.String
+}) {
+  override get message() {
+    return `commandId ${this.commandId} was already used for a different ${this.method} request. Use a fresh commandId for a new command.`
+  }
+}
+
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  detail: Schema.String
+}) {
+  override get message() {
+    return `Invalid input: ${this.detail}`
+  }
+}
+
+export class UnsupportedContextTransfer extends Schema.TaggedError<UnsupportedContextTransfer>()(
+  "UnsupportedContextTransfer",
+  { provider: Schema.String, detail: Schema.String }
+) {
+  override get message() {
+    return `Provider "${this.provider}" cannot receive this thread's context: ${this.detail}. Choose a provider that accepts handoff context or start a new thread.`
+  }
+}
+
+export class NotSupportedYet extends Schema.TaggedError<NotSupportedYet>()("NotSupportedYet", {
+  method: Schema.String
+}) {
+  override get message() {
+    return `${this.method} is part of the contract but not implemented in this version of Skein yet.`
+  }
+}
+
+export class ApprovalNotFound extends Schema.TaggedError<ApprovalNotFound>()("ApprovalNotFound", {
+  threadId: Schema.String,
+  approvalId: Schema.String
+}) {
+  override get message() {
+    return `No open approval ${this.approvalId} on thread ${this.threadId}.`
+  }
+}
+
+export const ProviderFailureKind = Schema.Literal("error", "crash", "resume_failed", "unsupported", "timeout", "spawn")
+export type ProviderFailureKind = typeof ProviderFailureKind.Type
+
+/** Anything a provider adapter reports as going wrong. */
+export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("ProviderFailure", {
+  provider: Schema.String,
+  kind: ProviderFailureKind,
+  detail: Schema.String
+}) {
+  override get message() {
+    return `Provider "${this.provider}" ${this.kind}: ${this.detail}`
+  }
+}
+
+export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
+  detail: Schema.String
+}) {
+  override get message() {
+    return `Storage failed: ${this.detail}. The command was not recorded; retry it with the same commandId.`
+  }
+}
+
+export class ActorStopped extends Schema.TaggedError<ActorStopped>()("ActorStopped", {
+  threadId: Schema.String
+}) {
+  override get message() {
+    return `Thread ${this.threadId} was stopping when the command arrived; retry it with the same commandId.`
+  }
+}
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {}) {
+  override get message() {
+    return "Missing or wrong token. Pass the daemon's token (SKEIN_TOKEN or --token)."
+  }
+}
+
+/** Every error a client can receive from a Skein method. */
+export const SkeinError = Schema.Union(
+  ThreadNotFound,
+  RunNotFound,
+  HandoffNotFound,
+  ProviderNotFound,
+  RunAlreadyActive,
+  NoActiveRun,
+  CommandConflict,
+  InvalidInput,
+  UnsupportedContextTransfer,
+  NotSupportedYet,
+  ApprovalNotFound,
+  ProviderFailure,
+  StorageError,
+  ActorStopped,
+  Unauthorized
+)
+export type SkeinError = typeof SkeinError.Type

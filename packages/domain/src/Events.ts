@@ -1,0 +1,58 @@
+/**
+ * Thread events: the append-only log of every AppThread. Each event carries the
+ * full new state of the entity it changes, so that folding the log is a plain upsert
+ * and a projection can always be rebuilt from it.
+ */
+import { Schema } from "effect"
+import { CommandId, ThreadId } from "./Ids.js"
+import { AppThread } from "./Thread.js"
+import { Run } from "./Run.js"
+import { TurnItem } from "./TurnItem.js"
+import { ProviderThread } from "./ProviderThread.js"
+import { ContextTransfer } from "./Transfer.js"
+import { ContextHandoff } from "./Handoff.js"
+import { Checkpoint } from "./Checkpoint.js"
+
+export class ThreadCreated extends Schema.TaggedClass<ThreadCreated>()("ThreadCreated", { thread: AppThread }) {}
+export class ThreadUpdated extends Schema.TaggedClass<ThreadUpdated>()("ThreadUpdated", { thread: AppThread }) {}
+export class RunStarted extends Schema.TaggedClass<RunStarted>()("RunStarted", { run: Run }) {}
+export class RunUpdated extends Schema.TaggedClass<RunUpdated>()("RunUpdated", { run: Run }) {}
+export class RunEnded extends Schema.TaggedClass<RunEnded>()("RunEnded", { run: Run }) {}
+export class TurnItemRecorded extends Schema.TaggedClass<TurnItemRecorded>()("TurnItemRecorded", { item: TurnItem }) {}
+export class ProviderThreadRecorded extends Schema.TaggedClass<ProviderThreadRecorded>()("ProviderThreadRecorded", {
+  providerThread: ProviderThread
+}) {}
+export class TransferRecorded extends Schema.TaggedClass<TransferRecorded>()("TransferRecorded", {
+  transfer: ContextTransfer
+}) {}
+export class HandoffRecorded extends Schema.TaggedClass<HandoffRecorded>()("HandoffRecorded", {
+  handoff: ContextHandoff
+}) {}
+export class CheckpointRecorded extends Schema.TaggedClass<CheckpointRecorded>()("CheckpointRecorded", {
+  checkpoint: Checkpoint
+}) {}
+
+export const ThreadEvent = Schema.Union(
+  ThreadCreated,
+  ThreadUpdated,
+  RunStarted,
+  RunUpdated,
+  RunEnded,
+  TurnItemRecorded,
+  ProviderThreadRecorded,
+  TransferRecorded,
+  HandoffRecorded,
+  CheckpointRecorded
+)
+export type ThreadEvent = typeof ThreadEvent.Type
+
+/** An event as stored: global and per-thread sequence numbers, the command that caused it. */
+export const StoredEvent = Schema.Struct({
+  sequence: Schema.Int,
+  threadId: ThreadId,
+  threadSequence: Schema.Int,
+  commandId: Schema.NullOr(CommandId),
+  createdAt: Schema.String,
+  event: ThreadEvent
+})
+export type StoredEvent = typeof StoredEvent.Type

@@ -1,0 +1,58 @@
+/**
+ * Branded identifiers. Every id is an opaque string with a short, readable prefix
+ * (`thr_`, `run_` …) so that a log line says what it names.
+ */
+import { Schema } from "effect"
+
+const id = <B extends string>(brand: B) => Schema.NonEmptyTrimmedString.pipe(Schema.brand(brand))
+
+export const ThreadId = id("ThreadId")
+export type ThreadId = typeof ThreadId.Type
+export const RunId = id("RunId")
+export type RunId = typeof RunId.Type
+export const TurnItemId = id("TurnItemId")
+export type TurnItemId = typeof TurnItemId.Type
+export const ProviderThreadId = id("ProviderThreadId")
+export type ProviderThreadId = typeof ProviderThreadId.Type
+export const ProviderSessionId = id("ProviderSessionId")
+export type ProviderSessionId = typeof ProviderSessionId.Type
+export const ContextTransferId = id("ContextTransferId")
+export type ContextTransferId = typeof ContextTransferId.Type
+export const ContextHandoffId = id("ContextHandoffId")
+export type ContextHandoffId = typeof ContextHandoffId.Type
+export const CheckpointId = id("CheckpointId")
+export type CheckpointId = typeof CheckpointId.Type
+export const CommandId = id("CommandId")
+export type CommandId = typeof CommandId.Type
+export const ApprovalId = id("ApprovalId")
+export type ApprovalId = typeof ApprovalId.Type
+
+/** The name of a configured provider instance (`alpha`, `codex`, …), not a driver. */
+export const ProviderName = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, {
+    message: () => "a provider name is 1-64 letters, digits, '_', '.' or '-'"
+  }),
+  Schema.brand("ProviderName")
+)
+export type ProviderName = typeof ProviderName.Type
+
+/** A provider's own handle for a thread (Codex thread id, Claude session id …). */
+export const NativeThreadRef = Schema.String
+/** A provider's own handle for one turn (Codex turn id, Claude message uuid …). */
+export const NativeTurnRef = Schema.String
+
+const random = (): string => globalThis.crypto.randomUUID().replace(/-/g, "").slice(0, 20)
+
+/** Fresh ids. Random, so that ids made by two processes never collide. */
+export const makeId = {
+  thread: () => ThreadId.make(`thr_${random()}`),
+  run: () => RunId.make(`run_${random()}`),
+  turnItem: () => TurnItemId.make(`itm_${random()}`),
+  providerThread: () => ProviderThreadId.make(`pth_${random()}`),
+  providerSession: () => ProviderSessionId.make(`pss_${random()}`),
+  transfer: () => ContextTransferId.make(`xfr_${random()}`),
+  handoff: () => ContextHandoffId.make(`hof_${random()}`),
+  checkpoint: () => CheckpointId.make(`chk_${random()}`),
+  command: () => CommandId.make(`cmd_${random()}`),
+  approval: () => ApprovalId.make(`apr_${random()}`)
+} as const

@@ -1,0 +1,97 @@
+/**
+ * The provider port. The runtime sees providers only through this interface and
+ * asks about capabilities; adapters (scripted, Codex, Claude …) implement it.
+ */
+import { Context, Schema } from "effect"
+import type { Effect, Scope, Stream } from "effect"
+import type { ProviderCapabilities, HandoffDelivery } from "./Capabilities.js"
+import type { ApprovalDecision } from "./Commands.js"
+import type { ProviderFailure } from "./Errors.js"
+import type { HandoffPayload } from "./Handoff.js"
+import type { ContextHandoffId, ProviderName, RunId } from "./Ids.js"
+import type { NativeRefStrength } from "./ProviderThread.js"
+import { TurnItemContent } from "./TurnItem.js"
+
+/** What a provider reports while a turn runs. */
+export const ProviderEvent = Schema.Union(
+  Schema.TaggedStruct("TurnStarted", { turnRef: Schema.String }),
+  Schema.TaggedStruct("Item", { item: TurnItemContent }),
+  Schema.TaggedStruct("TurnCompleted", { turnRef: Schema.String }),
+  Schema.TaggedStruct("TurnInterrupted", { turnRef: Schema.String }),
+  /** The provider called the app tool `spawn_subagent`. */
+  Schema.TaggedStruct("SubagentRequested", { provider: Schema.String, prompt: Schema.String })
+)
+export type ProviderEvent = typeof ProviderEvent.Type
+
+export interface NativeThreadHandle {
+  readonly nativeRef: string
+  readonly strength: NativeRefStrength
+}
+
+/** A handoff block, delivered separately from the user's message. */
+export interface HandoffBlock {
+  readonly handoffId: ContextHandoffId
+  readonly delivery: HandoffDelivery
+  readonly text: string
+}
+
+export interface TurnInput {
+  readonly nativeRef: string
+  readonly runId: RunId
+  /** The user's message: the run's real input. */
+  readonly message: string
+  readonly handoff: HandoffBlock | null
+  readonly model: string | null
+  readonly workspace: string | null
+}
+
+export interface SummariseRequest {
+  readonly payload: HandoffPayload
+  readonly budgetTokens: number
+}
+
+/** A live provider process (or connection). Closing the scope that opened it stops it. */
+export interface ProviderSessionHandle {
+  readonly pid: number | null
+  readonly startThread: (options: {
+    readonly workspace: string | null
+    readonly model: string | null
+  }) => Effect.Effect<NativeThreadHandle, ProviderFailure>
+  /** Make an earlier native thread current; fails with kind `resume_failed` if it cannot. */
+  readonly resumeThread: (nativeRef: string) => Effect.Effect<void, ProviderFailure>
+  /** Fork a native thread, at (and including) a turn when `atTurnRef` is given. */
+  readonly forkThread: (nativeRef: string, atTurnRef: string | null) => Effect.Effect<NativeThreadHandle, ProviderFailure>
+  /** Drop `beforeTurnRef` and every later turn of the native thread. */
+  readonly rollbackThread: (nativeRef: string, beforeTurnRef: string) => Effect.Effect<void, ProviderFailure>
+  /** Run one turn. The stream ends after TurnCompleted or TurnInterrupted, or fails. */
+  readonly runTurn: (input: TurnInput) => Stream.Stream<ProviderEvent, ProviderFailure>
+  /** Ask the provider to interrupt its current turn on that thread. */
+  readonly interrupt: (nativeRef: string) => Effect.Effect<void, ProviderFailure>
+  readonly respondApproval: (
+    nativeRef: string,
+    approvalId: string,
+    decision: ApprovalDecision
+  ) => Effect.Effect<void, ProviderFailure>
+  /** Write a handoff summary from structured material (only with `capabilities.summarise`). */
+  readonly summarise: (request: SummariseRequest) => Effect.Effect<string, ProviderFailure>
+  /** Completes when the process has exited, for whatever reason. */
+  readonly exited: Effect.Effect<{ readonly code: number | null; readonly signal: string | null }>
+}
+
+export interface ProviderAdapter {
+  readonly name: ProviderName
+  readonly driver: string
+  readonly capabilities: ProviderCapabilities
+  /** Part of the settings fingerprint: a change may make old native threads unusable. */
+  readonly runtimeMode: string
+  readonly model: string | null
+  readonly openSession: (options: {
+    readonly workspace: string | null
+  }) => Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope>
+}
+
+/** The configured provider instances, by name. */
+export class ProviderRegistry extends Context.Tag("@skein/domain/ProviderRegistry")<
+  ProviderRegistry,
+  { readonly adapters: ReadonlyArray<ProviderAdapter> }
+>() {}

@@ -1,0 +1,60 @@
+/**
+ * The RPC contract: method names and payload, success and error schemas
+ * (DESIGN.md section 6). Handlers live in the server package.
+ */
+import { Rpc, RpcGroup } from "@effect/rpc"
+import { Schema } from "effect"
+import {
+  CreateThreadFields,
+  ForkThreadFields,
+  InterruptRunFields,
+  MergeBackFields,
+  RespondApprovalFields,
+  RollbackFields,
+  SpawnSubagentFields,
+  StartRunFields
+} from "./Commands.js"
+import { SkeinError } from "./Errors.js"
+import { StoredEvent } from "./Events.js"
+import { ContextHandoff } from "./Handoff.js"
+import { ContextHandoffId, ThreadId } from "./Ids.js"
+import { Run } from "./Run.js"
+import { AppThread } from "./Thread.js"
+import { ContextTransfer } from "./Transfer.js"
+import { TurnItem } from "./TurnItem.js"
+import { ProviderInstanceInfo, RunView, ThreadView } from "./Views.js"
+
+export class SkeinRpcs extends RpcGroup.make(
+  Rpc.make("thread.create", { payload: CreateThreadFields, success: AppThread, error: SkeinError }),
+  Rpc.make("thread.get", { payload: { threadId: ThreadId }, success: ThreadView, error: SkeinError }),
+  Rpc.make("thread.list", {
+    payload: { parentThreadId: Schema.optional(ThreadId), rootThreadId: Schema.optional(ThreadId) },
+    success: Schema.Array(AppThread),
+    error: SkeinError
+  }),
+  Rpc.make("thread.events", {
+    payload: { threadId: ThreadId, fromSequence: Schema.optional(Schema.Int.pipe(Schema.nonNegative())) },
+    success: StoredEvent,
+    error: SkeinError,
+    stream: true
+  }),
+  Rpc.make("run.start", { payload: StartRunFields, success: RunView, error: SkeinError }),
+  Rpc.make("run.interrupt", { payload: InterruptRunFields, success: Run, error: SkeinError }),
+  Rpc.make("thread.fork", {
+    payload: ForkThreadFields,
+    success: Schema.Struct({ thread: AppThread, transfer: ContextTransfer }),
+    error: SkeinError
+  }),
+  Rpc.make("thread.mergeBack", { payload: MergeBackFields, success: ContextTransfer, error: SkeinError }),
+  Rpc.make("thread.rollback", { payload: RollbackFields, success: ThreadView, error: SkeinError }),
+  Rpc.make("subagent.spawn", {
+    payload: SpawnSubagentFields,
+    success: Schema.Struct({ thread: AppThread, run: Run }),
+    error: SkeinError
+  }),
+  Rpc.make("handoff.get", { payload: { handoffId: ContextHandoffId }, success: ContextHandoff, error: SkeinError }),
+  Rpc.make("approval.respond", { payload: RespondApprovalFields, success: TurnItem, error: SkeinError }),
+  Rpc.make("provider.list", { success: Schema.Array(ProviderInstanceInfo), error: SkeinError })
+) {}
+
+export type SkeinRpcMethod = (typeof SkeinRpcs)["requests"] extends ReadonlyMap<infer K, unknown> ? K : never

@@ -1,0 +1,47 @@
+import { Schema } from "effect"
+import { CommandId, ContextHandoffId, ProviderName, ProviderThreadId, RunId, ThreadId } from "./Ids.js"
+
+export const RunStatus = Schema.Literal("queued", "running", "completed", "failed", "interrupted", "rolled_back")
+export type RunStatus = typeof RunStatus.Type
+
+export const terminalRunStatuses: ReadonlyArray<RunStatus> = ["completed", "failed", "interrupted", "rolled_back"]
+export const isTerminalRunStatus = (status: RunStatus): boolean => terminalRunStatuses.includes(status)
+
+/** Why a run did not complete. */
+export const RunFailureReason = Schema.Literal(
+  "provider_error",
+  "provider_crash",
+  "user_interrupt",
+  "runtime_restart",
+  "shutdown",
+  "unsupported_context",
+  "resume_failed"
+)
+export type RunFailureReason = typeof RunFailureReason.Type
+
+export const RunFailure = Schema.Struct({ reason: RunFailureReason, message: Schema.String })
+export type RunFailure = typeof RunFailure.Type
+
+/** How the run's provider learned what it missed (see ContextResolver). */
+export const ContextResolutionKind = Schema.Literal("none", "native", "delta", "portable")
+export type ContextResolutionKind = typeof ContextResolutionKind.Type
+
+export const Run = Schema.Struct({
+  id: RunId,
+  threadId: ThreadId,
+  ordinal: Schema.Int.pipe(Schema.positive()),
+  provider: ProviderName,
+  model: Schema.NullOr(Schema.String),
+  /** The user's message: the run's real input. */
+  message: Schema.String,
+  status: RunStatus,
+  providerThreadId: Schema.NullOr(ProviderThreadId),
+  contextHandoffId: Schema.NullOr(ContextHandoffId),
+  contextResolution: Schema.NullOr(ContextResolutionKind),
+  failure: Schema.NullOr(RunFailure),
+  commandId: Schema.NullOr(CommandId),
+  createdAt: Schema.String,
+  startedAt: Schema.NullOr(Schema.String),
+  completedAt: Schema.NullOr(Schema.String)
+})
+export type Run = typeof Run.Type

@@ -1,0 +1,58 @@
+/**
+ * The runtime's public face: one method per contract operation. The server maps RPC
+ * methods onto it one to one; an embedding host may call it directly.
+ */
+import type {
+  AppThread,
+  ContextHandoff,
+  ContextTransfer,
+  CreateThreadFields,
+  ForkThreadFields,
+  InterruptRunFields,
+  MergeBackFields,
+  ProviderInstanceInfo,
+  RespondApprovalFields,
+  RollbackFields,
+  Run,
+  RunView,
+  SkeinError,
+  SpawnSubagentFields,
+  StartRunFields,
+  StoredEvent,
+  ThreadId,
+  ThreadView,
+  TurnItem,
+  ContextHandoffId
+} from "@skein/domain"
+import { Context } from "effect"
+import type { Effect, Schema, Stream } from "effect"
+
+type Payload<F extends Schema.Struct.Fields> = Schema.Struct.Type<F>
+
+export interface OrchestratorShape {
+  readonly createThread: (input: Payload<typeof CreateThreadFields>) => Effect.Effect<AppThread, SkeinError>
+  readonly getThread: (threadId: ThreadId) => Effect.Effect<ThreadView, SkeinError>
+  readonly listThreads: (filter: {
+    readonly parentThreadId?: ThreadId
+    readonly rootThreadId?: ThreadId
+  }) => Effect.Effect<ReadonlyArray<AppThread>, SkeinError>
+  /** Replays the thread's events after `fromSequence` (a per-thread sequence), then follows live ones. */
+  readonly events: (threadId: ThreadId, fromSequence?: number) => Stream.Stream<StoredEvent, SkeinError>
+  readonly startRun: (input: Payload<typeof StartRunFields>) => Effect.Effect<RunView, SkeinError>
+  readonly interruptRun: (input: Payload<typeof InterruptRunFields>) => Effect.Effect<Run, SkeinError>
+  readonly forkThread: (
+    input: Payload<typeof ForkThreadFields>
+  ) => Effect.Effect<{ readonly thread: AppThread; readonly transfer: ContextTransfer }, SkeinError>
+  readonly mergeBack: (input: Payload<typeof MergeBackFields>) => Effect.Effect<ContextTransfer, SkeinError>
+  readonly rollback: (input: Payload<typeof RollbackFields>) => Effect.Effect<ThreadView, SkeinError>
+  readonly spawnSubagent: (
+    input: Payload<typeof SpawnSubagentFields>
+  ) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
+  readonly getHandoff: (handoffId: ContextHandoffId) => Effect.Effect<ContextHandoff, SkeinError>
+  readonly respondApproval: (input: Payload<typeof RespondApprovalFields>) => Effect.Effect<TurnItem, SkeinError>
+  readonly listProviders: Effect.Effect<ReadonlyArray<ProviderInstanceInfo>, SkeinError>
+  /** Graceful stop: running runs end `interrupted` (reason `shutdown`), sessions close. */
+  readonly shutdown: Effect.Effect<void>
+}
+
+export class Orchestrator extends Context.Tag("@skein/runtime/Orchestrator")<Orchestrator, OrchestratorShape>() {}

@@ -1,0 +1,2 @@
+export * from "./Orchestrator.js"
+export * from "./store/ThreadState.js"
