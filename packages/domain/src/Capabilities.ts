@@ -19,8 +19,11 @@ export class ProviderCapabilities extends Schema.Class<ProviderCapabilities>("Pr
   resume: Schema.Boolean,
   fork: ForkCapability,
   rollback: RollbackCapability,
-  /** Delivery channels the adapter accepts for a handoff block, preferred first. */
-  handoffDelivery: Schema.NonEmptyArray(HandoffDelivery),
+  /**
+   * Delivery channels the adapter accepts for a handoff block, preferred first.
+   * Empty: the provider cannot receive handoff context at all.
+   */
+  handoffDelivery: Schema.Array(HandoffDelivery),
   /** The context window of the model, in tokens. */
   contextWindowTokens: Schema.Int.pipe(Schema.positive()),
   /** The adapter can write a handoff summary itself (leaving/entering/summary provider). */
