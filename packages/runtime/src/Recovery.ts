@@ -1,0 +1,33 @@
+/**
+ * Start-up recovery: runs that were in flight when the previous process died end
+ * `interrupted` with reason `runtime_restart`. Their provider processes died with
+ * that process (a provider child exits when its stdin closes).
+ */
+import { Effect, Option } from "effect"
+import { planRecovery } from "./actors/ThreadPlanner.js"
+import { EventStore } from "./store/EventStore.js"
+
+export const recoverInterruptedRuns = Effect.gen(function* () {
+  const store = yield* EventStore
+  const runs = yield* store.activeRuns
+  const threadIds = [...new Set(runs.map((r) => r.threadId))]
+  yield* Effect.forEach(
+    threadIds,
+    (threadId) =>
+      store.loadThread(threadId).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.void,
+            onSome: (state) => {
+              const events = planRecovery(state, new Date().toISOString())
+              return events.length === 0 ? Effect.void : Effect.asVoid(store.append({ threadId, events }))
+            }
+          })
+        )
+      ),
+    { discard: true }
+  )
+  if (threadIds.length > 0) {
+    yield* Effect.logInfo(`recovered ${runs.length} interrupted run(s) on ${threadIds.length} thread(s)`)
+  }
+})

@@ -1,0 +1,41 @@
+/** Tunables of the runtime, with defaults a host can override. */
+import { DEFAULT_HANDOFF_BUDGET_TOKENS } from "@skein/domain"
+import { Context, Layer } from "effect"
+import type { StalenessPolicy } from "./context/Staleness.js"
+import { defaultStalenessPolicy } from "./context/Staleness.js"
+
+export type SummarySource =
+  | { readonly _tag: "local" }
+  | { readonly _tag: "leaving" }
+  | { readonly _tag: "entering" }
+  | { readonly _tag: "provider"; readonly provider: string }
+
+export interface RuntimeOptions {
+  /** Idle time after which a thread actor passivates (default 60 s). */
+  readonly passivateAfterMs: number
+  /** Idle time after which a provider session closes (default 120 s). */
+  readonly sessionIdleMs: number
+  /** How long an interrupted turn may take before its process is killed (default 500 ms). */
+  readonly interruptGraceMs: number
+  readonly handoffBudgetTokens: number
+  /** Who writes handoff summaries; the local deterministic summariser is always the fallback. */
+  readonly summarySource: SummarySource
+  readonly summaryTimeoutMs: number
+  /** Thresholds of the staleness policy (see context/Staleness). */
+  readonly staleness: StalenessPolicy
+}
+
+export const defaultRuntimeOptions: RuntimeOptions = {
+  passivateAfterMs: 60_000,
+  sessionIdleMs: 120_000,
+  interruptGraceMs: 500,
+  handoffBudgetTokens: DEFAULT_HANDOFF_BUDGET_TOKENS,
+  summarySource: { _tag: "local" },
+  summaryTimeoutMs: 10_000,
+  staleness: defaultStalenessPolicy
+}
+
+export class RuntimeConfig extends Context.Tag("@skein/runtime/RuntimeConfig")<RuntimeConfig, RuntimeOptions>() {
+  static layer = (options: Partial<RuntimeOptions> = {}) =>
+    Layer.succeed(RuntimeConfig, { ...defaultRuntimeOptions, ...options })
+}

@@ -1,0 +1,67 @@
+/**
+ * The thread actor's protocol. Client commands (StartRun, InterruptRun,
+ * RespondApproval from the domain) plus the messages a run's own fiber sends back
+ * while it drives the provider. All are Schema classes, so the same protocol can run
+ * as a cluster entity later.
+ */
+import {
+  InterruptRun,
+  ProviderThreadId,
+  RespondApproval,
+  RunFailure,
+  RunId,
+  StartRun,
+  TurnItemContent
+} from "@skein/domain"
+import { Schema } from "effect"
+
+/** A provider event that becomes a turn item of the run. */
+export class RecordItem extends Schema.TaggedClass<RecordItem>()("RecordItem", {
+  runId: RunId,
+  item: TurnItemContent
+}) {}
+
+/** The run's provider thread now has a native ref (a new provider thread was started). */
+export class BindNativeThread extends Schema.TaggedClass<BindNativeThread>()("BindNativeThread", {
+  runId: RunId,
+  providerThreadId: ProviderThreadId,
+  nativeRef: Schema.String,
+  strength: Schema.Literal("strong", "weak", "none")
+}) {}
+
+/** Resuming the target provider thread failed: re-plan with a full summary into a new one. */
+export class ResumeFailed extends Schema.TaggedClass<ResumeFailed>()("ResumeFailed", {
+  runId: RunId,
+  detail: Schema.String
+}) {}
+
+export const RunOutcome = Schema.Literal("completed", "failed", "interrupted")
+
+export class FinishRun extends Schema.TaggedClass<FinishRun>()("FinishRun", {
+  runId: RunId,
+  outcome: RunOutcome,
+  failure: Schema.NullOr(RunFailure),
+  /** The provider's turn handle, when the turn reached the provider. */
+  turnRef: Schema.NullOr(Schema.String)
+}) {}
+
+/** Ask the active run to stop, with the reason recorded on the run. */
+export class StopRun extends Schema.TaggedClass<StopRun>()("StopRun", {
+  reason: Schema.Literal("user_interrupt", "shutdown")
+}) {}
+
+/** Read the actor's current state (for tests, benchmarks and waiting). */
+export class Inspect extends Schema.TaggedClass<Inspect>()("Inspect", {}) {}
+
+export const ThreadMessage = Schema.Union(
+  StartRun,
+  InterruptRun,
+  RespondApproval,
+  RecordItem,
+  BindNativeThread,
+  ResumeFailed,
+  FinishRun,
+  StopRun,
+  Inspect
+)
+export type ThreadMessage = typeof ThreadMessage.Type

@@ -1,0 +1,512 @@
+/**
+ * The thread actor's functional core: given the thread's state and what happened,
+ * the events to append. No I/O; the actor persists the events, then folds them in.
+ */
+import type {
+  Checkpoint,
+  ContextHandoff,
+  ContextHandoffId,
+  ContextTransfer,
+  DiffEntry,
+  HandoffKind,
+  HandoffPayload,
+  HandoffStrategy,
+  ProviderCapabilities,
+  ProviderName,
+  ProviderThread,
+  ProviderThreadId,
+  Run,
+  RunFailure,
+  RunId,
+  StalenessReason,
+  ThreadEvent,
+  TurnItem,
+  TurnItemContent
+} from "@skein/domain"
+import {
+  CheckpointRecorded,
+  HandoffRecorded,
+  makeId,
+  ProviderThreadRecorded,
+  RunEnded,
+  RunStarted,
+  RunUpdated,
+  TransferRecorded,
+  TurnItemRecorded
+} from "@skein/domain"
+import type { ThreadState } from "../store/ThreadState.js"
+import { itemsOf, runById } from "../store/ThreadState.js"
+
+/** What the runtime knows of a provider instance when planning. */
+export interface ProviderInfo {
+  readonly name: ProviderName
+  readonly driver: string
+  readonly capabilities: ProviderCapabilities
+  readonly runtimeMode: string
+  readonly model: string | null
+}
+
+/** The context decision in the form the planner applies (see ContextResolver). */
+export interface ContextDecision {
+  readonly kind: "none" | "delta" | "portable"
+  /** The provider thread to continue; null starts a new one. */
+  readonly reuse: ProviderThread | null
+  /** A provider thread retired by this decision (stale), if any. */
+  readonly retire: ProviderThread | null
+  readonly reasons: ReadonlyArray<StalenessReason>
+  readonly handoff: null | {
+    readonly kind: HandoffKind
+    readonly strategy: HandoffStrategy
+    readonly from: number
+    readonly to: number
+  }
+}
+
+/** A built handoff summary, before it is recorded. */
+export interface HandoffDraft {
+  readonly payload: HandoffPayload
+  readonly summaryText: string
+  readonly tokenEstimate: number
+  readonly budgetTokens: number
+  readonly createdByProvider: ProviderName | null
+}
+
+export interface StartPlan {
+  readonly run: Run
+  readonly providerThread: ProviderThread
+  readonly handoff: ContextHandoff | null
+  readonly events: ReadonlyArray<ThreadEvent>
+}
+
+const contextKind = (decision: ContextDecision): Run["contextResolution"] => decision.kind
+
+const newProviderThread = (state: ThreadState, provider: ProviderInfo, model: string | null, now: string): ProviderThread => ({
+  id: makeId.providerThread(),
+  threadId: state.thread.id,
+  provider: provider.name,
+  driver: provider.driver,
+  nativeRef: null,
+  nativeRefStrength: "none",
+  firstRunOrdinal: null,
+  lastRunOrdinal: null,
+  handoffIds: [],
+  coverage: { nativeRunOrdinals: [], handoffIds: [] },
+  nativeTurns: [],
+  settings: { model, runtimeMode: provider.runtimeMode },
+  status: "active",
+  statusReason: null,
+  createdAt: now,
+  updatedAt: now
+})
+
+/** The provider threads that natively served the runs of a range. */
+const servingProviderThreads = (state: ThreadState, from: number, to: number): Array<ProviderThreadId> => {
+  const ids = new Set<ProviderThreadId>()
+  for (let ordinal = from; ordinal <= to; ordinal++) {
+    const id = state.runs[ordinal - 1]?.providerThreadId
+    if (id) ids.add(id)
+  }
+  return [...ids]
+}
+
+/** The newest live run before `ordinal`: the source point of a transfer into it. */
+const latestLiveRunBefore = (state: ThreadState, ordinal: number): Run | undefined => {
+  for (let i = ordinal - 2; i >= 0; i--) {
+    const run = state.runs[i]!
+    if (run.status !== "rolled_back") return run
+  }
+  return undefined
+}
+
+const recordHandoff = (
+  state: ThreadState,
+  options: {
+    readonly runId: RunId
+    readonly ordinal: number
+    readonly target: ProviderThread
+    readonly provider: ProviderInfo
+    readonly decision: ContextDecision
+    readonly draft: HandoffDraft
+    readonly existingTransfer: ContextTransfer | null
+    readonly now: string
+  }
+): { readonly transfer: ContextTransfer; readonly handoff: ContextHandoff } => {
+  const spec = options.decision.handoff!
+  const handoffId = makeId.handoff()
+  const source = latestLiveRunBefore(state, options.ordinal)
+  const resolution =
+    spec.kind === "delta_context"
+      ? ({ strategy: "delta_context", contextHandoffId: handoffId } as const)
+      : spec.kind === "checkpoint_context"
+        ? ({ strategy: "checkpoint_context", contextHandoffId: handoffId } as const)
+        : ({ strategy: "portable_context", contextHandoffId: handoffId } as const)
+  const transfer: ContextTransfer = options.existingTransfer
+    ? {
+        ...options.existingTransfer,
+        status: "resolved_portable",
+        resolution,
+        reasons: [...options.decision.reasons]
+      }
+    : {
+        id: makeId.transfer(),
+        type: "provider_handoff",
+        sourceThreadId: state.thread.id,
+        targetThreadId: state.thread.id,
+        sourcePoint: {
+          threadId: state.thread.id,
+          ...(source ? { runId: source.id, runOrdinal: source.ordinal } : {})
+        },
+        basePoint:
+          options.decision.kind === "delta" && options.target.lastRunOrdinal !== null
+            ? {
+                threadId: state.thread.id,
+                runOrdinal: options.target.lastRunOrdinal,
+                ...(state.runs[options.target.lastRunOrdinal - 1]
+                  ? { runId: state.runs[options.target.lastRunOrdinal - 1]!.id }
+                  : {})
+              }
+            : null,
+        sourceProvider: source?.provider ?? null,
+        targetProvider: options.provider.name,
+        status: "resolved_portable",
+        resolution,
+        reasons: [...options.decision.reasons],
+        createdBy: "system",
+        createdAt: options.now,
+        consumedAt: null,
+        consumedByRunId: null
+      }
+  const handoff: ContextHandoff = {
+    id: handoffId,
+    transferId: transfer.id,
+    threadId: state.thread.id,
+    targetRunId: options.runId,
+    kind: spec.kind,
+    strategy: spec.strategy,
+    fromProviderThreadIds: servingProviderThreads(state, spec.from, spec.to),
+    toProviderThreadId: options.target.id,
+    coveredRunOrdinals: { from: spec.from, to: spec.to },
+    payload: options.draft.payload,
+    summaryText: options.draft.summaryText,
+    tokenEstimate: options.draft.tokenEstimate,
+    budgetTokens: options.draft.budgetTokens,
+    status: "ready",
+    supersededBy: null,
+    createdByProvider: options.draft.createdByProvider,
+    createdAt: options.now,
+    updatedAt: options.now
+  }
+  return { transfer, handoff }
+}
+
+const retire = (pt: ProviderThread, reasons: ReadonlyArray<string>, now: string): ProviderThread => ({
+  ...pt,
+  status: "stale",
+  statusReason: reasons.length > 0 ? reasons.join(", ") : "replaced by a fresh provider thread",
+  updatedAt: now
+})
+
+const item = (
+  state: ThreadState,
+  runId: RunId,
+  seq: number,
+  content: TurnItemContent,
+  now: string
+): TurnItem => ({ id: makeId.turnItem(), threadId: state.thread.id, runId, seq, createdAt: now, ...content })
+
+/** Start a run: the run, its provider thread, and the transfer + handoff when context must cross. */
+export const planRunStart = (
+  state: ThreadState,
+  input: {
+    readonly message: string
+    readonly model: string | null
+    readonly commandId: Run["commandId"]
+    readonly provider: ProviderInfo
+    readonly decision: ContextDecision
+    readonly draft: HandoffDraft | null
+    readonly now: string
+  }
+): StartPlan => {
+  const { decision, now, provider } = input
+  const ordinal = state.runs.length + 1
+  const runId = makeId.run()
+  const events: Array<ThreadEvent> = []
+  if (decision.retire) events.push(new ProviderThreadRecorded({ providerThread: retire(decision.retire, decision.reasons, now) }))
+  const providerThread: ProviderThread = decision.reuse
+    ? { ...decision.reuse, status: "active", updatedAt: now }
+    : newProviderThread(state, provider, input.model ?? provider.model, now)
+  events.push(new ProviderThreadRecorded({ providerThread }))
+  let handoff: ContextHandoff | null = null
+  if (decision.handoff && input.draft) {
+    const recorded = recordHandoff(state, {
+      runId,
+      ordinal,
+      target: providerThread,
+      provider,
+      decision,
+      draft: input.draft,
+      existingTransfer: null,
+      now
+    })
+    handoff = recorded.handoff
+    events.push(new TransferRecorded({ transfer: recorded.transfer }), new HandoffRecorded({ handoff }))
+  }
+  const run: Run = {
+    id: runId,
+    threadId: state.thread.id,
+    ordinal,
+    provider: provider.name,
+    model: input.model,
+    message: input.message,
+    status: "running",
+    providerThreadId: providerThread.id,
+    contextHandoffId: handoff?.id ?? null,
+    contextResolution: contextKind(decision),
+    failure: null,
+    commandId: input.commandId,
+    createdAt: now,
+    startedAt: now,
+    completedAt: null
+  }
+  events.push(new RunStarted({ run }))
+  events.push(new TurnItemRecorded({ item: item(state, runId, 0, { type: "user_message", text: input.message }, now) }))
+  if (handoff) {
+    events.push(
+      new TurnItemRecorded({
+        item: item(
+          state,
+          runId,
+          1,
+          {
+            type: "handoff_context",
+            handoffId: handoff.id,
+            delivery: provider.capabilities.handoffDelivery[0] ?? "synthetic_user",
+            text: handoff.summaryText
+          },
+          now
+        )
+      })
+    )
+  }
+  return { run, providerThread, handoff, events }
+}
+
+/**
+ * Resuming the target failed: retire it, supersede the handoff meant for it, and
+ * move the run to a new provider thread with a full summary.
+ */
+export const planResumeFallback = (
+  state: ThreadState,
+  input: {
+    readonly runId: RunId
+    readonly provider: ProviderInfo
+    readonly decision: ContextDecision
+    readonly draft: HandoffDraft
+    readonly detail: string
+    readonly now: string
+  }
+): StartPlan => {
+  const { now } = input
+  const run = runById(state, input.runId)!
+  const failedThread = run.providerThreadId ? state.providerThreads.get(run.providerThreadId) : undefined
+  const events: Array<ThreadEvent> = []
+  if (failedThread) {
+    events.push(
+      new ProviderThreadRecorded({
+        providerThread: { ...failedThread, status: "stale", statusReason: `resume_failed: ${input.detail}`, updatedAt: now }
+      })
+    )
+  }
+  const providerThread = newProviderThread(state, input.provider, run.model ?? input.provider.model, now)
+  events.push(new ProviderThreadRecorded({ providerThread }))
+  const previous = run.contextHandoffId ? state.handoffs.get(run.contextHandoffId) : undefined
+  const existingTransfer = previous ? (state.transfers.get(previous.transferId) ?? null) : null
+  const recorded = recordHandoff(state, {
+    runId: run.id,
+    ordinal: run.ordinal,
+    target: providerThread,
+    provider: input.provider,
+    decision: input.decision,
+    draft: input.draft,
+    existingTransfer,
+    now
+  })
+  if (previous) {
+    events.push(
+      new HandoffRecorded({
+        handoff: { ...previous, status: "superseded", supersededBy: recorded.handoff.id, updatedAt: now }
+      })
+    )
+  }
+  events.push(new TransferRecorded({ transfer: recorded.transfer }), new HandoffRecorded({ handoff: recorded.handoff }))
+  const updated: Run = {
+    ...run,
+    providerThreadId: providerThread.id,
+    contextHandoffId: recorded.handoff.id,
+    contextResolution: "portable"
+  }
+  events.push(new RunUpdated({ run: updated }))
+  const items = itemsOf(state, run.id)
+  events.push(
+    new TurnItemRecorded({
+      item: item(
+        state,
+        run.id,
+        items.length,
+        {
+          type: "handoff_context",
+          handoffId: recorded.handoff.id,
+          delivery: input.provider.capabilities.handoffDelivery[0] ?? "synthetic_user",
+          text: recorded.handoff.summaryText
+        },
+        now
+      )
+    })
+  )
+  return { run: updated, providerThread, handoff: recorded.handoff, events }
+}
+
+export const planItem = (state: ThreadState, runId: RunId, content: TurnItemContent, now: string): TurnItemRecorded =>
+  new TurnItemRecorded({ item: item(state, runId, itemsOf(state, runId).length, content, now) })
+
+export const planBindNativeThread = (
+  state: ThreadState,
+  providerThreadId: ProviderThreadId,
+  nativeRef: string,
+  strength: ProviderThread["nativeRefStrength"],
+  now: string
+): ReadonlyArray<ThreadEvent> => {
+  const pt = state.providerThreads.get(providerThreadId)
+  if (!pt) return []
+  return [new ProviderThreadRecorded({ providerThread: { ...pt, nativeRef, nativeRefStrength: strength, updatedAt: now } })]
+}
+
+const diffOf = (items: ReadonlyArray<TurnItem>): Array<DiffEntry> => {
+  const byPath = new Map<string, DiffEntry>()
+  for (const it of items) {
+    if (it.type === "file_change") {
+      const lines = it.summary === "" ? 0 : it.summary.split("\n").length
+      byPath.set(it.path, {
+        path: it.path,
+        change: it.kind,
+        additions: it.kind === "delete" ? 0 : lines,
+        deletions: it.kind === "delete" ? lines : 0
+      })
+    }
+  }
+  return [...byPath.values()]
+}
+
+/**
+ * End a run. Coverage grows only when the turn reached the provider and was kept
+ * (completed or interrupted): a failed turn is treated as unseen, so the next run
+ * on that provider thread is told about it through a handoff.
+ */
+export const planFinish = (
+  state: ThreadState,
+  input: {
+    readonly runId: RunId
+    readonly outcome: "completed" | "failed" | "interrupted"
+    readonly failure: RunFailure | null
+    readonly turnRef: string | null
+    readonly now: string
+  }
+): ReadonlyArray<ThreadEvent> => {
+  const { now } = input
+  const run = runById(state, input.runId)
+  if (!run || (run.status !== "running" && run.status !== "queued")) return []
+  const events: Array<ThreadEvent> = []
+  const kept = input.turnRef !== null && input.outcome !== "failed"
+  const pt = run.providerThreadId ? state.providerThreads.get(run.providerThreadId) : undefined
+  const handoff: ContextHandoff | undefined = run.contextHandoffId ? state.handoffs.get(run.contextHandoffId) : undefined
+  if (pt) {
+    const handoffIds: ReadonlyArray<ContextHandoffId> =
+      kept && handoff && !pt.handoffIds.includes(handoff.id) ? [...pt.handoffIds, handoff.id] : pt.handoffIds
+    events.push(
+      new ProviderThreadRecorded({
+        providerThread: kept
+          ? {
+              ...pt,
+              status: "idle",
+              firstRunOrdinal: pt.firstRunOrdinal ?? run.ordinal,
+              lastRunOrdinal: run.ordinal,
+              handoffIds,
+              coverage: { nativeRunOrdinals: [...pt.coverage.nativeRunOrdinals, run.ordinal], handoffIds },
+              nativeTurns: [...pt.nativeTurns, { runOrdinal: run.ordinal, turnRef: input.turnRef! }],
+              updatedAt: now
+            }
+          : { ...pt, status: pt.nativeRef === null ? "failed" : "idle", updatedAt: now }
+      })
+    )
+  }
+  if (handoff) {
+    const transfer = state.transfers.get(handoff.transferId)
+    if (transfer) {
+      events.push(
+        new TransferRecorded({
+          transfer: kept
+            ? { ...transfer, status: "consumed", consumedAt: now, consumedByRunId: run.id }
+            : { ...transfer, status: "failed" }
+        })
+      )
+    }
+  }
+  const ended: Run = {
+    ...run,
+    status: input.outcome,
+    failure: input.failure,
+    completedAt: now
+  }
+  events.push(new RunEnded({ run: ended }))
+  if (input.outcome === "completed") {
+    const checkpoint: Checkpoint = {
+      id: makeId.checkpoint(),
+      threadId: state.thread.id,
+      runId: run.id,
+      runOrdinal: run.ordinal,
+      kind: "logical",
+      gitRef: null,
+      treeSha: null,
+      diffSummary: diffOf(itemsOf(state, run.id)),
+      status: "ready",
+      createdAt: now
+    }
+    events.push(new CheckpointRecorded({ checkpoint }))
+  }
+  return events
+}
+
+/** After a crash or restart: runs that were in flight end `interrupted`, their provider threads go idle. */
+export const planRecovery = (state: ThreadState, now: string): ReadonlyArray<ThreadEvent> => {
+  const events: Array<ThreadEvent> = []
+  for (let i = state.runs.length - 1; i >= 0; i--) {
+    const run = state.runs[i]!
+    if (run.status !== "running" && run.status !== "queued") continue
+    events.push(
+      ...planFinish(state, {
+        runId: run.id,
+        outcome: "interrupted",
+        failure: { reason: "runtime_restart", message: "Skein stopped while this run was in flight" },
+        turnRef: null,
+        now
+      })
+    )
+  }
+  return events
+}
+
+/** Approve, decline or cancel an open approval request: the item's new state. */
+export const planApproval = (
+  state: ThreadState,
+  approvalId: string,
+  decision: "accept" | "decline" | "cancel"
+): TurnItem | undefined => {
+  for (let i = state.runs.length - 1; i >= 0; i--) {
+    for (const it of itemsOf(state, state.runs[i]!.id)) {
+      if (it.type === "approval_request" && it.approvalId === approvalId && it.status === "open") {
+        return { ...it, status: decision }
+      }
+    }
+  }
+  return undefined
+}

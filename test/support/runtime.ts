@@ -1,0 +1,55 @@
+/**
+ * Test harness: the real runtime (actors, SQLite, scripted provider processes) in a
+ * temporary directory. Only the transport is missing: tests call the Orchestrator.
+ */
+import { providerRegistryLayer } from "@skein/adapters"
+import type { RuntimeOptions } from "@skein/runtime"
+import { makeRuntimeLayer, Orchestrator } from "@skein/runtime"
+import { Effect, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+export const tempDir = (prefix = "skein-test-"): string => mkdtempSync(join(tmpdir(), prefix))
+
+export const removeDir = (dir: string): void => rmSync(dir, { recursive: true, force: true })
+
+/** The runtime over a database file in `dir`, with providers from `configFile` or the defaults (alpha, beta). */
+export const runtimeLayer = (
+  dir: string,
+  options: Partial<RuntimeOptions> & { readonly configFile?: string; readonly dbName?: string } = {}
+) => {
+  const { configFile, dbName, ...tunables } = options
+  return makeRuntimeLayer({ dbPath: join(dir, dbName ?? "skein.db"), ...tunables }).pipe(
+    Layer.provide(providerRegistryLayer({ configFile, dataDir: dir })),
+    Layer.orDie
+  )
+}
+
+/** Run a program against a fresh runtime in `dir`; the runtime closes (and its sessions stop) afterwards. */
+export const withRuntime = <A, E>(
+  dir: string,
+  program: (orchestrator: Orchestrator["Type"]) => Effect.Effect<A, E>,
+  options: Parameters<typeof runtimeLayer>[1] = {}
+): Promise<A> =>
+  Effect.runPromise(Effect.flatMap(Orchestrator, program).pipe(Effect.provide(runtimeLayer(dir, options))) as Effect.Effect<A, E>)
+
+/** Whether a process with this pid is alive. */
+export const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Poll `check` every 20 ms until it holds or `timeoutMs` passes. */
+export const waitFor = async (check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await check()) return true
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return check()
+}
