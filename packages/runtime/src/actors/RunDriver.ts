@@ -78,7 +78,9 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
       let nativeRef = providerThread.nativeRef
       if (nativeRef === null) {
         nativeRef = yield* start(providerThread)
-      } else if (!lease.loadedRefs.has(nativeRef)) {
+      } else if (!lease.loadedRefs.has(nativeRef) || run.contextResolution !== "none") {
+        // Coming back after other runs: resume explicitly even in a warm process, since
+        // the provider may have dropped the thread meanwhile.
         const resumed = yield* Effect.either(lease.handle.resumeThread(nativeRef))
         if (Either.isLeft(resumed)) {
           if (resumed.left.kind !== "resume_failed") return yield* resumed.left
