@@ -1,0 +1,195 @@
+/**
+ * Provider instances from configuration: the config file's schema, its loader
+ * (typed, actionable errors) and the ProviderRegistry layer built from it.
+ *
+ *   {"providers": {"alpha": {"driver": "scripted", "capabilities": {"fork": "at_turn"},
+ *                            "command": ["node", "server.js"], "env": {"K": "V"}, "model": "m"}}}
+ */
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import { Effect, Layer, ParseResult, Schema } from "effect"
+import type { ProviderAdapter } from "@skein/domain"
+import {
+  defaultCapabilities,
+  ForkCapability,
+  HandoffDelivery,
+  InvalidInput,
+  ProviderCapabilities,
+  ProviderName,
+  ProviderRegistry,
+  RollbackCapability
+} from "@skein/domain"
+import { makeScriptedAdapter } from "./scripted/ScriptedAdapter.js"
+
+/** The default `alpha` instance: resume, fork at a turn, native rollback. */
+export const alphaCapabilities: ProviderCapabilities = defaultCapabilities({
+  resume: true,
+  fork: "at_turn",
+  rollback: "native"
+})
+/** The default `beta` instance: resume, but no fork and no rollback. */
+export const betaCapabilities: ProviderCapabilities = defaultCapabilities({ resume: true, fork: "none", rollback: "none" })
+/** A Codex-like profile: handoff as a developer message. */
+export const codexLikeCapabilities: ProviderCapabilities = defaultCapabilities({
+  resume: true,
+  fork: "at_turn",
+  rollback: "native",
+  handoffDelivery: ["developer"]
+})
+/** A Claude-like profile: handoff in the system prompt. */
+export const claudeLikeCapabilities: ProviderCapabilities = defaultCapabilities({
+  resume: true,
+  fork: "at_turn",
+  rollback: "native",
+  handoffDelivery: ["system"]
+})
+
+export const ProviderDriver = Schema.Literal("scripted", "codex", "claude")
+export type ProviderDriver = typeof ProviderDriver.Type
+
+/** Capabilities in a config file: any subset; the rest comes from the driver's profile. */
+export const CapabilitiesConfig = Schema.Struct({
+  resume: Schema.optional(Schema.Boolean),
+  fork: Schema.optional(ForkCapability),
+  rollback: Schema.optional(RollbackCapability),
+  handoffDelivery: Schema.optional(Schema.Array(HandoffDelivery)),
+  contextWindowTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  summarise: Schema.optional(Schema.Boolean)
+})
+export type CapabilitiesConfig = typeof CapabilitiesConfig.Type
+
+export const ProviderInstanceConfig = Schema.Struct({
+  driver: ProviderDriver,
+  capabilities: Schema.optional(CapabilitiesConfig),
+  /** The executable and any leading arguments; the adapter appends its protocol arguments. */
+  command: Schema.optional(Schema.NonEmptyArray(Schema.NonEmptyString)),
+  /** Variables the process gets beyond PATH and HOME. */
+  env: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  model: Schema.optional(Schema.String)
+})
+export type ProviderInstanceConfig = typeof ProviderInstanceConfig.Type
+
+export const ProvidersConfig = Schema.Struct({
+  providers: Schema.Record({ key: ProviderName, value: ProviderInstanceConfig })
+})
+export type ProvidersConfig = typeof ProvidersConfig.Type
+
+/** What the daemon runs without a config file. */
+export const defaultProvidersConfig: ProvidersConfig = {
+  providers: {
+    [ProviderName.make("alpha")]: { driver: "scripted", capabilities: { ...alphaCapabilities } },
+    [ProviderName.make("beta")]: { driver: "scripted", capabilities: { ...betaCapabilities } }
+  }
+}
+
+const driverProfile: Record<ProviderDriver, ProviderCapabilities> = {
+  scripted: alphaCapabilities,
+  codex: codexLikeCapabilities,
+  claude: claudeLikeCapabilities
+}
+
+/** The driver's profile with the configured overrides applied. */
+export const capabilitiesFor = (driver: ProviderDriver, overrides: CapabilitiesConfig = {}): ProviderCapabilities =>
+  ProviderCapabilities.make({
+    resume: overrides.resume ?? driverProfile[driver].resume,
+    fork: overrides.fork ?? driverProfile[driver].fork,
+    rollback: overrides.rollback ?? driverProfile[driver].rollback,
+    handoffDelivery: overrides.handoffDelivery ?? driverProfile[driver].handoffDelivery,
+    contextWindowTokens: overrides.contextWindowTokens ?? driverProfile[driver].contextWindowTokens,
+    summarise: overrides.summarise ?? driverProfile[driver].summarise
+  })
+
+/** One line per wrong path: `at providers.alpha.fork: expected "none" | "latest" | "at_turn", got "sometimes"`. */
+const formatIssues = (error: ParseResult.ParseError): string => {
+  const byPath = new Map<string, Array<string>>()
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+    const where = issue.path.length === 0 ? "the top level" : issue.path.map(String).join(".")
+    byPath.set(where, [...(byPath.get(where) ?? []), issue.message])
+  }
+  const lines: Array<string> = []
+  for (const [where, messages] of byPath) {
+    const expected = messages.map((m) => /^Expected (.+), actual (.+)$/s.exec(m))
+    if (expected.every((m) => m !== null)) {
+      // "Expected undefined" is the optional field's other branch: noise.
+      const options = [...new Set(expected.map((m) => m![1]!))].filter((o) => o !== "undefined")
+      if (options.length > 0) lines.push(`at ${where}: expected ${options.join(" | ")}, got ${expected[0]![2]}`)
+    } else {
+      lines.push(`at ${where}: ${[...new Set(messages)].join("; ")}`)
+    }
+  }
+  return lines.slice(0, 5).join("; ")
+}
+
+/** Decodes a parsed config document; `source` names it in error messages. */
+export const parseProvidersConfig = (document: unknown, source: string): Effect.Effect<ProvidersConfig, InvalidInput> =>
+  Schema.decodeUnknown(ProvidersConfig, { errors: "all", onExcessProperty: "error" })(document).pipe(
+    Effect.mapError(
+      (error) =>
+        new InvalidInput({
+          detail: `provider config ${source} is wrong ${formatIssues(error)}. Expected {"providers": {NAME: {"driver": "scripted" | "codex" | "claude", "capabilities"?, "command"?, "env"?, "model"?}}}.`
+        })
+    )
+  )
+
+/** Reads and decodes a provider config file. */
+export const loadProvidersConfig = (path: string): Effect.Effect<ProvidersConfig, InvalidInput> =>
+  Effect.tryPromise({
+    try: () => Fs.readFile(path, "utf8"),
+    catch: (error) =>
+      new InvalidInput({
+        detail: `cannot read provider config ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}. Pass an existing JSON file or omit --config.`
+      })
+  }).pipe(
+    Effect.flatMap((text) =>
+      Effect.try({
+        try: () => JSON.parse(text) as unknown,
+        catch: (error) =>
+          new InvalidInput({
+            detail: `provider config ${path} is not valid JSON (${error instanceof Error ? error.message : String(error)}).`
+          })
+      })
+    ),
+    Effect.flatMap((document) => parseProvidersConfig(document, path))
+  )
+
+/** One adapter per configured instance; scripted instances keep their state under `<dataDir>/providers/<name>`. */
+export const makeProviderAdapters = (
+  config: ProvidersConfig,
+  options: { readonly dataDir: string }
+): Effect.Effect<ReadonlyArray<ProviderAdapter>, InvalidInput> =>
+  Effect.forEach(Object.entries(config.providers), ([key, instance]) => {
+    const name = ProviderName.make(key)
+    switch (instance.driver) {
+      case "scripted":
+        return Effect.succeed(
+          makeScriptedAdapter({
+            name,
+            capabilities: capabilitiesFor("scripted", instance.capabilities),
+            stateDir: Path.join(options.dataDir, "providers", name),
+            command: instance.command,
+            env: instance.env,
+            model: instance.model ?? null
+          })
+        )
+      case "codex":
+      case "claude":
+        return Effect.fail(
+          new InvalidInput({
+            detail: `provider "${name}": driver ${instance.driver} is not available in this build yet. Use driver "scripted" or remove the instance.`
+          })
+        )
+    }
+  })
+
+/** The ProviderRegistry from a config file, or the default `alpha` and `beta` scripted instances without one. */
+export const providerRegistryLayer = (options: {
+  readonly configFile?: string | undefined
+  readonly dataDir: string
+}): Layer.Layer<ProviderRegistry, InvalidInput> =>
+  Layer.effect(
+    ProviderRegistry,
+    (options.configFile === undefined ? Effect.succeed(defaultProvidersConfig) : loadProvidersConfig(options.configFile)).pipe(
+      Effect.flatMap((config) => makeProviderAdapters(config, { dataDir: options.dataDir })),
+      Effect.map((adapters) => ({ adapters }))
+    )
+  )

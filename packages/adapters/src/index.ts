@@ -1,0 +1,22 @@
+export { LineProcess, scopedEnv } from "./process/LineProcess.js"
+export type { ExitStatus, LineProcessOptions } from "./process/LineProcess.js"
+export { makeScriptedAdapter, scriptedServerPath } from "./scripted/ScriptedAdapter.js"
+export type { ScriptedAdapterOptions } from "./scripted/ScriptedAdapter.js"
+export { parseDirectives, recalls, stripRecallNoise } from "./scripted/Directives.js"
+export type { Directive } from "./scripted/Directives.js"
+export {
+  alphaCapabilities,
+  betaCapabilities,
+  CapabilitiesConfig,
+  capabilitiesFor,
+  claudeLikeCapabilities,
+  codexLikeCapabilities,
+  defaultProvidersConfig,
+  loadProvidersConfig,
+  makeProviderAdapters,
+  parseProvidersConfig,
+  ProviderDriver,
+  ProviderInstanceConfig,
+  ProvidersConfig,
+  providerRegistryLayer
+} from "./ProviderConfig.js"

@@ -1,0 +1,194 @@
+/**
+ * A JSON-lines child process owned by a Scope: one JSON value per line on stdin and
+ * stdout, stderr kept as a short tail for error messages. Spawned from an argument
+ * array (no shell) with exactly the environment given. Closing the scope ends stdin,
+ * sends SIGTERM and, after a grace period, SIGKILL.
+ */
+import * as NodeChildProcess from "node:child_process"
+import * as Os from "node:os"
+import { Deferred, Effect, Exit, Mailbox, Option, Runtime } from "effect"
+import type { Scope, Stream } from "effect"
+import { ProviderFailure } from "@skein/domain"
+
+export interface ExitStatus {
+  readonly code: number | null
+  readonly signal: string | null
+}
+
+export interface LineProcessOptions {
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+  /** The whole environment of the child; nothing else is inherited (see `scopedEnv`). */
+  readonly env: Record<string, string>
+  readonly cwd?: string | undefined
+  /** How long to wait after SIGTERM before SIGKILL when the scope closes. Default 2000 ms. */
+  readonly graceMs?: number | undefined
+  /** The provider instance name, for error messages. */
+  readonly provider: string
+}
+
+export interface LineProcess {
+  readonly pid: number
+  /** Writes one JSON line to the child's stdin. Fails with kind `crash` once the child is gone. */
+  readonly send: (message: unknown) => Effect.Effect<void, ProviderFailure>
+  /**
+   * The child's stdout lines parsed as JSON, in order; lines that are not JSON are
+   * skipped (logged at debug level). Ends when stdout closes. One consumer only.
+   */
+  readonly messages: Stream.Stream<unknown>
+  /** The last few kilobytes the child wrote to stderr. */
+  readonly stderrTail: Effect.Effect<string>
+  /** Completes when the child has exited, for whatever reason. */
+  readonly exited: Effect.Effect<ExitStatus>
+  /** "code 70", "signal SIGKILL" … and the stderr tail, for failure details. */
+  readonly describeExit: Effect.Effect<string>
+}
+
+const STDERR_TAIL_CHARS = 4000
+
+/** A minimal environment: PATH and HOME of this process, plus `extra` (which wins). */
+export const scopedEnv = (extra: Record<string, string> = {}): Record<string, string> => {
+  const base: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+    HOME: process.env.HOME ?? Os.homedir()
+  }
+  return { ...base, ...extra }
+}
+
+const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, ProviderFailure, Scope.Scope> =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    const logDebug = (message: string) => Runtime.runFork(runtime)(Effect.logDebug(message))
+    const messages = yield* Mailbox.make<unknown>()
+    const exit = yield* Deferred.make<ExitStatus>()
+    let stderr = ""
+    const graceMs = options.graceMs ?? 2000
+
+    const describeStatus = (status: ExitStatus | null): string => {
+      const how =
+        status === null
+          ? "is not running"
+          : status.signal !== null
+            ? `exited on signal ${status.signal}`
+            : `exited with code ${status.code}`
+      const tail = stderr.trim()
+      return tail.length > 0 ? `${how}; stderr: ${tail.slice(-1000)}` : how
+    }
+    const describeExit = Effect.flatMap(
+      Deferred.poll(exit),
+      Option.match({
+        onNone: () => Effect.succeed(describeStatus(null)),
+        onSome: (status) => Effect.map(status, describeStatus)
+      })
+    )
+
+    const child = yield* Effect.acquireRelease(
+      Effect.async<NodeChildProcess.ChildProcessWithoutNullStreams, ProviderFailure>((resume) => {
+        const child = NodeChildProcess.spawn(options.command, [...options.args], {
+          env: options.env,
+          cwd: options.cwd,
+          stdio: ["pipe", "pipe", "pipe"],
+          shell: false
+        })
+        let started = false
+        child.once("spawn", () => {
+          started = true
+          resume(Effect.succeed(child))
+        })
+        child.on("error", (error) => {
+          if (!started) {
+            resume(
+              Effect.fail(
+                new ProviderFailure({
+                  provider: options.provider,
+                  kind: "spawn",
+                  detail: `could not start ${options.command}: ${error.message}. Check the instance's "command" and PATH.`
+                })
+              )
+            )
+          }
+        })
+        child.stdin.on("error", () => {})
+        child.on("exit", (code, signal) => {
+          Deferred.unsafeDone(exit, Exit.succeed({ code, signal }))
+        })
+        child.on("close", () => {
+          messages.unsafeDone(Exit.void)
+        })
+        child.stderr.setEncoding("utf8")
+        child.stderr.on("data", (chunk: string) => {
+          stderr = (stderr + chunk).slice(-STDERR_TAIL_CHARS)
+        })
+        let buffer = ""
+        const onLine = (raw: string) => {
+          const line = raw.trim()
+          if (line.length === 0) return
+          try {
+            messages.unsafeOffer(JSON.parse(line))
+          } catch {
+            logDebug(`${options.provider}: ignoring a stdout line that is not JSON: ${line.slice(0, 200)}`)
+          }
+        }
+        child.stdout.setEncoding("utf8")
+        child.stdout.on("data", (chunk: string) => {
+          buffer += chunk
+          let newline = buffer.indexOf("\n")
+          while (newline >= 0) {
+            onLine(buffer.slice(0, newline))
+            buffer = buffer.slice(newline + 1)
+            newline = buffer.indexOf("\n")
+          }
+        })
+        child.stdout.on("end", () => {
+          onLine(buffer)
+          buffer = ""
+        })
+        return Effect.sync(() => {
+          child.kill("SIGKILL")
+        })
+      }),
+      (child) =>
+        Effect.gen(function* () {
+          if (yield* Deferred.isDone(exit)) return
+          child.stdin.end()
+          child.kill("SIGTERM")
+          // Finalizers run uninterruptibly: the awaits must be interruptible for the timeouts to fire.
+          const stopped = yield* Deferred.await(exit).pipe(Effect.interruptible, Effect.timeout(graceMs), Effect.option)
+          if (stopped._tag === "None") {
+            child.kill("SIGKILL")
+            yield* Deferred.await(exit).pipe(Effect.interruptible, Effect.timeout(5000), Effect.ignore)
+          }
+        })
+    )
+
+    const send = (message: unknown): Effect.Effect<void, ProviderFailure> =>
+      Effect.flatMap(
+        Effect.try({
+          try: () => `${JSON.stringify(message)}\n`,
+          catch: (error) =>
+            new ProviderFailure({ provider: options.provider, kind: "error", detail: `cannot encode a message: ${String(error)}` })
+        }),
+        (line) =>
+          Effect.async<void, ProviderFailure>((resume) => {
+            const gone = () =>
+              resume(
+                Effect.flatMap(describeExit, (how) =>
+                  Effect.fail(new ProviderFailure({ provider: options.provider, kind: "crash", detail: `the process ${how}` }))
+                )
+              )
+            if (child.exitCode !== null || child.signalCode !== null || !child.stdin.writable) return gone()
+            child.stdin.write(line, (error) => (error ? gone() : resume(Effect.void)))
+          })
+      )
+
+    return {
+      pid: child.pid ?? -1,
+      send,
+      messages: Mailbox.toStream(messages),
+      stderrTail: Effect.sync(() => stderr),
+      exited: Deferred.await(exit),
+      describeExit
+    } satisfies LineProcess
+  })
+
+export const LineProcess = { spawn } as const

@@ -1,0 +1,117 @@
+/**
+ * The scripted provider's native threads: what one holds, the pure operations on
+ * it (context, fork, rollback), and its store on disk — one JSON file per thread,
+ * written atomically (temp file + rename), so a new process can resume it.
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { Schema } from "effect"
+import { ApprovalStatus, TurnItemContent } from "@skein/domain"
+import { WireHandoff } from "./Protocol.js"
+
+export const NativeTurn = Schema.Struct({
+  turnRef: Schema.String,
+  status: Schema.Literal("completed", "interrupted"),
+  message: Schema.String,
+  handoff: Schema.NullOr(WireHandoff),
+  /** The assistant's reply; empty for an interrupted turn. */
+  reply: Schema.String,
+  items: Schema.Array(TurnItemContent)
+})
+export type NativeTurn = typeof NativeTurn.Type
+
+export const NativeThread = Schema.Struct({
+  nativeRef: Schema.String,
+  workspace: Schema.NullOr(Schema.String),
+  model: Schema.NullOr(Schema.String),
+  createdAt: Schema.String,
+  forkedFrom: Schema.NullOr(Schema.Struct({ nativeRef: Schema.String, atTurnRef: Schema.NullOr(Schema.String) })),
+  turns: Schema.Array(NativeTurn),
+  approvals: Schema.Record({
+    key: Schema.String,
+    value: Schema.Struct({ question: Schema.String, status: ApprovalStatus })
+  })
+})
+export type NativeThread = typeof NativeThread.Type
+
+const randomHex = (): string => globalThis.crypto.randomUUID().replace(/-/g, "").slice(0, 20)
+export const freshNativeRef = (): string => `sth_${randomHex()}`
+export const freshTurnRef = (): string => `stn_${randomHex()}`
+
+/** The texts this thread knows: earlier user messages, replies and handoff blocks. */
+export const contextOf = (thread: NativeThread): ReadonlyArray<string> =>
+  thread.turns.flatMap((turn) => [turn.message, turn.reply, ...(turn.handoff === null ? [] : [turn.handoff.text])])
+
+/** A copy of `thread` under a new ref, with its turns up to and including `atTurnRef` (all when null). */
+export const forkThread = (
+  thread: NativeThread,
+  atTurnRef: string | null,
+  nativeRef: string,
+  now: string
+): NativeThread | "unknown_turn" => {
+  let turns = thread.turns
+  if (atTurnRef !== null) {
+    const index = thread.turns.findIndex((t) => t.turnRef === atTurnRef)
+    if (index < 0) return "unknown_turn"
+    turns = thread.turns.slice(0, index + 1)
+  }
+  return {
+    ...thread,
+    nativeRef,
+    createdAt: now,
+    forkedFrom: { nativeRef: thread.nativeRef, atTurnRef },
+    turns
+  }
+}
+
+/** `thread` without `beforeTurnRef` and every later turn. */
+export const rollbackThread = (thread: NativeThread, beforeTurnRef: string): NativeThread | "unknown_turn" => {
+  const index = thread.turns.findIndex((t) => t.turnRef === beforeTurnRef)
+  if (index < 0) return "unknown_turn"
+  return { ...thread, turns: thread.turns.slice(0, index) }
+}
+
+const REF = /^[A-Za-z0-9_-]{1,64}$/
+
+/** Native threads on disk under `<stateDir>/threads`. Synchronous: the provider is a small CLI. */
+export class ThreadStore {
+  private readonly dir: string
+  constructor(stateDir: string) {
+    this.dir = Path.join(stateDir, "threads")
+    Fs.mkdirSync(this.dir, { recursive: true })
+  }
+
+  private file(nativeRef: string): string | null {
+    return REF.test(nativeRef) ? Path.join(this.dir, `${nativeRef}.json`) : null
+  }
+
+  /** The stored thread, or null when it is unknown, deleted or unreadable. */
+  load(nativeRef: string): NativeThread | null {
+    const file = this.file(nativeRef)
+    if (file === null) return null
+    let text: string
+    try {
+      text = Fs.readFileSync(file, "utf8")
+    } catch {
+      return null
+    }
+    try {
+      return Schema.decodeUnknownSync(NativeThread)(JSON.parse(text))
+    } catch {
+      return null
+    }
+  }
+
+  save(thread: NativeThread): void {
+    const file = this.file(thread.nativeRef)
+    if (file === null) throw new Error(`invalid native ref ${thread.nativeRef}`)
+    const temp = `${file}.${process.pid}.${randomHex()}.tmp`
+    Fs.writeFileSync(temp, JSON.stringify(Schema.encodeSync(NativeThread)(thread)))
+    Fs.renameSync(temp, file)
+  }
+
+  delete(nativeRef: string): void {
+    const file = this.file(nativeRef)
+    if (file !== null) Fs.rmSync(file, { force: true })
+  }
+}

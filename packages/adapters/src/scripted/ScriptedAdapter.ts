@@ -1,0 +1,221 @@
+/**
+ * The scripted provider's adapter: each session is one scripted provider process
+ * (see main.ts) spoken to over JSON lines. Requests are correlated by id; event
+ * notifications go to the running turn of their native thread.
+ */
+import { createRequire } from "node:module"
+import { Cause, Deferred, Effect, Exit, Mailbox, Option, Schema, Stream } from "effect"
+import type { Scope } from "effect"
+import type {
+  NativeThreadHandle,
+  ProviderAdapter,
+  ProviderEvent,
+  ProviderName,
+  ProviderSessionHandle,
+  TurnInput
+} from "@skein/domain"
+import { ProviderCapabilities, ProviderFailure } from "@skein/domain"
+import { LineProcess, scopedEnv } from "../process/LineProcess.js"
+import type { Method, ParamsOf, ResultOf } from "./Protocol.js"
+import { Incoming, Methods } from "./Protocol.js"
+
+export interface ScriptedAdapterOptions {
+  readonly name: ProviderName
+  readonly capabilities: ProviderCapabilities
+  /** Where the provider keeps its native threads; shared by all sessions of the instance. */
+  readonly stateDir: string
+  /** The executable and leading arguments; default: this Node running the bundled scripted server. */
+  readonly command?: ReadonlyArray<string> | undefined
+  /** Variables for the process beyond PATH and HOME. */
+  readonly env?: Record<string, string> | undefined
+  readonly model?: string | null | undefined
+  /** SIGTERM → SIGKILL grace when a session closes. Default 2000 ms. */
+  readonly graceMs?: number | undefined
+}
+
+/** The path of the compiled scripted provider program (`@skein/adapters/scripted-server`). */
+export const scriptedServerPath = (): string => createRequire(import.meta.url).resolve("@skein/adapters/scripted-server")
+
+const INITIALIZE_TIMEOUT_MS = 15_000
+
+const isTerminal = (event: ProviderEvent): boolean =>
+  event._tag === "TurnCompleted" || event._tag === "TurnInterrupted"
+
+export const makeScriptedAdapter = (options: ScriptedAdapterOptions): ProviderAdapter => ({
+  name: options.name,
+  driver: "scripted",
+  capabilities: options.capabilities,
+  runtimeMode: "default",
+  model: options.model ?? null,
+  openSession: () => openSession(options)
+})
+
+const openSession = (options: ScriptedAdapterOptions): Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope> =>
+  Effect.gen(function* () {
+    const provider = options.name
+    const failure = (kind: ProviderFailure["kind"], detail: string) => new ProviderFailure({ provider, kind, detail })
+    const [command, ...leading] = options.command ?? [process.execPath, scriptedServerPath()]
+    if (command === undefined) return yield* Effect.fail(failure("spawn", "the configured command is empty"))
+
+    const proc = yield* LineProcess.spawn({
+      command,
+      args: [
+        ...leading,
+        "--state-dir",
+        options.stateDir,
+        "--name",
+        provider,
+        "--capabilities",
+        JSON.stringify(Schema.encodeSync(ProviderCapabilities)(options.capabilities))
+      ],
+      env: scopedEnv(options.env ?? {}),
+      graceMs: options.graceMs,
+      provider
+    })
+    const scope = yield* Effect.scope
+
+    const pending = new Map<number, { readonly method: Method; readonly reply: Deferred.Deferred<unknown, ProviderFailure> }>()
+    const turns = new Map<string, Mailbox.Mailbox<ProviderEvent, ProviderFailure>>()
+    let closed: ((method: Method) => ProviderFailure) | null = null
+    let nextId = 1
+
+    /** No more replies will come: fail every waiting request. */
+    const close = (reason: (method: Method) => ProviderFailure) =>
+      Effect.sync(() => {
+        closed ??= reason
+        for (const [id, entry] of pending) {
+          Deferred.unsafeDone(entry.reply, Exit.fail(reason(entry.method)))
+          pending.delete(id)
+        }
+      })
+
+    yield* Effect.addFinalizer(() => close(() => failure("error", "the provider session was closed")))
+
+    const handleIncoming = (raw: unknown) =>
+      Effect.gen(function* () {
+        const decoded = Schema.decodeUnknownOption(Incoming)(raw)
+        if (Option.isNone(decoded)) {
+          return yield* Effect.logDebug(`${provider}: ignoring an unexpected message`, raw)
+        }
+        const message = decoded.value
+        if ("id" in message) {
+          const entry = pending.get(message.id)
+          if (entry === undefined) return
+          pending.delete(message.id)
+          Deferred.unsafeDone(
+            entry.reply,
+            "error" in message
+              ? Exit.fail(failure(message.error.kind, message.error.message))
+              : Exit.succeed(message.result)
+          )
+          return
+        }
+        const { event, nativeRef } = message.params
+        const mailbox = turns.get(nativeRef)
+        if (mailbox === undefined) return
+        mailbox.unsafeOffer(event)
+        if (isTerminal(event)) {
+          turns.delete(nativeRef)
+          mailbox.unsafeDone(Exit.void)
+        }
+      })
+
+    // The dispatcher: when stdout ends the process is gone, and so is every pending reply.
+    yield* proc.messages.pipe(
+      Stream.runForEach(handleIncoming),
+      Effect.zipRight(proc.exited),
+      Effect.zipRight(proc.describeExit),
+      Effect.flatMap((how) =>
+        close((method) => failure("crash", `the scripted provider process ${how} (during ${method})`))
+      ),
+      Effect.forkScoped
+    )
+
+    const call = <M extends Method>(method: M, params: ParamsOf<M>): Effect.Effect<ResultOf<M>, ProviderFailure> =>
+      Effect.gen(function* () {
+        const reply = yield* Deferred.make<unknown, ProviderFailure>()
+        const id = yield* Effect.suspend(() => {
+          if (closed !== null) return Effect.fail(closed(method))
+          const id = nextId++
+          pending.set(id, { method, reply })
+          return Effect.succeed(id)
+        })
+        const wire = Schema.encodeSync(Methods[method].params as unknown as Schema.Schema<ParamsOf<M>, unknown>)(params)
+        yield* proc.send({ id, method, params: wire }).pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
+        const raw = yield* Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
+        return yield* Schema.decodeUnknown(Methods[method].result as unknown as Schema.Schema<ResultOf<M>, unknown>)(
+          raw
+        ).pipe(Effect.mapError((error) => failure("error", `unexpected reply to ${method}: ${error.message}`)))
+      })
+
+    yield* call("initialize", {}).pipe(
+      Effect.timeoutFail({
+        duration: INITIALIZE_TIMEOUT_MS,
+        onTimeout: () => failure("timeout", `the scripted provider did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms`)
+      })
+    )
+
+    const strong = (nativeRef: string): NativeThreadHandle => ({ nativeRef, strength: "strong" })
+
+    const runTurn = (input: TurnInput): Stream.Stream<ProviderEvent, ProviderFailure> =>
+      Stream.unwrap(
+        Effect.gen(function* () {
+          const mailbox = yield* Mailbox.make<ProviderEvent, ProviderFailure>()
+          if (turns.has(input.nativeRef)) {
+            return Stream.fail(failure("error", `a turn is already running on native thread ${input.nativeRef}`))
+          }
+          turns.set(input.nativeRef, mailbox)
+          const unregister = Effect.sync(() => {
+            if (turns.get(input.nativeRef) === mailbox) turns.delete(input.nativeRef)
+          })
+          yield* call("turn/start", {
+            nativeRef: input.nativeRef,
+            message: input.message,
+            handoff: input.handoff,
+            workspace: input.workspace
+          }).pipe(
+            Effect.onExit((exit) =>
+              Effect.zipRight(
+                unregister,
+                Exit.match(exit, {
+                  onSuccess: () => mailbox.end,
+                  onFailure: (cause) =>
+                    mailbox.fail(
+                      Option.getOrElse(Cause.failureOption(cause), () => failure("error", "the provider session was closed"))
+                    )
+                })
+              )
+            ),
+            Effect.ignore,
+            Effect.forkIn(scope)
+          )
+          // A consumer that stops reading before the turn ended interrupts the provider turn.
+          const abandon = Effect.suspend(() =>
+            turns.get(input.nativeRef) === mailbox
+              ? call("turn/interrupt", { nativeRef: input.nativeRef }).pipe(Effect.ignore, Effect.forkIn(scope))
+              : Effect.void
+          )
+          return Mailbox.toStream(mailbox).pipe(
+            Stream.takeUntil(isTerminal),
+            Stream.ensuring(abandon)
+          )
+        })
+      )
+
+    return {
+      pid: proc.pid,
+      startThread: ({ model, workspace }) =>
+        Effect.map(call("thread/start", { workspace, model: model ?? options.model ?? null }), (r) => strong(r.nativeRef)),
+      resumeThread: (nativeRef) => Effect.asVoid(call("thread/resume", { nativeRef })),
+      forkThread: (nativeRef, atTurnRef) =>
+        Effect.map(call("thread/fork", { nativeRef, atTurnRef }), (r) => strong(r.nativeRef)),
+      rollbackThread: (nativeRef, beforeTurnRef) => Effect.asVoid(call("thread/rollback", { nativeRef, beforeTurnRef })),
+      runTurn,
+      interrupt: (nativeRef) => Effect.asVoid(call("turn/interrupt", { nativeRef })),
+      respondApproval: (nativeRef, approvalId, decision) =>
+        Effect.asVoid(call("approval/respond", { nativeRef, approvalId, decision })),
+      summarise: ({ budgetTokens, payload }) =>
+        Effect.map(call("summarise", { payload, budgetTokens }), (r) => r.text),
+      exited: proc.exited
+    } satisfies ProviderSessionHandle
+  })

@@ -1,0 +1,333 @@
+/**
+ * The scripted provider's protocol handler (DESIGN.md section 7): it answers each
+ * request line, runs turns by obeying the directives in the user message, and
+ * keeps native threads in a ThreadStore. Transport-free: main.ts feeds it lines.
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { Schema } from "effect"
+import type { ProviderCapabilities, ProviderEvent, ProviderFailureKind, TurnItemContent } from "@skein/domain"
+import { makeId, ProviderEvent as ProviderEventSchema } from "@skein/domain"
+import { parseDirectives, recalls } from "./Directives.js"
+import type { Method, ParamsOf, ResultOf } from "./Protocol.js"
+import { Methods, Request } from "./Protocol.js"
+import type { NativeThread, NativeTurn } from "./NativeThread.js"
+import { contextOf, forkThread, freshNativeRef, freshTurnRef, rollbackThread, ThreadStore } from "./NativeThread.js"
+
+export interface ScriptedServerOptions {
+  readonly stateDir: string
+  readonly name: string
+  readonly capabilities: ProviderCapabilities
+  /** Writes one JSON line to the adapter. */
+  readonly send: (message: unknown) => void
+  /** Ends the process abruptly, without cleanup (`[[crash]]`). */
+  readonly crash: () => never
+}
+
+class WireFailure extends Error {
+  constructor(
+    readonly kind: ProviderFailureKind,
+    message: string
+  ) {
+    super(message)
+  }
+}
+
+const encodeEvent = Schema.encodeSync(ProviderEventSchema)
+
+/** Resolves after `ms`, or early (with `false`) when the signal aborts. */
+const sleep = (ms: number, signal: AbortSignal): Promise<boolean> =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve(false)
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort)
+      resolve(true)
+    }, ms)
+    const onAbort = () => {
+      clearTimeout(timer)
+      resolve(false)
+    }
+    signal.addEventListener("abort", onAbort, { once: true })
+  })
+
+/** Deterministic summary: a header and each section's lines, cut to about 4 characters per token. */
+export const summarise = (name: string, params: ParamsOf<"summarise">): string => {
+  const lines = [`Summary by ${name}:`]
+  for (const section of params.payload.sections) {
+    if (section.lines.length === 0) continue
+    lines.push(`${section.title}:`, ...section.lines.map((l) => `- ${l}`))
+  }
+  const budgetChars = Math.max(0, Math.floor(params.budgetTokens * 4))
+  const kept: Array<string> = []
+  let used = 0
+  for (const line of lines) {
+    const cost = line.length + (kept.length > 0 ? 1 : 0)
+    if (used + cost > budgetChars) break
+    kept.push(line)
+    used += cost
+  }
+  return kept.join("\n")
+}
+
+export const makeScriptedServer = (options: ScriptedServerOptions) => {
+  const { capabilities, name } = options
+  const store = new ThreadStore(options.stateDir)
+  /** Threads opened in this process (started, resumed or forked). */
+  const loaded = new Map<string, NativeThread>()
+  /** Running turns by native ref. */
+  const running = new Map<string, AbortController>()
+
+  const emit = (nativeRef: string, event: ProviderEvent) =>
+    options.send({ method: "event", params: { nativeRef, event: encodeEvent(event) } })
+
+  const stored = (nativeRef: string): NativeThread => {
+    const thread = store.load(nativeRef)
+    if (thread === null) {
+      throw new WireFailure("resume_failed", `native thread ${nativeRef} is unknown or was deleted`)
+    }
+    return thread
+  }
+
+  const idle = (nativeRef: string) => {
+    if (running.has(nativeRef)) throw new WireFailure("error", `native thread ${nativeRef} has a turn running`)
+  }
+
+  const runTurn = async (params: ParamsOf<"turn/start">): Promise<ResultOf<"turn/start">> => {
+    // When this process received the turn, for the runtime's dispatch figures.
+    const receivedAt = performance.timeOrigin + performance.now()
+    const { handoff, message, nativeRef } = params
+    const thread = loaded.get(nativeRef)
+    if (thread === undefined) {
+      throw new WireFailure(
+        "error",
+        `native thread ${nativeRef} is not open in this session; start, resume or fork it first`
+      )
+    }
+    idle(nativeRef)
+    const abort = new AbortController()
+    running.set(nativeRef, abort)
+    try {
+      const turnRef = freshTurnRef()
+      emit(nativeRef, { _tag: "TurnStarted", turnRef, receivedAt })
+      const workspace = params.workspace ?? thread.workspace
+      const context = [...contextOf(thread), ...(handoff === null ? [] : [handoff.text])]
+      const items: Array<TurnItemContent> = []
+      const outputs: Array<string> = []
+      const approvals: Record<string, { question: string; status: "open" }> = {}
+      const item = (content: TurnItemContent) => {
+        items.push(content)
+        emit(nativeRef, { _tag: "Item", item: content })
+      }
+      let forget = false
+      for (const directive of parseDirectives(message)) {
+        if (abort.signal.aborted) break
+        switch (directive._tag) {
+          case "Crash":
+            return options.crash()
+          case "Fail":
+            throw new WireFailure("error", "the turn failed as the message asked ([[fail]])")
+          case "Sleep":
+            await sleep(directive.ms, abort.signal)
+            break
+          case "Recall":
+            outputs.push(`recall:${directive.word}=${recalls(directive.word, context) ? "yes" : "no"}`)
+            break
+          case "Decide":
+            outputs.push(`decision: ${directive.text}`)
+            break
+          case "Reason":
+            item({ type: "reasoning", text: directive.text })
+            break
+          case "Cmd":
+            item({
+              type: "command_execution",
+              command: directive.command,
+              exitCode: directive.exitCode,
+              output: `ran ${directive.command}`
+            })
+            break
+          case "Plan":
+            item({ type: "plan", steps: directive.steps.map((text) => ({ text, status: "pending" as const })) })
+            break
+          case "Ask": {
+            const approvalId = makeId.approval()
+            approvals[approvalId] = { question: directive.question, status: "open" }
+            item({ type: "approval_request", approvalId, question: directive.question, status: "open" })
+            break
+          }
+          case "Subagent":
+            emit(nativeRef, { _tag: "SubagentRequested", provider: directive.provider, prompt: directive.prompt })
+            break
+          case "Write":
+            item(writeFile(workspace, directive.path, directive.content))
+            break
+          case "Forget":
+            forget = true
+            break
+        }
+      }
+      const interrupted = abort.signal.aborted
+      const reply = interrupted ? "" : ["ok", ...outputs].join("\n")
+      if (!interrupted) item({ type: "assistant_message", text: reply })
+      const turn: NativeTurn = {
+        turnRef,
+        status: interrupted ? "interrupted" : "completed",
+        message,
+        handoff,
+        reply,
+        items
+      }
+      const next: NativeThread = {
+        ...thread,
+        turns: [...thread.turns, turn],
+        approvals: { ...thread.approvals, ...approvals }
+      }
+      if (forget) {
+        store.delete(nativeRef)
+        loaded.delete(nativeRef)
+      } else {
+        store.save(next)
+        loaded.set(nativeRef, next)
+      }
+      emit(nativeRef, interrupted ? { _tag: "TurnInterrupted", turnRef } : { _tag: "TurnCompleted", turnRef })
+      return { turnRef, status: interrupted ? "interrupted" : "completed" }
+    } finally {
+      running.delete(nativeRef)
+    }
+  }
+
+  const handlers: { [M in Method]: (params: ParamsOf<M>) => ResultOf<M> | Promise<ResultOf<M>> } = {
+    initialize: () => ({ name, protocolVersion: 1 }),
+    "thread/start": ({ model, workspace }) => {
+      const thread: NativeThread = {
+        nativeRef: freshNativeRef(),
+        workspace,
+        model,
+        createdAt: new Date().toISOString(),
+        forkedFrom: null,
+        turns: [],
+        approvals: {}
+      }
+      store.save(thread)
+      loaded.set(thread.nativeRef, thread)
+      return { nativeRef: thread.nativeRef }
+    },
+    "thread/resume": ({ nativeRef }) => {
+      if (!capabilities.resume) throw new WireFailure("unsupported", `${name} cannot resume native threads`)
+      idle(nativeRef)
+      const thread = stored(nativeRef)
+      loaded.set(nativeRef, thread)
+      return { turns: thread.turns.length }
+    },
+    "thread/fork": ({ atTurnRef, nativeRef }) => {
+      if (capabilities.fork === "none") throw new WireFailure("unsupported", `${name} cannot fork native threads`)
+      if (capabilities.fork === "latest" && atTurnRef !== null) {
+        throw new WireFailure("unsupported", `${name} can fork only at the latest turn, not at ${atTurnRef}`)
+      }
+      const forked = forkThread(stored(nativeRef), atTurnRef, freshNativeRef(), new Date().toISOString())
+      if (forked === "unknown_turn") {
+        throw new WireFailure("error", `native thread ${nativeRef} has no turn ${atTurnRef}`)
+      }
+      store.save(forked)
+      loaded.set(forked.nativeRef, forked)
+      return { nativeRef: forked.nativeRef }
+    },
+    "thread/rollback": ({ beforeTurnRef, nativeRef }) => {
+      if (capabilities.rollback === "none") {
+        throw new WireFailure("unsupported", `${name} cannot roll back native threads`)
+      }
+      idle(nativeRef)
+      const thread = stored(nativeRef)
+      const rolled = rollbackThread(thread, beforeTurnRef)
+      if (rolled === "unknown_turn") {
+        throw new WireFailure("error", `native thread ${nativeRef} has no turn ${beforeTurnRef}`)
+      }
+      store.save(rolled)
+      if (loaded.has(nativeRef)) loaded.set(nativeRef, rolled)
+      return { removedTurns: thread.turns.length - rolled.turns.length }
+    },
+    "turn/start": runTurn,
+    "turn/interrupt": ({ nativeRef }) => {
+      const abort = running.get(nativeRef)
+      abort?.abort()
+      return { interrupted: abort !== undefined }
+    },
+    "approval/respond": ({ approvalId, decision, nativeRef }) => {
+      const thread = loaded.get(nativeRef) ?? stored(nativeRef)
+      if (thread.approvals[approvalId] === undefined) {
+        throw new WireFailure("error", `native thread ${nativeRef} has no approval ${approvalId}`)
+      }
+      const next: NativeThread = {
+        ...thread,
+        approvals: { ...thread.approvals, [approvalId]: { ...thread.approvals[approvalId], status: decision } }
+      }
+      store.save(next)
+      if (loaded.has(nativeRef)) loaded.set(nativeRef, next)
+      return {}
+    },
+    summarise: (params) => {
+      if (!capabilities.summarise) throw new WireFailure("unsupported", `${name} does not write summaries`)
+      return { text: summarise(name, params) }
+    }
+  }
+
+  const dispatch = async (request: Request): Promise<unknown> => {
+    if (!Object.hasOwn(Methods, request.method)) {
+      throw new WireFailure("unsupported", `unknown method ${request.method}`)
+    }
+    const method = request.method as Method
+    let params: unknown
+    try {
+      params = Schema.decodeUnknownSync(Methods[method].params as Schema.Schema<unknown, unknown>)(request.params)
+    } catch (error) {
+      throw new WireFailure("error", `invalid params for ${method}: ${String(error)}`)
+    }
+    const handler = handlers[method] as (params: unknown) => unknown
+    return await handler(params)
+  }
+
+  /** Handles one input line. Lines that are not requests are ignored. */
+  const handleLine = (line: string): void => {
+    let request: Request
+    try {
+      request = Schema.decodeUnknownSync(Request)(JSON.parse(line))
+    } catch {
+      return
+    }
+    dispatch(request).then(
+      (result) => options.send({ id: request.id, result }),
+      (error: unknown) =>
+        options.send({
+          id: request.id,
+          error:
+            error instanceof WireFailure
+              ? { kind: error.kind, message: error.message }
+              : { kind: "error", message: error instanceof Error ? error.message : String(error) }
+        })
+    )
+  }
+
+  return { handleLine }
+}
+
+/** Writes `relative` inside `workspace`; an error item when there is no workspace or the path escapes it. */
+const writeFile = (workspace: string | null, relative: string, content: string): TurnItemContent => {
+  if (workspace === null) {
+    return { type: "error", message: `cannot write ${relative}: the turn has no workspace`, code: "write_rejected" }
+  }
+  const root = Path.resolve(workspace)
+  const target = Path.resolve(root, relative)
+  const inside = Path.relative(root, target)
+  if (inside === "" || inside.startsWith("..") || Path.isAbsolute(inside)) {
+    return { type: "error", message: `cannot write ${relative}: the path leaves the workspace`, code: "write_rejected" }
+  }
+  const existed = Fs.existsSync(target)
+  Fs.mkdirSync(Path.dirname(target), { recursive: true })
+  Fs.writeFileSync(target, content)
+  return {
+    type: "file_change",
+    path: inside.split(Path.sep).join("/"),
+    kind: existed ? "modify" : "add",
+    summary: `${existed ? "modified" : "added"} ${inside} (${Buffer.byteLength(content)} bytes)`
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * LineProcess against real `node` children. Every child is ended by its scope;
+ * each test checks by PID that none is left.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Exit, Scope, Stream } from "effect"
+import { LineProcess, scopedEnv } from "../src/process/LineProcess.js"
+
+const node = (script: string, extra: { env?: Record<string, string>; graceMs?: number } = {}) =>
+  LineProcess.spawn({
+    command: process.execPath,
+    args: ["-e", script],
+    env: scopedEnv(extra.env ?? {}),
+    graceMs: extra.graceMs,
+    provider: "test"
+  })
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const ECHO = `
+let buf = ""
+process.stdin.setEncoding("utf8")
+process.stdin.on("data", (c) => {
+  buf += c
+  let i
+  while ((i = buf.indexOf("\\n")) >= 0) {
+    const line = buf.slice(0, i); buf = buf.slice(i + 1)
+    process.stdout.write(JSON.stringify({ echo: JSON.parse(line) }) + "\\n")
+  }
+})
+process.stdin.on("end", () => process.exit(0))
+`
+
+describe("LineProcess", () => {
+  it("scopedEnv passes PATH and HOME plus the extra variables, nothing else", () => {
+    const env = scopedEnv({ FOO: "bar" })
+    expect(Object.keys(env).sort()).toEqual(["FOO", "HOME", "PATH"])
+    expect(env.PATH).toBe(process.env.PATH)
+  })
+
+  it.live("the child sees exactly the environment given", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const proc = yield* node(`console.log(JSON.stringify(Object.keys(process.env).sort()))`, {
+          env: { SKEIN_TEST: "1" }
+        })
+        const lines = yield* Stream.runCollect(proc.messages)
+        expect(Chunk.toReadonlyArray(lines)).toEqual([["HOME", "PATH", "SKEIN_TEST"]])
+      })
+    )
+  )
+
+  it.live("sends JSON lines and receives parsed replies in order", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const proc = yield* node(ECHO)
+        yield* proc.send({ n: 1 })
+        yield* proc.send({ n: 2, s: "line\nbreak" })
+        const got = yield* proc.messages.pipe(Stream.take(2), Stream.runCollect)
+        expect(Chunk.toReadonlyArray(got)).toEqual([{ echo: { n: 1 } }, { echo: { n: 2, s: "line\nbreak" } }])
+      })
+    )
+  )
+
+  it.live("skips stdout lines that are not JSON, keeps the stderr tail and reports the exit", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const proc = yield* node(
+          `console.log("hello, not json"); console.log('{"a":1}'); console.log("{broken"); console.error("bad thing"); process.exit(3)`
+        )
+        const got = yield* Stream.runCollect(proc.messages)
+        expect(Chunk.toReadonlyArray(got)).toEqual([{ a: 1 }])
+        expect(yield* proc.exited).toEqual({ code: 3, signal: null })
+        expect(yield* proc.stderrTail).toContain("bad thing")
+        expect(yield* proc.describeExit).toMatch(/exited with code 3; stderr: bad thing/)
+        const sent = yield* Effect.exit(proc.send({ late: true }))
+        expect(Exit.isFailure(sent) && JSON.stringify(sent.cause)).toContain("crash")
+      })
+    )
+  )
+
+  it.live("a command that cannot start fails with kind spawn", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const error = yield* Effect.flip(
+          LineProcess.spawn({ command: "/nonexistent/skein-binary", args: [], env: scopedEnv(), provider: "ghost" })
+        )
+        expect(error._tag).toBe("ProviderFailure")
+        expect(error.kind).toBe("spawn")
+        expect(error.provider).toBe("ghost")
+        expect(error.detail).toContain("/nonexistent/skein-binary")
+      })
+    )
+  )
+
+  it.live("closing the scope stops a polite child", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const proc = yield* Scope.extend(node(ECHO), scope)
+      expect(alive(proc.pid)).toBe(true)
+      yield* Scope.close(scope, Exit.void)
+      expect(alive(proc.pid)).toBe(false)
+    })
+  )
+
+  it.live("closing the scope SIGKILLs a child that ignores SIGTERM after graceMs", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const proc = yield* Scope.extend(
+        node(`process.on("SIGTERM", () => {}); process.stdin.resume(); console.log("{}"); setInterval(() => {}, 1000)`, {
+          graceMs: 300
+        }),
+        scope
+      )
+      // Wait until the child has installed its SIGTERM handler.
+      yield* proc.messages.pipe(Stream.take(1), Stream.runDrain)
+      const started = Date.now()
+      yield* Scope.close(scope, Exit.void)
+      const elapsed = Date.now() - started
+      expect(alive(proc.pid)).toBe(false)
+      expect(yield* proc.exited).toEqual({ code: null, signal: "SIGKILL" })
+      expect(elapsed).toBeGreaterThanOrEqual(250)
+      expect(elapsed).toBeLessThan(3000)
+    })
+  )
+})
