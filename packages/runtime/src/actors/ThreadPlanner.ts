@@ -5,7 +5,6 @@
 import type {
   Checkpoint,
   ContextHandoff,
-  ContextHandoffId,
   ContextTransfer,
   DiffEntry,
   HandoffKind,
@@ -34,6 +33,7 @@ import {
   TransferRecorded,
   TurnItemRecorded
 } from "@skein/domain"
+import { newProviderThread, withServedRun } from "../context/Coverage.js"
 import type { ThreadState } from "../store/ThreadState.js"
 import { itemsOf, runById } from "../store/ThreadState.js"
 
@@ -80,24 +80,18 @@ export interface StartPlan {
 
 const contextKind = (decision: ContextDecision): Run["contextResolution"] => decision.kind
 
-const newProviderThread = (state: ThreadState, provider: ProviderInfo, model: string | null, now: string): ProviderThread => ({
-  id: makeId.providerThread(),
-  threadId: state.thread.id,
-  provider: provider.name,
-  driver: provider.driver,
-  nativeRef: null,
-  nativeRefStrength: "none",
-  firstRunOrdinal: null,
-  lastRunOrdinal: null,
-  handoffIds: [],
-  coverage: { nativeRunOrdinals: [], handoffIds: [] },
-  nativeTurns: [],
-  settings: { model, runtimeMode: provider.runtimeMode },
-  status: "active",
-  statusReason: null,
-  createdAt: now,
-  updatedAt: now
-})
+const freshProviderThread = (state: ThreadState, provider: ProviderInfo, model: string | null, now: string): ProviderThread =>
+  ({
+    ...newProviderThread({
+      id: makeId.providerThread(),
+      threadId: state.thread.id,
+      provider: provider.name,
+      driver: provider.driver,
+      settings: { model, runtimeMode: provider.runtimeMode },
+      at: now
+    }),
+    status: "active"
+  })
 
 /** The provider threads that natively served the runs of a range. */
 const servingProviderThreads = (state: ThreadState, from: number, to: number): Array<ProviderThreadId> => {
@@ -232,10 +226,11 @@ export const planRunStart = (
   const runId = makeId.run()
   const events: Array<ThreadEvent> = []
   if (decision.retire) events.push(new ProviderThreadRecorded({ providerThread: retire(decision.retire, decision.reasons, now) }))
-  const providerThread: ProviderThread = decision.reuse
-    ? { ...decision.reuse, status: "active", updatedAt: now }
-    : newProviderThread(state, provider, input.model ?? provider.model, now)
-  events.push(new ProviderThreadRecorded({ providerThread }))
+  // A reused provider thread is not rewritten here: its record only changes when the
+  // run ends (its size grows with the history, and this is the dispatch path).
+  const providerThread: ProviderThread =
+    decision.reuse ?? freshProviderThread(state, provider, input.model ?? provider.model, now)
+  if (!decision.reuse) events.push(new ProviderThreadRecorded({ providerThread }))
   let handoff: ContextHandoff | null = null
   if (decision.handoff && input.draft) {
     const recorded = recordHandoff(state, {
@@ -317,7 +312,7 @@ export const planResumeFallback = (
       })
     )
   }
-  const providerThread = newProviderThread(state, input.provider, run.model ?? input.provider.model, now)
+  const providerThread = freshProviderThread(state, input.provider, run.model ?? input.provider.model, now)
   events.push(new ProviderThreadRecorded({ providerThread }))
   const previous = run.contextHandoffId ? state.handoffs.get(run.contextHandoffId) : undefined
   const existingTransfer = previous ? (state.transfers.get(previous.transferId) ?? null) : null
@@ -420,20 +415,12 @@ export const planFinish = (
   const pt = run.providerThreadId ? state.providerThreads.get(run.providerThreadId) : undefined
   const handoff: ContextHandoff | undefined = run.contextHandoffId ? state.handoffs.get(run.contextHandoffId) : undefined
   if (pt) {
-    const handoffIds: ReadonlyArray<ContextHandoffId> =
-      kept && handoff && !pt.handoffIds.includes(handoff.id) ? [...pt.handoffIds, handoff.id] : pt.handoffIds
     events.push(
       new ProviderThreadRecorded({
         providerThread: kept
           ? {
-              ...pt,
-              status: "idle",
-              firstRunOrdinal: pt.firstRunOrdinal ?? run.ordinal,
-              lastRunOrdinal: run.ordinal,
-              handoffIds,
-              coverage: { nativeRunOrdinals: [...pt.coverage.nativeRunOrdinals, run.ordinal], handoffIds },
-              nativeTurns: [...pt.nativeTurns, { runOrdinal: run.ordinal, turnRef: input.turnRef! }],
-              updatedAt: now
+              ...withServedRun(pt, { ordinal: run.ordinal, handoffId: handoff?.id ?? null, turnRef: input.turnRef, at: now }),
+              status: "idle"
             }
           : { ...pt, status: pt.nativeRef === null ? "failed" : "idle", updatedAt: now }
       })

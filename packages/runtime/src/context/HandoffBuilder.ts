@@ -1,0 +1,515 @@
+/**
+ * The local deterministic summariser: turns a range of the app thread's runs into a
+ * structured, budgeted handoff payload and the text block a provider receives.
+ *
+ * Built from the app thread (runs and turn items), never from a provider transcript.
+ * Hidden reasoning never leaves: reasoning items are skipped, every reasoning text of the
+ * covered runs is scrubbed out of whatever is emitted, and `[[reason:…]]` directives are
+ * stripped from quoted user text. Cost follows the range: each covered run's items are
+ * read once, plus a lookup of the latest checkpoint.
+ */
+import type {
+  HandoffOmission,
+  HandoffPayload,
+  HandoffSection,
+  HandoffSectionKind,
+  HandoffStrategy,
+  Run,
+  TurnItem
+} from "@skein/domain"
+import type { ThreadState } from "../store/ThreadState.js"
+import { latestReadyCheckpoint } from "./CheckpointLookup.js"
+import { isLiveRun } from "./Coverage.js"
+import { charsForTokens, clampHandoffBudget, estimateTokens } from "./Tokens.js"
+
+export interface HandoffRequest {
+  readonly fromOrdinal: number
+  readonly toOrdinal: number
+  readonly strategy: HandoffStrategy
+  /** Clamped into 1,024–64,000; default 16,000. */
+  readonly budgetTokens?: number
+}
+
+export interface BuiltHandoff {
+  readonly payload: HandoffPayload
+  readonly summaryText: string
+  /** `estimateTokens(summaryText)`; never above the budget. */
+  readonly tokenEstimate: number
+  /** The budget actually applied (after clamping). */
+  readonly budgetTokens: number
+}
+
+/** Section order = importance: the budget drops from the end of this list first. */
+export const handoffSectionOrder: ReadonlyArray<HandoffSectionKind> = [
+  "goals",
+  "constraints",
+  "open_questions",
+  "known_failures",
+  "plan",
+  "decisions",
+  "files_changed",
+  "checkpoint",
+  "commands",
+  "subagent_results",
+  "conversation"
+]
+
+const sectionTitles: Record<HandoffSectionKind, string> = {
+  goals: "Goals",
+  constraints: "Constraints",
+  open_questions: "Open questions and approvals",
+  known_failures: "Known failures",
+  plan: "Plan (latest)",
+  decisions: "Decisions",
+  files_changed: "Files changed",
+  checkpoint: "Latest checkpoint",
+  commands: "Commands and tests (latest run of each)",
+  subagent_results: "Subagent results",
+  conversation: "Conversation"
+}
+
+/** Within a section, which lines go first when over budget: the oldest, or the last listed. */
+const dropOldestFirst: Record<HandoffSectionKind, boolean> = {
+  goals: true,
+  constraints: true,
+  open_questions: false,
+  known_failures: true,
+  plan: false,
+  decisions: true,
+  files_changed: true,
+  checkpoint: false,
+  commands: true,
+  subagent_results: true,
+  conversation: true
+}
+
+const LINE_CAP = 400
+const SHORT_USER = 160
+const SHORT_REPLY = 240
+const MAX_DIFF_ENTRIES = 200
+const REDACTED = "[redacted]"
+
+const REASON_DIRECTIVE = /\[\[reason:[\s\S]*?\]\]/g
+const REASON_DIRECTIVE_UNCLOSED = /\[\[reason:[\s\S]*$/
+const CONSTRAINT = /\b(must|never|don't|do not|always|only|should not|shouldn't|avoid|without)\b/i
+const DECISION = /^\s*(?:[-*]\s*)?decision:\s*(.+?)\s*$/gim
+
+/** Removes `[[reason:…]]` directive spans (hidden-reasoning requests) from user text. */
+export const stripReasonDirectives = (text: string): string =>
+  text.replace(REASON_DIRECTIVE, "").replace(REASON_DIRECTIVE_UNCLOSED, "")
+
+const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim()
+
+const clip = (text: string, cap: number): string => (text.length <= cap ? text : `${text.slice(0, cap - 1)}…`)
+
+// ---------------------------------------------------------------------------------------
+// Scrubbing reasoning text out of emitted text
+// ---------------------------------------------------------------------------------------
+
+type Scrub = (text: string) => string
+
+const identity: Scrub = (text) => text
+
+/**
+ * A scrubber replacing every occurrence of the given secrets with "[redacted]". Linear in
+ * the text: secrets are indexed by their first three characters (with a small bitmap in
+ * front), so a thousand secrets cost about what one does.
+ */
+export const makeScrubber = (texts: Iterable<string>): Scrub => {
+  const secrets = new Set<string>()
+  for (const text of texts) {
+    const whole = text.trim()
+    if (whole.length === 0) continue
+    secrets.add(whole)
+    secrets.add(oneLine(whole))
+    for (const line of whole.split("\n")) {
+      const l = line.trim()
+      if (l.length > 0) secrets.add(l)
+    }
+  }
+  if (secrets.size === 0) return identity
+  const short = [...secrets].filter((s) => s.length < 3)
+  const long = [...secrets].filter((s) => s.length >= 3).sort((a, b) => b.length - a.length)
+  // A bitmap about 16 slots per secret (a power of two, 256 to 65,536) keeps misses cheap.
+  let size = 256
+  while (size < long.length * 16 && size < 65_536) size *= 2
+  const mask = size - 1
+  const bloom = new Uint8Array(size)
+  const index = new Map<number, Array<string>>()
+  for (const s of long) {
+    const c0 = s.charCodeAt(0)
+    const c1 = s.charCodeAt(1)
+    const c2 = s.charCodeAt(2)
+    bloom[(c0 * 961 + c1 * 31 + c2) & mask] = 1
+    const key = c0 * 4294967296 + c1 * 65536 + c2
+    const bucket = index.get(key)
+    if (bucket) bucket.push(s)
+    else index.set(key, [s])
+  }
+  return (text) => {
+    let out = ""
+    let last = 0
+    let changed = false
+    let i = 0
+    if (long.length > 0) {
+      const end = text.length - 3
+      while (i <= end) {
+        const c0 = text.charCodeAt(i)
+        const c1 = text.charCodeAt(i + 1)
+        const c2 = text.charCodeAt(i + 2)
+        if (bloom[(c0 * 961 + c1 * 31 + c2) & mask] === 1) {
+          const bucket = index.get(c0 * 4294967296 + c1 * 65536 + c2)
+          const hit = bucket?.find((s) => text.startsWith(s, i))
+          if (hit !== undefined) {
+            out += text.slice(last, i) + REDACTED
+            i += hit.length
+            last = i
+            changed = true
+            continue
+          }
+        }
+        i++
+      }
+    }
+    let result = changed ? out + text.slice(last) : text
+    for (const s of short) if (result.includes(s)) result = result.split(s).join(REDACTED)
+    return result
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Collecting the raw sections of a range
+// ---------------------------------------------------------------------------------------
+
+interface Draft {
+  readonly kind: HandoffSectionKind
+  readonly lines: ReadonlyArray<string>
+  /** Leading lines dropped only as a last resort (the overall goal). */
+  readonly pinned: number
+}
+
+interface Collected {
+  readonly from: number
+  readonly to: number
+  readonly liveRuns: number
+  readonly drafts: ReadonlyArray<Draft>
+}
+
+const userTextOf = (run: Run, items: ReadonlyArray<TurnItem>): string => {
+  for (const item of items) if (item.type === "user_message") return item.text
+  return run.message
+}
+
+const firstLiveRun = (state: ThreadState): Run | undefined => {
+  for (const run of state.runs) if (isLiveRun(run)) return run
+  return undefined
+}
+
+const lastLine = (text: string): string => {
+  const trimmed = text.trimEnd()
+  return trimmed.slice(trimmed.lastIndexOf("\n") + 1).trim()
+}
+
+const planMark = { pending: "[ ]", in_progress: "[~]", completed: "[x]" } as const
+
+const collect = (state: ThreadState, request: HandoffRequest, scrubbing: boolean): Collected => {
+  const from = Math.max(1, Math.floor(request.fromOrdinal))
+  const to = Math.min(state.runs.length, Math.floor(request.toOrdinal))
+  const full = request.strategy === "full_thread_summary" || request.strategy === "checkpoint_summary"
+  const goalRun = full ? firstLiveRun(state) : undefined
+
+  // Every reasoning text of the covered runs (and of the goal run) is a secret.
+  let scrub: Scrub = identity
+  if (scrubbing) {
+    const secrets: Array<string> = []
+    const addSecrets = (run: Run) => {
+      for (const item of state.items.get(run.id) ?? []) if (item.type === "reasoning") secrets.push(item.text)
+    }
+    for (let o = from; o <= to; o++) addSecrets(state.runs[o - 1]!)
+    if (goalRun !== undefined && (goalRun.ordinal < from || goalRun.ordinal > to)) addSecrets(goalRun)
+    scrub = makeScrubber(secrets)
+  }
+  const clean = (text: string, cap: number) => clip(scrub(oneLine(text)), cap)
+  const cleanUser = (text: string, cap: number) => clean(stripReasonDirectives(text), cap)
+
+  const goals: Array<string> = []
+  let pinned = 0
+  if (goalRun !== undefined) {
+    goals.push(`Overall goal (run ${goalRun.ordinal}): ${cleanUser(userTextOf(goalRun, state.items.get(goalRun.id) ?? []), LINE_CAP)}`)
+    pinned = 1
+  }
+  const constraints: Array<string> = []
+  const seenConstraints = new Set<string>()
+  const openQuestions: Array<string> = []
+  const failures: Array<string> = []
+  let plan: TurnItem & { readonly type: "plan" } | undefined
+  let planOrdinal = 0
+  const decisions: Array<string> = []
+  const files = new Map<string, string>()
+  const commands = new Map<string, { readonly ordinal: number; readonly exitCode: number | null; readonly output: string }>()
+  const subagents: Array<string> = []
+  const conversation: Array<string> = []
+  let liveRuns = 0
+
+  for (let o = from; o <= to; o++) {
+    const run = state.runs[o - 1]!
+    if (!isLiveRun(run)) continue
+    liveRuns++
+    const items = state.items.get(run.id) ?? []
+    const rawUser = stripReasonDirectives(userTextOf(run, items))
+    const user = scrub(oneLine(rawUser))
+    if (run !== goalRun && user.length > 0) goals.push(`Run ${o}: ${clip(user, LINE_CAP)}`)
+    for (const sentence of rawUser.split(/\n|(?<=[.!?;])\s+/)) {
+      const s = scrub(oneLine(sentence))
+      if (s.length > 0 && CONSTRAINT.test(s) && !seenConstraints.has(s)) {
+        seenConstraints.add(s)
+        constraints.push(`${clip(s, LINE_CAP)} (run ${o})`)
+      }
+    }
+    let reply = ""
+    for (const item of items) {
+      switch (item.type) {
+        case "assistant_message": {
+          reply = reply.length === 0 ? item.text : `${reply}\n${item.text}`
+          for (const match of item.text.matchAll(DECISION)) {
+            decisions.push(`${clean(match[1]!, LINE_CAP)} (run ${o})`)
+          }
+          break
+        }
+        case "tool_call":
+          if (item.name === "spawn_subagent" && item.output !== null) {
+            subagents.push(`Run ${o}: ${clean(item.input, 120)} → ${clean(item.output, LINE_CAP - 130)}`)
+          }
+          break
+        case "command_execution":
+          commands.delete(item.command)
+          commands.set(item.command, { ordinal: o, exitCode: item.exitCode, output: item.output })
+          break
+        case "file_change":
+          files.delete(item.path)
+          files.set(item.path, `${clean(item.path, 200)} (${item.kind}, run ${o}): ${clean(item.summary, 180)}`)
+          break
+        case "plan":
+          plan = item
+          planOrdinal = o
+          break
+        case "approval_request":
+          if (item.status === "open") openQuestions.push(`Run ${o}: ${clean(item.question, LINE_CAP)} (awaiting answer)`)
+          break
+        case "error":
+          failures.push(`Run ${o} error${item.code ? ` ${item.code}` : ""}: ${clean(item.message, LINE_CAP)}`)
+          break
+        case "user_message":
+        case "reasoning":
+        case "handoff_context":
+          break
+      }
+    }
+    if (run.status === "failed") {
+      const why = run.failure ? `${run.failure.reason}: ${clean(run.failure.message, 300)}` : "no reason recorded"
+      failures.push(`Run ${o} failed (${why})`)
+    }
+    const status = run.status === "completed" ? "" : ` [${run.status}]`
+    const replyText = reply.length > 0 ? ` → assistant: ${clean(reply, SHORT_REPLY)}` : ""
+    conversation.push(`#${o} ${run.provider}${status}: user: ${clip(user, SHORT_USER)}${replyText}`)
+  }
+
+  const commandLines: Array<string> = []
+  for (const [command, last] of commands) {
+    const exit = last.exitCode === null ? "no exit code" : `exit ${last.exitCode}`
+    commandLines.push(`\`${clean(command, 200)}\` → ${exit} (run ${last.ordinal})`)
+    if (last.exitCode !== null && last.exitCode !== 0) {
+      const tail = lastLine(last.output)
+      failures.push(
+        `\`${clean(command, 200)}\` failed with exit ${last.exitCode} in run ${last.ordinal}${tail.length > 0 ? `: ${clean(tail, 160)}` : ""}`
+      )
+    }
+  }
+
+  const planLines: Array<string> = plan === undefined
+    ? []
+    : [`As of run ${planOrdinal}:`, ...plan.steps.map((step) => `${planMark[step.status]} ${clean(step.text, LINE_CAP)}`)]
+
+  const checkpoint = latestReadyCheckpoint(state, from, to)
+  const checkpointLines: Array<string> = []
+  if (checkpoint !== undefined) {
+    const where = checkpoint.kind === "git" && checkpoint.treeSha ? `git tree ${checkpoint.treeSha.slice(0, 12)}` : checkpoint.kind
+    checkpointLines.push(
+      `After run ${checkpoint.runOrdinal} (${where}); ${checkpoint.diffSummary.length} file(s) changed since the previous checkpoint`
+    )
+    for (const entry of checkpoint.diffSummary.slice(0, MAX_DIFF_ENTRIES)) {
+      checkpointLines.push(`${clean(entry.path, 200)} (${entry.change}, +${entry.additions} -${entry.deletions})`)
+    }
+    if (checkpoint.diffSummary.length > MAX_DIFF_ENTRIES) {
+      checkpointLines.push(`… and ${checkpoint.diffSummary.length - MAX_DIFF_ENTRIES} more file(s)`)
+    }
+  }
+
+  const byKind: Record<HandoffSectionKind, ReadonlyArray<string>> = {
+    goals,
+    constraints,
+    open_questions: openQuestions,
+    known_failures: failures,
+    plan: planLines,
+    decisions,
+    files_changed: [...files.values()],
+    checkpoint: checkpointLines,
+    commands: commandLines,
+    subagent_results: subagents,
+    conversation
+  }
+  return {
+    from,
+    to,
+    liveRuns,
+    drafts: handoffSectionOrder.map((kind) => ({ kind, lines: byKind[kind], pinned: kind === "goals" ? pinned : 0 }))
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Rendering and budgeting
+// ---------------------------------------------------------------------------------------
+
+const headerOf = (c: Collected, strategy: HandoffStrategy): string => {
+  const range = c.from === c.to ? `run ${c.from}` : `runs ${c.from}-${c.to}`
+  const what = strategy === "delta_since_target_last_seen"
+    ? `what happened in this conversation while you were not taking part (${range})`
+    : strategy === "fork_delta"
+    ? `the work done on a fork of this conversation (${range})`
+    : `this conversation so far (${range})`
+  return [
+    `# Context handoff (${strategy}): ${range}`,
+    `This block summarises ${what}: ${c.liveRuns} run(s), taken from the app thread's own record. ` +
+    `The user's new message follows separately and is the actual request.`
+  ].join("\n")
+}
+
+const blockCost = (title: string): number => 2 + 3 + title.length // "\n\n" + "## " + title
+const lineCost = (line: string): number => 3 + line.length // "\n- " + line
+
+/**
+ * Sections that may take at most this share of the budget when the whole does not fit
+ * (their oldest lines go first), so that a long thread's goals cannot crowd out the plan,
+ * the open questions and the failures (nor its decisions the files and commands).
+ */
+const shareCaps: Partial<Record<HandoffSectionKind, number>> = {
+  goals: 0.4,
+  constraints: 0.15,
+  known_failures: 0.15,
+  decisions: 0.15
+}
+
+const omissionNote = (budget: number, omitted: ReadonlyArray<HandoffOmission>): string =>
+  omitted.length === 0
+    ? ""
+    : `Omitted to fit the ${budget}-token budget: ` +
+      omitted.map((o) => `${o.lines} ${sectionTitles[o.section].toLowerCase()} line(s) (${o.reason})`).join(", ") +
+      "."
+
+const render = (header: string, sections: ReadonlyArray<HandoffSection>, note: string): string => {
+  const blocks = [header]
+  for (const s of sections) blocks.push(`## ${s.title}\n${s.lines.map((l) => `- ${l}`).join("\n")}`)
+  if (note.length > 0) blocks.push(note)
+  return blocks.join("\n\n")
+}
+
+interface Kept {
+  pinned: number
+  start: number
+  end: number
+  cost: number
+}
+
+const assemble = (c: Collected, strategy: HandoffStrategy, budget: number): BuiltHandoff => {
+  const header = headerOf(c, strategy)
+  const limit = charsForTokens(budget)
+  const kept: Array<Kept> = c.drafts.map((d) => ({
+    pinned: d.pinned,
+    start: d.pinned,
+    end: d.lines.length,
+    cost: d.lines.length === 0 ? 0 : blockCost(sectionTitles[d.kind]) + d.lines.reduce((n, l) => n + lineCost(l), 0)
+  }))
+  let total = kept.reduce((n, k) => n + k.cost, header.length)
+  const omitted: Array<{ section: HandoffSectionKind; lines: number; reason: string }> = []
+  let noteCost = 0
+  const over = () => total + noteCost > limit
+
+  const drop = (i: number, reason: string, pinned: boolean) => {
+    const d = c.drafts[i]!
+    const k = kept[i]!
+    const line = pinned ? d.lines[--k.pinned]! : dropOldestFirst[d.kind] ? d.lines[k.start++]! : d.lines[--k.end]!
+    k.cost -= lineCost(line)
+    if (k.pinned + (k.end - k.start) === 0) k.cost = 0
+    total = kept.reduce((n, x) => n + x.cost, header.length)
+    let entry = omitted.find((o) => o.section === d.kind && o.reason === reason)
+    const before = entry?.lines ?? 0
+    if (entry === undefined) {
+      entry = { section: d.kind, lines: 0, reason }
+      omitted.push(entry)
+      omitted.sort((a, b) => handoffSectionOrder.indexOf(a.section) - handoffSectionOrder.indexOf(b.section))
+    }
+    entry.lines = before + 1
+    // The note only grows when an entry appears or a count gains a digit.
+    if (before === 0 || String(before).length !== String(before + 1).length) {
+      noteCost = 2 + omissionNote(budget, omitted).length
+    }
+  }
+
+  if (over()) {
+    // Capped sections give up their oldest lines beyond their share first.
+    c.drafts.forEach((d, i) => {
+      const share = shareCaps[d.kind]
+      if (share === undefined) return
+      const cap = Math.floor(limit * share)
+      const k = kept[i]!
+      while (k.cost > cap && k.end > k.start) drop(i, `beyond its ${Math.round(share * 100)}% share`, false)
+    })
+  }
+  // Then whole lines, least important section first; pinned lines only as a last resort.
+  for (let i = c.drafts.length - 1; i >= 0 && over(); i--) {
+    const k = kept[i]!
+    while (over() && k.end > k.start) drop(i, "least important first", false)
+  }
+  for (let i = c.drafts.length - 1; i >= 0 && over(); i--) {
+    const k = kept[i]!
+    while (over() && k.pinned > 0) drop(i, "least important first", true)
+  }
+
+  const sections: Array<HandoffSection> = []
+  c.drafts.forEach((d, i) => {
+    const k = kept[i]!
+    const lines = [...d.lines.slice(0, k.pinned), ...d.lines.slice(k.start, k.end)]
+    if (lines.length > 0) sections.push({ kind: d.kind, title: sectionTitles[d.kind], lines })
+  })
+  const summaryText = render(header, sections, omissionNote(budget, omitted))
+  return {
+    payload: { sections, omitted: omitted.map((o) => ({ ...o })) },
+    summaryText,
+    tokenEstimate: estimateTokens(summaryText),
+    budgetTokens: budget
+  }
+}
+
+/**
+ * Builds the handoff for runs `fromOrdinal..toOrdinal` (live runs only) with the given
+ * strategy: structured sections, most important first, trimmed from the least important
+ * end to fit the budget, every omission recorded.
+ */
+export const buildHandoffPayload = (state: ThreadState, request: HandoffRequest): BuiltHandoff =>
+  assemble(collect(state, request, true), request.strategy, clampHandoffBudget(request.budgetTokens))
+
+/**
+ * The size in tokens the handoff for that range would have with no budget at all (what
+ * the staleness policy compares with the budget). Same cost as a build.
+ */
+export const estimateHandoffTokens = (
+  state: ThreadState,
+  range: { readonly fromOrdinal: number; readonly toOrdinal: number; readonly strategy: HandoffStrategy }
+): number => {
+  const c = collect(state, range, false)
+  let chars = headerOf(c, range.strategy).length
+  for (const d of c.drafts) {
+    if (d.lines.length > 0) chars += blockCost(sectionTitles[d.kind]) + d.lines.reduce((n, l) => n + lineCost(l), 0)
+  }
+  return Math.ceil(chars / 4)
+}

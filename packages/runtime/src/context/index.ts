@@ -1,0 +1,6 @@
+export * from "./Tokens.js"
+export * from "./Coverage.js"
+export * from "./CheckpointLookup.js"
+export * from "./Staleness.js"
+export * from "./HandoffBuilder.js"
+export * from "./ContextResolver.js"
