@@ -14,7 +14,11 @@ import { TurnItemContent } from "./TurnItem.js"
 
 /** What a provider reports while a turn runs. */
 export const ProviderEvent = Schema.Union(
-  Schema.TaggedStruct("TurnStarted", { turnRef: Schema.String }),
+  Schema.TaggedStruct("TurnStarted", {
+    turnRef: Schema.String,
+    /** When the provider process received the turn (epoch ms, sub-ms precision), if it says. */
+    receivedAt: Schema.optional(Schema.Number)
+  }),
   Schema.TaggedStruct("Item", { item: TurnItemContent }),
   Schema.TaggedStruct("TurnCompleted", { turnRef: Schema.String }),
   Schema.TaggedStruct("TurnInterrupted", { turnRef: Schema.String }),

@@ -155,7 +155,11 @@ export const makeOrchestrator = Effect.gen(function* () {
 })
 
 /** The orchestrator over an EventStore and a ProviderRegistry; recovers interrupted runs first. */
-export const orchestratorLayer: Layer.Layer<Orchestrator, StorageError, EventStore | ProviderRegistry | RuntimeConfig> =
+export const orchestratorLayer: Layer.Layer<
+  Orchestrator | ThreadActors,
+  StorageError,
+  EventStore | ProviderRegistry | RuntimeConfig
+> =
   Layer.scoped(
     Orchestrator,
     Effect.gen(function* () {
@@ -165,12 +169,12 @@ export const orchestratorLayer: Layer.Layer<Orchestrator, StorageError, EventSto
       yield* Effect.addFinalizer(() => orchestrator.shutdown)
       return orchestrator
     })
-  ).pipe(Layer.provide(ThreadActors.local), Layer.provide(ProviderSessions.layer))
+  ).pipe(Layer.provideMerge(ThreadActors.local), Layer.provide(ProviderSessions.layer))
 
 /** Everything a host needs: SQLite at `dbPath`, the actor runtime and the Orchestrator. */
 export const makeRuntimeLayer = (
   options: { readonly dbPath: string } & Partial<RuntimeOptions>
-): Layer.Layer<Orchestrator, StorageError, ProviderRegistry> => {
+): Layer.Layer<Orchestrator | ThreadActors, StorageError, ProviderRegistry> => {
   const { dbPath, ...tunables } = options
   const config = RuntimeConfig.layer(tunables)
   return orchestratorLayer.pipe(
