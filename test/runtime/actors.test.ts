@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName, ThreadId } from "@skein/domain"
 import { Chunk, Effect, Either, Fiber, Stream } from "effect"
-import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
+import { isAlive, removeDir, tempDir, waitFor, withRuntime } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
@@ -187,7 +187,7 @@ describe("thread actors", () => {
     }
   })
 
-  it("passivates idle thread actors and reactivates them from storage", async () => {
+  it("kills a provider that ignores an interrupt after the grace period; the run ends interrupted", async () => {
     const dir = tempDir()
     try {
       await withRuntime(
@@ -195,8 +195,45 @@ describe("thread actors", () => {
         (o) =>
           Effect.gen(function* () {
             const thread = yield* o.createThread({})
+            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "warm up", wait: true })
+            const pid = (yield* o.listProviders).find((p) => p.name === "alpha")!.sessions[0]!.pid!
+            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "stubborn [[sleep:10000]]" })
+            yield* Effect.sleep("300 millis")
+            const t0 = Date.now()
+            const run = yield* o.interruptRun({ threadId: thread.id })
+            expect(run.status).toBe("interrupted")
+            expect(Date.now() - t0).toBeLessThan(2000)
+            expect(yield* Effect.promise(() => waitFor(() => !isAlive(pid), 3000))).toBe(true)
+            const next = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "after", wait: true })
+            expect(next.status).toBe("completed")
+          }),
+        {
+          interruptGraceMs: 300,
+          // A provider whose interrupt request is lost on the way.
+          mapAdapter: (adapter) => ({
+            ...adapter,
+            openSession: (options) =>
+              Effect.map(adapter.openSession(options), (handle) => ({ ...handle, interrupt: () => Effect.void }))
+          })
+        }
+      )
+    } finally {
+      removeDir(dir)
+    }
+  })
+
+  it("passivates idle thread actors and reactivates them from storage", async () => {
+    const dir = tempDir()
+    try {
+      await withRuntime(
+        dir,
+        (o, actors) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({})
             yield* o.startRun({ threadId: thread.id, provider: alpha, message: "remember FIG", wait: true })
+            expect(yield* actors.activeThreads).toContain(thread.id)
             yield* Effect.sleep("400 millis")
+            expect(yield* actors.activeThreads).not.toContain(thread.id)
             const again = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[recall:FIG]]", wait: true })
             expect(again.ordinal).toBe(2)
             expect(again.contextResolution).toBe("none")

@@ -4,7 +4,9 @@
  */
 import { providerRegistryLayer } from "@skein/adapters"
 import type { RuntimeOptions } from "@skein/runtime"
-import { makeRuntimeLayer, Orchestrator } from "@skein/runtime"
+import type { ProviderAdapter } from "@skein/domain"
+import { ProviderRegistry } from "@skein/domain"
+import { makeRuntimeLayer, Orchestrator, ThreadActors } from "@skein/runtime"
 import { Effect, Layer } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -17,11 +19,24 @@ export const removeDir = (dir: string): void => rmSync(dir, { recursive: true, f
 /** The runtime over a database file in `dir`, with providers from `configFile` or the defaults (alpha, beta). */
 export const runtimeLayer = (
   dir: string,
-  options: Partial<RuntimeOptions> & { readonly configFile?: string; readonly dbName?: string } = {}
+  options: Partial<RuntimeOptions> & {
+    readonly configFile?: string
+    readonly dbName?: string
+    /** Wrap the configured adapters (to observe them, or to make one misbehave). */
+    readonly mapAdapter?: (adapter: ProviderAdapter) => ProviderAdapter
+  } = {}
 ) => {
-  const { configFile, dbName, ...tunables } = options
+  const { configFile, dbName, mapAdapter, ...tunables } = options
+  const registry = providerRegistryLayer({ configFile, dataDir: dir })
   return makeRuntimeLayer({ dbPath: join(dir, dbName ?? "skein.db"), ...tunables }).pipe(
-    Layer.provide(providerRegistryLayer({ configFile, dataDir: dir })),
+    Layer.provide(
+      mapAdapter
+        ? Layer.effect(
+            ProviderRegistry,
+            Effect.map(ProviderRegistry, (r) => ({ adapters: r.adapters.map(mapAdapter) }))
+          ).pipe(Layer.provide(registry))
+        : registry
+    ),
     Layer.orDie
   )
 }
@@ -29,10 +44,14 @@ export const runtimeLayer = (
 /** Run a program against a fresh runtime in `dir`; the runtime closes (and its sessions stop) afterwards. */
 export const withRuntime = <A, E>(
   dir: string,
-  program: (orchestrator: Orchestrator["Type"]) => Effect.Effect<A, E>,
+  program: (orchestrator: Orchestrator["Type"], actors: ThreadActors["Type"]) => Effect.Effect<A, E>,
   options: Parameters<typeof runtimeLayer>[1] = {}
 ): Promise<A> =>
-  Effect.runPromise(Effect.flatMap(Orchestrator, program).pipe(Effect.provide(runtimeLayer(dir, options))) as Effect.Effect<A, E>)
+  Effect.runPromise(
+    Effect.flatMap(Effect.all([Orchestrator, ThreadActors]), ([o, a]) => program(o, a)).pipe(
+      Effect.provide(runtimeLayer(dir, options))
+    ) as Effect.Effect<A, E>
+  )
 
 /** Whether a process with this pid is alive. */
 export const isAlive = (pid: number): boolean => {

@@ -2,7 +2,7 @@
  * The local runtime: the Orchestrator over thread actors, provider sessions and the
  * SQLite event store. `makeRuntimeLayer` is what a host (or the daemon) provides.
  */
-import type { AppThread, ProviderInstanceInfo, RunView, SkeinError, StoredEvent, ThreadId } from "@skein/domain"
+import type { AppThread, ProviderInstanceInfo, SkeinError, StoredEvent, ThreadId } from "@skein/domain"
 import {
   CommandConflict,
   HandoffNotFound,
@@ -41,9 +41,6 @@ export const makeOrchestrator = Effect.gen(function* () {
       Effect.flatMap(Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed }))
     )
 
-  const runView = (threadId: ThreadId, runId: string): Effect.Effect<RunView, SkeinError> =>
-    threadView(threadId).pipe(Effect.map((view) => view.runs.find((r) => r.id === runId)!))
-
   const createThread: OrchestratorShape["createThread"] = (input) =>
     Effect.gen(function* () {
       const hash = payloadHash({ title: input.title ?? null, workspace: input.workspace ?? null })
@@ -80,9 +77,13 @@ export const makeOrchestrator = Effect.gen(function* () {
 
   const startRun: OrchestratorShape["startRun"] = (input) =>
     Effect.gen(function* () {
-      const ticket = yield* actors.use(input.threadId, (actor) => actor.startRun(StartRun.make(input)))
-      if (input.wait) yield* Deferred.await(ticket.done)
-      return yield* runView(input.threadId, ticket.run.id)
+      return yield* actors.use(input.threadId, (actor) =>
+        Effect.gen(function* () {
+          const ticket = yield* actor.startRun(StartRun.make(input))
+          if (input.wait) yield* Deferred.await(ticket.done)
+          return yield* actor.runView(ticket.run.id)
+        })
+      )
     })
 
   const interruptRun: OrchestratorShape["interruptRun"] = (input) =>

@@ -82,10 +82,14 @@ const make = (options: { readonly idleTimeToLive?: Duration.DurationInput }) =>
             handle,
             info,
             loadedRefs: new Set(),
-            kill: Effect.suspend(() => {
-              live.delete(key)
-              return RcMap.invalidate(sessions, key).pipe(Effect.zipRight(Scope.close(processScope, Exit.void)))
-            })
+            // Uninterruptible: the turn it cuts short fails at once, and whoever raced the
+            // kill against that turn must not cancel the kill half-way.
+            kill: Effect.uninterruptible(
+              Effect.suspend(() => {
+                live.delete(key)
+                return RcMap.invalidate(sessions, key).pipe(Effect.zipRight(Scope.close(processScope, Exit.void)))
+              })
+            )
           }
           live.set(key, lease)
           yield* Effect.addFinalizer(() => Effect.sync(() => live.get(key) === lease && live.delete(key)))

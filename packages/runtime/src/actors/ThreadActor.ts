@@ -8,6 +8,7 @@ import type {
   CommandId,
   ProviderAdapter,
   Run,
+  RunView,
   SkeinError,
   ThreadEvent,
   ThreadId,
@@ -19,6 +20,7 @@ import {
   ApprovalNotFound,
   NoActiveRun,
   RunAlreadyActive,
+  RunNotFound,
   ThreadNotFound,
   TurnItemRecorded,
   UnsupportedContextTransfer
@@ -30,7 +32,7 @@ import { RuntimeConfig } from "../RuntimeConfig.js"
 import { EventStore } from "../store/EventStore.js"
 import { applyEvent } from "../store/Projection.js"
 import type { ThreadState } from "../store/ThreadState.js"
-import { activeRun, runById } from "../store/ThreadState.js"
+import { activeRun, itemsOf, runById } from "../store/ThreadState.js"
 import { decideContext, draftHandoff } from "./ContextPlanning.js"
 import * as Mailbox from "./Mailbox.js"
 import { ProviderSessions } from "./ProviderSessions.js"
@@ -69,6 +71,8 @@ export interface ThreadActor {
   readonly interruptRun: (command: InterruptRun | StopRun) => Effect.Effect<RunTicket, SkeinError>
   readonly respondApproval: (command: RespondApproval) => Effect.Effect<TurnItem, SkeinError>
   readonly inspect: Effect.Effect<ThreadState, SkeinError>
+  /** A run with its turn items, from the actor's memory. */
+  readonly runView: (runId: Run["id"]) => Effect.Effect<RunView, SkeinError>
   /** The run in flight, if any, with its completion. */
   readonly active: Effect.Effect<Option.Option<RunTicket>>
 }
@@ -358,6 +362,13 @@ export const makeThreadActor = (
       interruptRun: (command) => mailbox.ask(command) as Effect.Effect<RunTicket, SkeinError>,
       respondApproval: (command) => mailbox.ask(command) as Effect.Effect<TurnItem, SkeinError>,
       inspect: mailbox.ask(new Inspect()) as Effect.Effect<ThreadState, SkeinError>,
+      runView: (runId) =>
+        (mailbox.ask(new Inspect()) as Effect.Effect<ThreadState, SkeinError>).pipe(
+          Effect.flatMap((current) => {
+            const run = runById(current, runId)
+            return run ? Effect.succeed({ ...run, items: [...itemsOf(current, runId)] }) : Effect.fail(new RunNotFound({ runId }))
+          })
+        ),
       active: Effect.sync(() => (current ? Option.some(ticketOf(current)) : Option.none()))
     } satisfies ThreadActor
   })

@@ -1,0 +1,98 @@
+/**
+ * Thread events to and from their stored JSON. Encoding goes through the event's own
+ * class Schema (chosen by `_tag`, about twice as fast as the union) and serialises the
+ * entity once: the projection row's `data` is the entity JSON, and the log's `payload`
+ * is the same text wrapped as `{"_tag": …, "<field>": <data>}`: the same JSON value as
+ * `Schema.encodeSync(ThreadEvent)(event)`, with `_tag` first.
+ */
+import {
+  CheckpointRecorded,
+  HandoffRecorded,
+  ProviderThreadRecorded,
+  RunEnded,
+  RunStarted,
+  RunUpdated,
+  StorageError,
+  ThreadCreated,
+  ThreadEvent,
+  ThreadUpdated,
+  TransferRecorded,
+  TurnItemRecorded
+} from "@skein/domain"
+import { Either, ParseResult, Schema } from "effect"
+import { describeError } from "./Codec.js"
+
+export type EncodedThreadEvent = typeof ThreadEvent.Encoded
+export type ThreadEventTag = ThreadEvent["_tag"]
+
+const members = {
+  ThreadCreated: { schema: ThreadCreated, field: "thread" },
+  ThreadUpdated: { schema: ThreadUpdated, field: "thread" },
+  RunStarted: { schema: RunStarted, field: "run" },
+  RunUpdated: { schema: RunUpdated, field: "run" },
+  RunEnded: { schema: RunEnded, field: "run" },
+  TurnItemRecorded: { schema: TurnItemRecorded, field: "item" },
+  ProviderThreadRecorded: { schema: ProviderThreadRecorded, field: "providerThread" },
+  TransferRecorded: { schema: TransferRecorded, field: "transfer" },
+  HandoffRecorded: { schema: HandoffRecorded, field: "handoff" },
+  CheckpointRecorded: { schema: CheckpointRecorded, field: "checkpoint" }
+} as const satisfies Record<ThreadEventTag, { readonly schema: unknown; readonly field: string }>
+
+type Encode = (event: ThreadEvent) => Either.Either<EncodedThreadEvent, ParseResult.ParseError>
+type Decode = (input: unknown) => Either.Either<ThreadEvent, ParseResult.ParseError>
+
+const codecs = new Map<string, { readonly encode: Encode; readonly decode: Decode; readonly prefix: string; readonly field: string }>(
+  Object.entries(members).map(([tag, { schema, field }]) => [
+    tag,
+    {
+      encode: Schema.encodeEither(schema as unknown as Schema.Schema<ThreadEvent, EncodedThreadEvent>),
+      decode: Schema.decodeUnknownEither(schema as unknown as Schema.Schema<ThreadEvent, EncodedThreadEvent>),
+      prefix: `{"_tag":${JSON.stringify(tag)},${JSON.stringify(field)}:`,
+      field
+    }
+  ])
+)
+const decodeUnion = Schema.decodeUnknownEither(ThreadEvent)
+
+/** An event in its stored forms. */
+export interface StoredForm {
+  readonly encoded: EncodedThreadEvent
+  /** JSON of the encoded entity (projection `data`). */
+  readonly data: string
+  /** JSON of the encoded event (log `payload`). */
+  readonly payload: string
+}
+
+const formatError = (error: ParseResult.ParseError) => ParseResult.TreeFormatter.formatErrorSync(error)
+
+export const encodeEvent = (event: ThreadEvent): Either.Either<StoredForm, StorageError> => {
+  const codec = codecs.get(event._tag)
+  if (codec === undefined) {
+    return Either.left(new StorageError({ detail: `cannot store an event of unknown type ${String(event._tag)}` }))
+  }
+  const encoded = codec.encode(event)
+  if (Either.isLeft(encoded)) {
+    return Either.left(
+      new StorageError({ detail: `cannot store an invalid ${event._tag} event: ${formatError(encoded.left)}` })
+    )
+  }
+  const data = JSON.stringify((encoded.right as unknown as Record<string, unknown>)[codec.field])
+  return Either.right({ encoded: encoded.right, data, payload: `${codec.prefix}${data}}` })
+}
+
+/** Decodes a stored payload; `what` names the event in the error (e.g. `event 3 of thread thr_1`). */
+export const decodeEvent = (payload: string, what: string): Either.Either<ThreadEvent, StorageError> => {
+  let value: unknown
+  try {
+    value = JSON.parse(payload)
+  } catch (error) {
+    return Either.left(new StorageError({ detail: `${what} holds invalid JSON (${describeError(error)})` }))
+  }
+  const tag = typeof value === "object" && value !== null ? (value as { _tag?: unknown })._tag : undefined
+  const codec = typeof tag === "string" ? codecs.get(tag) : undefined
+  const decoded = codec !== undefined ? codec.decode(value) : decodeUnion(value)
+  return Either.mapLeft(
+    decoded,
+    (error) => new StorageError({ detail: `${what} is not a valid thread event: ${formatError(error)}` })
+  )
+}

@@ -1,0 +1,358 @@
+/**
+ * The event store: the append-only per-thread log, its projection tables and command
+ * receipts, written together in one SQLite transaction per append; plus live following
+ * of appended events.
+ */
+import { SqlClient } from "@effect/sql/SqlClient"
+import {
+  StorageError,
+  type AppThread,
+  type CommandId,
+  type ContextHandoff,
+  type ContextHandoffId,
+  type Run,
+  type StoredEvent,
+  type ThreadEvent,
+  type ThreadId,
+  type ThreadView
+} from "@skein/domain"
+import { Chunk, Clock, Context, Effect, Either, Layer, Option, PubSub, Stream } from "effect"
+import { describeError, fromSqlError } from "./Codec.js"
+import { decodeEvent, encodeEvent, type StoredForm } from "./EventCodec.js"
+import { toThreadView } from "./Projection.js"
+import {
+  activeRunRows,
+  chunks,
+  clearProjections,
+  handoffRow,
+  listThreadRows,
+  loadThreadState,
+  maxRowsPerStatement,
+  multiRowInsert,
+  outgoingTransfers,
+  projectionRows,
+  writeProjections,
+  type ProjectionRows
+} from "./ProjectionTables.js"
+import type { ThreadState } from "./ThreadState.js"
+
+/** What a mutating command returned, stored so that a retry with its commandId gets the same answer. */
+export interface CommandReceipt {
+  readonly commandId: CommandId
+  /** The RPC method, e.g. `run.start`. */
+  readonly method: string
+  /** A hash of the command's payload, to tell a retry from a conflicting reuse of the id. */
+  readonly payloadHash: string
+  /** Stored as JSON: pass an already-encoded (JSON-safe) value. */
+  readonly result: unknown
+}
+
+export interface StoredReceipt {
+  readonly method: string
+  readonly payloadHash: string
+  readonly result: unknown
+}
+
+export interface AppendInput {
+  readonly threadId: ThreadId
+  /** In order; a thread's very first append must begin with ThreadCreated. */
+  readonly events: ReadonlyArray<ThreadEvent>
+  /** Recorded on every event; defaults to the receipt's commandId. */
+  readonly commandId?: CommandId | undefined
+  readonly receipt?: CommandReceipt | undefined
+}
+
+export interface ThreadFilter {
+  readonly parentThreadId?: ThreadId | undefined
+  readonly rootThreadId?: ThreadId | undefined
+}
+
+export interface EventStoreShape {
+  /**
+   * Appends in one transaction: per-thread sequences (last + 1 …), the events, their
+   * projection rows and the receipt. On any failure nothing is stored. Once committed,
+   * the stored events go to live followers (`events`). Appends are serialised; do not
+   * call it inside an outer `withTransaction`.
+   */
+  readonly append: (input: AppendInput) => Effect.Effect<ReadonlyArray<StoredEvent>, StorageError>
+  readonly receipt: (commandId: CommandId) => Effect.Effect<Option.Option<StoredReceipt>, StorageError>
+  /** The thread's state from the projection tables (how an actor reactivates). */
+  readonly loadThread: (threadId: ThreadId) => Effect.Effect<Option.Option<ThreadState>, StorageError>
+  /** Includes the transfers in which the thread is the source or the target. */
+  readonly threadView: (threadId: ThreadId) => Effect.Effect<Option.Option<ThreadView>, StorageError>
+  readonly listThreads: (filter: ThreadFilter) => Effect.Effect<ReadonlyArray<AppThread>, StorageError>
+  readonly getHandoff: (id: ContextHandoffId) => Effect.Effect<Option.Option<ContextHandoff>, StorageError>
+  /** Up to `limit` events with a thread sequence above `afterThreadSequence`, in order. */
+  readonly readEvents: (
+    threadId: ThreadId,
+    afterThreadSequence: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<StoredEvent>, StorageError>
+  /**
+   * The events after `afterThreadSequence` from the log, then live ones as they are
+   * appended: in order, without gap or duplicate. Never ends on its own.
+   */
+  readonly events: (threadId: ThreadId, afterThreadSequence: number) => Stream.Stream<StoredEvent, StorageError>
+  /** Runs that are queued or running (after a crash: the ones to end as interrupted). */
+  readonly activeRuns: Effect.Effect<ReadonlyArray<Run>, StorageError>
+  /** Clears the projection tables and refolds the whole log into them, in one transaction. */
+  readonly rebuildProjections: Effect.Effect<void, StorageError>
+}
+
+const eventColumns = ["thread_id", "thread_sequence", "type", "payload", "command_id", "created_at"] as const
+const replayPageSize = 500
+const rebuildPageSize = 1000
+
+
+interface EventRow {
+  readonly sequence: number
+  readonly thread_sequence: number
+  readonly command_id: string | null
+  readonly created_at: string
+  readonly payload: string
+}
+
+/** Checks what SQL cannot: a new thread begins with ThreadCreated, thread events name their log. */
+const checkEvents = (threadId: ThreadId, events: ReadonlyArray<ThreadEvent>): StorageError | undefined => {
+  for (const event of events) {
+    if ((event._tag === "ThreadCreated" || event._tag === "ThreadUpdated") && event.thread.id !== threadId) {
+      return new StorageError({
+        detail: `a ${event._tag} event for thread ${event.thread.id} cannot go into the log of thread ${threadId}`
+      })
+    }
+  }
+  return undefined
+}
+
+const make = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  const live = yield* PubSub.unbounded<ReadonlyArray<StoredEvent>>()
+  yield* Effect.addFinalizer(() => PubSub.shutdown(live))
+  // One writer at a time, from the transaction to the publication, so that live
+  // followers receive each thread's events in sequence order.
+  const writer = yield* Effect.makeSemaphore(1)
+
+  const insertEvents = (
+    threadId: ThreadId,
+    input: AppendInput,
+    forms: ReadonlyArray<StoredForm>,
+    resultJson: string
+  ) =>
+    Effect.gen(function* () {
+      const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const commandId = input.commandId ?? input.receipt?.commandId ?? null
+      const lastRows = yield* sql.unsafe<{ readonly last: number }>(
+        "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
+        [threadId]
+      )
+      const last = lastRows[0]?.last ?? 0
+      const first = input.events[0]
+      if (last === 0 && first !== undefined && first._tag !== "ThreadCreated") {
+        return yield* new StorageError({
+          detail: `thread ${threadId} has no events yet, so its first event must be ThreadCreated (got ${first._tag})`
+        })
+      }
+      const params: Array<string | number | null> = []
+      for (let i = 0; i < input.events.length; i++) {
+        params.push(threadId, last + i + 1, input.events[i]!._tag, forms[i]!.payload, commandId, createdAt)
+      }
+      const sequences: Array<number> = []
+      const width = eventColumns.length
+      for (const [index, chunk] of chunks(input.events, maxRowsPerStatement).entries()) {
+        const offset = index * maxRowsPerStatement * width
+        const rows = yield* sql.unsafe<{ readonly sequence: number }>(
+          multiRowInsert("events", eventColumns, chunk.length, " RETURNING sequence"),
+          params.slice(offset, offset + chunk.length * width)
+        )
+        // Rows of one INSERT get increasing sequences in VALUES order; RETURNING's own order is unspecified.
+        const batch = rows.map((row) => row.sequence).sort((a, b) => a - b)
+        for (const sequence of batch) sequences.push(sequence)
+      }
+      yield* writeProjections(sql, projectionRows(threadId, forms))
+      if (input.receipt !== undefined) {
+        const { commandId: receiptId, method, payloadHash } = input.receipt
+        yield* sql.unsafe(
+          "INSERT INTO receipts (command_id, method, payload_hash, result, created_at) VALUES (?, ?, ?, ?, ?)",
+          [receiptId, method, payloadHash, resultJson, createdAt]
+        )
+      }
+      return input.events.map(
+        (event, i): StoredEvent => ({
+          sequence: sequences[i]!,
+          threadId,
+          threadSequence: last + i + 1,
+          commandId,
+          createdAt,
+          event
+        })
+      )
+    })
+
+  const append = (input: AppendInput): Effect.Effect<ReadonlyArray<StoredEvent>, StorageError> =>
+    Effect.suspend(() => {
+      const { threadId } = input
+      const invalid = checkEvents(threadId, input.events)
+      if (invalid !== undefined) return Effect.fail(invalid)
+      const forms: Array<StoredForm> = new Array(input.events.length)
+      for (let i = 0; i < input.events.length; i++) {
+        const result = encodeEvent(input.events[i]!)
+        if (Either.isLeft(result)) return Effect.fail(result.left)
+        forms[i] = result.right
+      }
+      let resultJson = "null"
+      if (input.receipt !== undefined) {
+        try {
+          resultJson = JSON.stringify(input.receipt.result) ?? "null"
+        } catch (error) {
+          return Effect.fail(
+            new StorageError({ detail: `the receipt result of ${input.receipt.commandId} is not JSON: ${describeError(error)}` })
+          )
+        }
+      }
+      return writer.withPermits(1)(
+        Effect.uninterruptible(
+          insertEvents(threadId, input, forms, resultJson).pipe(
+            sql.withTransaction,
+            Effect.mapError(fromSqlError(`cannot append ${input.events.length} event(s) to thread ${threadId}`)),
+            Effect.tap((stored) => (stored.length > 0 ? PubSub.publish(live, stored) : Effect.void))
+          )
+        )
+      )
+    })
+
+  const receipt = (commandId: CommandId): Effect.Effect<Option.Option<StoredReceipt>, StorageError> =>
+    sql
+      .unsafe<{ readonly method: string; readonly payload_hash: string; readonly result: string }>(
+        "SELECT method, payload_hash, result FROM receipts WHERE command_id = ?",
+        [commandId]
+      )
+      .pipe(
+        Effect.mapError(fromSqlError(`cannot read the receipt of command ${commandId}`)),
+        Effect.flatMap((rows) => {
+          const row = rows[0]
+          if (row === undefined) return Effect.succeedNone
+          return Effect.try({
+            try: () => Option.some({ method: row.method, payloadHash: row.payload_hash, result: JSON.parse(row.result) }),
+            catch: (error) =>
+              new StorageError({ detail: `the receipt of command ${commandId} holds invalid JSON (${describeError(error)})` })
+          })
+        })
+      )
+
+  const loadThread = (threadId: ThreadId) => loadThreadState(sql, threadId)
+
+  const threadView = (threadId: ThreadId): Effect.Effect<Option.Option<ThreadView>, StorageError> =>
+    Effect.flatMap(loadThread(threadId), (state) =>
+      Option.isNone(state)
+        ? Effect.succeedNone
+        : Effect.map(outgoingTransfers(sql, threadId), (extra) => Option.some(toThreadView(state.value, extra)))
+    )
+
+  const readEvents = (
+    threadId: ThreadId,
+    afterThreadSequence: number,
+    limit: number
+  ): Effect.Effect<ReadonlyArray<StoredEvent>, StorageError> =>
+    sql
+      .unsafe<EventRow>(
+        "SELECT sequence, thread_sequence, command_id, created_at, payload FROM events WHERE thread_id = ? AND thread_sequence > ? ORDER BY thread_sequence LIMIT ?",
+        [threadId, afterThreadSequence, limit]
+      )
+      .pipe(
+        Effect.mapError(fromSqlError(`cannot read the events of thread ${threadId}`)),
+        Effect.flatMap((rows) =>
+          Effect.forEach(rows, (row) =>
+            Effect.map(
+              decodeEvent(row.payload, `event ${row.thread_sequence} of thread ${threadId}`),
+              (event): StoredEvent => ({
+                sequence: row.sequence,
+                threadId,
+                threadSequence: row.thread_sequence,
+                commandId: row.command_id as CommandId | null,
+                createdAt: row.created_at,
+                event
+              })
+            )
+          )
+        )
+      )
+
+  const events = (threadId: ThreadId, afterThreadSequence: number): Stream.Stream<StoredEvent, StorageError> =>
+    Stream.unwrapScoped(
+      Effect.gen(function* () {
+        // Subscribe before reading the log: whatever commits after this point is also
+        // published to us, and whatever committed before is in the log.
+        const subscription = yield* PubSub.subscribe(live)
+        let last = afterThreadSequence
+        const fresh = (event: StoredEvent) => {
+          if (event.threadSequence <= last) return false
+          last = event.threadSequence
+          return true
+        }
+        const replay = Stream.paginateChunkEffect(afterThreadSequence, (after) =>
+          Effect.map(readEvents(threadId, after, replayPageSize), (page) => {
+            const next = page[page.length - 1]
+            return [
+              Chunk.unsafeFromArray(page as Array<StoredEvent>),
+              page.length < replayPageSize || next === undefined ? Option.none() : Option.some(next.threadSequence)
+            ] as const
+          })
+        )
+        const following = Stream.fromQueue(subscription).pipe(
+          Stream.mapConcat((batch) => (batch[0]?.threadId === threadId ? batch : []))
+        )
+        return Stream.concat(replay, following).pipe(Stream.filter(fresh))
+      })
+    )
+
+  const activeRuns = activeRunRows(sql)
+
+  const rebuildProjections: Effect.Effect<void, StorageError> = Effect.gen(function* () {
+    yield* clearProjections(sql)
+    let after = 0
+    for (;;) {
+      const rows = yield* sql.unsafe<{ readonly sequence: number; readonly thread_id: string; readonly payload: string }>(
+        "SELECT sequence, thread_id, payload FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?",
+        [after, rebuildPageSize]
+      )
+      let rowsOf: ProjectionRows = new Map()
+      let threadOf: string | undefined
+      for (const row of rows) {
+        if (row.thread_id !== threadOf) {
+          if (threadOf !== undefined) yield* writeProjections(sql, rowsOf)
+          threadOf = row.thread_id
+          rowsOf = new Map()
+        }
+        const event = yield* decodeEvent(row.payload, `event ${row.sequence} (thread ${row.thread_id})`)
+        // Re-encoded exactly as append encodes, into the same row builder.
+        projectionRows(row.thread_id, [yield* encodeEvent(event)], rowsOf)
+      }
+      if (threadOf !== undefined) yield* writeProjections(sql, rowsOf)
+      const lastRow = rows[rows.length - 1]
+      if (lastRow === undefined || rows.length < rebuildPageSize) break
+      after = lastRow.sequence
+    }
+  }).pipe(
+    sql.withTransaction,
+    Effect.mapError(fromSqlError("cannot rebuild the projections")),
+    writer.withPermits(1)
+  )
+
+  return EventStore.of({
+    append,
+    receipt,
+    loadThread,
+    threadView,
+    listThreads: (filter) => listThreadRows(sql, filter),
+    getHandoff: (id) => handoffRow(sql, id),
+    readEvents,
+    events,
+    activeRuns,
+    rebuildProjections
+  })
+})
+
+export class EventStore extends Context.Tag("@skein/runtime/EventStore")<EventStore, EventStoreShape>() {
+  static readonly layer: Layer.Layer<EventStore, never, SqlClient> = Layer.scoped(EventStore, make)
+}
+

@@ -1,0 +1,128 @@
+/**
+ * The SQLite schema, as versioned migrations for the `@effect/sql` Migrator.
+ *
+ * - `events` is the append-only log: `sequence` is the global order, `thread_sequence`
+ *   the per-thread one (1, 2, 3 … without gaps), `payload` the Schema-encoded event.
+ * - The projection tables hold the latest state of every entity, one row per entity of
+ *   the thread whose log recorded it (`thread_id`), with the columns lookups need and a
+ *   `data` column holding the Schema-encoded entity as JSON. They are derived data:
+ *   `EventStore.rebuildProjections` recreates them from the log.
+ * - `receipts` make mutating commands idempotent by `command_id`.
+ *
+ * JSON columns are declared TEXT (SQLite stores JSON as text; a `JSON` type name would
+ * get NUMERIC affinity and turn `"42"` into an integer).
+ *
+ * A new version is a new entry `NNNN_name` in `migrations`; never edit a shipped one.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+const statements = (...sqls: ReadonlyArray<string>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(sqls, (text) => sql.unsafe(text), { discard: true }))
+
+const initial = statements(
+  `CREATE TABLE events (
+    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_id TEXT NOT NULL,
+    thread_sequence INTEGER NOT NULL CHECK (thread_sequence >= 1),
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    command_id TEXT,
+    created_at TEXT NOT NULL,
+    UNIQUE (thread_id, thread_sequence)
+  )`,
+  `CREATE TABLE threads (
+    id TEXT PRIMARY KEY NOT NULL,
+    parent_thread_id TEXT,
+    root_thread_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    data TEXT NOT NULL
+  )`,
+  `CREATE INDEX threads_parent ON threads (parent_thread_id) WHERE parent_thread_id IS NOT NULL`,
+  `CREATE INDEX threads_root ON threads (root_thread_id)`,
+  // A run's ordinal is its position in its thread; run ids are globally unique.
+  `CREATE TABLE runs (
+    thread_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL CHECK (ordinal >= 1),
+    id TEXT NOT NULL UNIQUE,
+    status TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (thread_id, ordinal)
+  )`,
+  `CREATE INDEX runs_active ON runs (status) WHERE status IN ('queued', 'running')`,
+  `CREATE TABLE turn_items (
+    thread_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (thread_id, id)
+  )`,
+  `CREATE TABLE provider_threads (
+    thread_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    status TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (thread_id, id)
+  )`,
+  `CREATE TABLE transfers (
+    thread_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    status TEXT NOT NULL,
+    source_thread_id TEXT NOT NULL,
+    target_thread_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (thread_id, id)
+  )`,
+  `CREATE INDEX transfers_source ON transfers (source_thread_id)`,
+  `CREATE INDEX transfers_target ON transfers (target_thread_id)`,
+  `CREATE TABLE handoffs (
+    thread_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    transfer_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (thread_id, id)
+  )`,
+  `CREATE INDEX handoffs_id ON handoffs (id)`,
+  `CREATE TABLE checkpoints (
+    thread_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    run_ordinal INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (thread_id, id)
+  )`,
+  `CREATE TABLE receipts (
+    command_id TEXT PRIMARY KEY NOT NULL,
+    method TEXT NOT NULL,
+    payload_hash TEXT NOT NULL,
+    result TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  )`
+)
+
+/** Every schema version, keyed `NNNN_name` as `Migrator.fromRecord` expects. */
+export const migrations = {
+  "0001_initial": initial
+} as const
+
+export const loader: Migrator.Loader = Migrator.fromRecord(migrations)
+
+/** The projection tables, in the order `rebuildProjections` clears them. */
+export const projectionTables = [
+  "threads",
+  "runs",
+  "turn_items",
+  "provider_threads",
+  "transfers",
+  "handoffs",
+  "checkpoints"
+] as const

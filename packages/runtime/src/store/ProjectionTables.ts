@@ -1,0 +1,319 @@
+/**
+ * The projection tables in SQL: turning (encoded) events into row upserts, and reading
+ * rows back into a ThreadState. Appending and `rebuildProjections` both write through
+ * `writeProjections`, so a rebuild reproduces exactly what appends wrote.
+ *
+ * Rows are upserts keyed like the fold's collections (runs by ordinal, every other entity
+ * by id, all within the thread whose log recorded them). An upsert keeps the row's rowid,
+ * so reading in rowid order gives the fold's insertion order.
+ */
+import type { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import {
+  AppThread,
+  Checkpoint,
+  ContextHandoff,
+  ContextTransfer,
+  ProviderThread,
+  Run,
+  TurnItem,
+  type StorageError,
+  type ThreadId
+} from "@skein/domain"
+import { Effect, Either, Option } from "effect"
+import { fromSqlError, jsonDecoder } from "./Codec.js"
+import type { StoredForm } from "./EventCodec.js"
+import { emptyThreadState, type ThreadState } from "./ThreadState.js"
+
+type Param = string | number | null
+
+interface TableSpec {
+  readonly columns: ReadonlyArray<string>
+  readonly conflict: ReadonlyArray<string>
+}
+
+const tables = {
+  threads: { columns: ["id", "parent_thread_id", "root_thread_id", "created_at", "data"], conflict: ["id"] },
+  runs: { columns: ["thread_id", "ordinal", "id", "status", "provider", "data"], conflict: ["thread_id", "ordinal"] },
+  turn_items: { columns: ["thread_id", "id", "run_id", "seq", "type", "data"], conflict: ["thread_id", "id"] },
+  provider_threads: { columns: ["thread_id", "id", "provider", "status", "data"], conflict: ["thread_id", "id"] },
+  transfers: {
+    columns: ["thread_id", "id", "type", "status", "source_thread_id", "target_thread_id", "created_at", "data"],
+    conflict: ["thread_id", "id"]
+  },
+  handoffs: { columns: ["thread_id", "id", "transfer_id", "status", "data"], conflict: ["thread_id", "id"] },
+  checkpoints: {
+    columns: ["thread_id", "id", "run_id", "run_ordinal", "status", "data"],
+    conflict: ["thread_id", "id"]
+  }
+} as const satisfies Record<string, TableSpec>
+
+export type ProjectionTable = keyof typeof tables
+
+/** Rows to upsert per table; within a table, keyed so that the last write of a key wins. */
+export type ProjectionRows = Map<ProjectionTable, Map<string, ReadonlyArray<Param>>>
+
+const put = (rows: ProjectionRows, table: ProjectionTable, key: string, row: ReadonlyArray<Param>) => {
+  let byKey = rows.get(table)
+  if (byKey === undefined) {
+    byKey = new Map()
+    rows.set(table, byKey)
+  }
+  // Map.set on an existing key keeps its position: first-write order, last-write value,
+  // which is what row-by-row upserts would leave behind.
+  byKey.set(key, row)
+}
+
+/** The projection rows of a batch of one thread's events (pure). */
+export const projectionRows = (
+  threadId: string,
+  events: ReadonlyArray<Pick<StoredForm, "encoded" | "data">>,
+  rows: ProjectionRows = new Map()
+): ProjectionRows => {
+  for (const { encoded: event, data } of events) {
+    switch (event._tag) {
+      case "ThreadCreated":
+      case "ThreadUpdated": {
+        const t = event.thread
+        put(rows, "threads", "", [threadId, t.lineage.parentThreadId, t.lineage.rootThreadId, t.createdAt, data])
+        break
+      }
+      case "RunStarted":
+      case "RunUpdated":
+      case "RunEnded": {
+        const r = event.run
+        put(rows, "runs", String(r.ordinal), [threadId, r.ordinal, r.id, r.status, r.provider, data])
+        break
+      }
+      case "TurnItemRecorded": {
+        const i = event.item
+        put(rows, "turn_items", i.id, [threadId, i.id, i.runId, i.seq, i.type, data])
+        break
+      }
+      case "ProviderThreadRecorded": {
+        const p = event.providerThread
+        put(rows, "provider_threads", p.id, [threadId, p.id, p.provider, p.status, data])
+        break
+      }
+      case "TransferRecorded": {
+        const x = event.transfer
+        put(rows, "transfers", x.id, [
+          threadId,
+          x.id,
+          x.type,
+          x.status,
+          x.sourceThreadId,
+          x.targetThreadId,
+          x.createdAt,
+          data
+        ])
+        break
+      }
+      case "HandoffRecorded": {
+        const h = event.handoff
+        put(rows, "handoffs", h.id, [threadId, h.id, h.transferId, h.status, data])
+        break
+      }
+      case "CheckpointRecorded": {
+        const c = event.checkpoint
+        put(rows, "checkpoints", c.id, [threadId, c.id, c.runId, c.runOrdinal, c.status, data])
+        break
+      }
+    }
+  }
+  return rows
+}
+
+/** Rows per statement: 200 rows × at most 8 columns stays far below SQLite's variable limit. */
+export const maxRowsPerStatement = 200
+
+/** `INSERT … VALUES (?, …), … <suffix>` for n rows, built once per shape and reused. */
+const statementCache = new Map<string, string>()
+export const multiRowInsert = (table: string, columns: ReadonlyArray<string>, n: number, suffix = ""): string => {
+  const cacheKey = `${table}|${n}|${suffix}`
+  let text = statementCache.get(cacheKey)
+  if (text === undefined) {
+    const tuple = `(${columns.map(() => "?").join(", ")})`
+    text = `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${Array.from({ length: n }, () => tuple).join(", ")}${suffix}`
+    statementCache.set(cacheKey, text)
+  }
+  return text
+}
+
+const upsertSuffix = (spec: TableSpec): string =>
+  ` ON CONFLICT (${spec.conflict.join(", ")}) DO UPDATE SET ${spec.columns
+    .filter((c) => !spec.conflict.includes(c))
+    .map((c) => `${c} = excluded.${c}`)
+    .join(", ")}`
+
+const suffixes = Object.fromEntries(
+  Object.entries(tables).map(([name, spec]) => [name, upsertSuffix(spec)])
+) as Record<ProjectionTable, string>
+
+/** Upserts the rows, a few multi-row statements per table. Runs inside the caller's transaction. */
+export const writeProjections = (sql: SqlClient, rows: ProjectionRows): Effect.Effect<void, SqlError> =>
+  Effect.forEach(
+    rows,
+    ([table, byKey]) => {
+      const spec = tables[table]
+      const all = [...byKey.values()]
+      return Effect.forEach(
+        chunks(all, maxRowsPerStatement),
+        (chunk) => sql.unsafe(multiRowInsert(table, spec.columns, chunk.length, suffixes[table]), chunk.flat()),
+        { discard: true }
+      )
+    },
+    { discard: true }
+  )
+
+export const chunks = <A>(all: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  if (all.length <= size) return [all]
+  const out: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < all.length; i += size) out.push(all.slice(i, i + size))
+  return out
+}
+
+// --- reading ---------------------------------------------------------------------------
+
+const decodeThread = jsonDecoder(AppThread, "thread")
+const decodeRun = jsonDecoder(Run, "run")
+const decodeItem = jsonDecoder(TurnItem, "turn item")
+const decodeProviderThread = jsonDecoder(ProviderThread, "provider thread")
+const decodeTransfer = jsonDecoder(ContextTransfer, "context transfer")
+const decodeHandoff = jsonDecoder(ContextHandoff, "context handoff")
+const decodeCheckpoint = jsonDecoder(Checkpoint, "checkpoint")
+
+interface DataRow {
+  readonly data: string
+}
+
+const decodeAll = <A>(
+  rows: ReadonlyArray<DataRow>,
+  decode: (json: string, what: string) => Either.Either<A, StorageError>,
+  what: string
+): Either.Either<Array<A>, StorageError> => {
+  const out: Array<A> = new Array(rows.length)
+  for (let i = 0; i < rows.length; i++) {
+    const decoded = decode(rows[i]!.data, `${what} row ${i + 1}`)
+    if (Either.isLeft(decoded)) return Either.left(decoded.left)
+    out[i] = decoded.right
+  }
+  return Either.right(out)
+}
+
+const selectData = (sql: SqlClient, text: string, params: ReadonlyArray<Param>) =>
+  sql.unsafe<DataRow>(text, params)
+
+/**
+ * A thread's state from the projection tables. Reads in one transaction, so that a
+ * concurrent append is either fully in or fully out.
+ */
+export const loadThreadState = (
+  sql: SqlClient,
+  threadId: ThreadId
+): Effect.Effect<Option.Option<ThreadState>, StorageError> =>
+  Effect.gen(function* () {
+    const threadRows = yield* selectData(sql, "SELECT data FROM threads WHERE id = ?", [threadId])
+    const threadRow = threadRows[0]
+    if (threadRow === undefined) return Option.none()
+    const where = "WHERE thread_id = ?"
+    const [runRows, itemRows, ptRows, transferRows, handoffRows, checkpointRows, lastRows] = yield* Effect.all([
+      selectData(sql, `SELECT data FROM runs ${where} ORDER BY ordinal`, [threadId]),
+      selectData(sql, `SELECT data FROM turn_items ${where} ORDER BY rowid`, [threadId]),
+      selectData(sql, `SELECT data FROM provider_threads ${where} ORDER BY rowid`, [threadId]),
+      selectData(sql, `SELECT data FROM transfers ${where} ORDER BY rowid`, [threadId]),
+      selectData(sql, `SELECT data FROM handoffs ${where} ORDER BY rowid`, [threadId]),
+      selectData(sql, `SELECT data FROM checkpoints ${where} ORDER BY rowid`, [threadId]),
+      sql.unsafe<{ readonly last: number }>(
+        "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
+        [threadId]
+      )
+    ])
+    const what = `thread ${threadId}:`
+    const thread = yield* decodeThread(threadRow.data, `${what} thread row`)
+    const state = emptyThreadState(thread)
+    for (const run of yield* decodeAll(runRows, decodeRun, `${what} run`)) state.runs[run.ordinal - 1] = run
+    for (const item of yield* decodeAll(itemRows, decodeItem, `${what} turn item`)) {
+      const list = state.items.get(item.runId)
+      if (list === undefined) state.items.set(item.runId, [item])
+      else list.push(item)
+    }
+    for (const list of state.items.values()) sortBySeq(list)
+    for (const pt of yield* decodeAll(ptRows, decodeProviderThread, `${what} provider thread`)) {
+      state.providerThreads.set(pt.id, pt)
+    }
+    for (const t of yield* decodeAll(transferRows, decodeTransfer, `${what} transfer`)) state.transfers.set(t.id, t)
+    for (const h of yield* decodeAll(handoffRows, decodeHandoff, `${what} handoff`)) state.handoffs.set(h.id, h)
+    for (const c of yield* decodeAll(checkpointRows, decodeCheckpoint, `${what} checkpoint`)) {
+      state.checkpoints.set(c.id, c)
+    }
+    state.lastThreadSequence = lastRows[0]?.last ?? 0
+    return Option.some(state)
+  }).pipe(sql.withTransaction, Effect.mapError(fromSqlError(`cannot load thread ${threadId}`)))
+
+/** Stable sort by seq (rows arrive in first-write order; V8's sort is stable). */
+const sortBySeq = (list: Array<{ readonly seq: number }>) => {
+  for (let i = 1; i < list.length; i++) {
+    if (list[i - 1]!.seq > list[i]!.seq) {
+      list.sort((a, b) => a.seq - b.seq)
+      return
+    }
+  }
+}
+
+/** Transfers recorded in other threads' logs whose source is `threadId`. */
+export const outgoingTransfers = (
+  sql: SqlClient,
+  threadId: ThreadId
+): Effect.Effect<ReadonlyArray<ContextTransfer>, StorageError> =>
+  selectData(sql, "SELECT data FROM transfers WHERE source_thread_id = ? AND thread_id <> ? ORDER BY rowid", [
+    threadId,
+    threadId
+  ]).pipe(
+    Effect.mapError(fromSqlError(`cannot read the transfers of thread ${threadId}`)),
+    Effect.flatMap((rows) => decodeAll(rows, decodeTransfer, `transfer from thread ${threadId}`))
+  )
+
+export const listThreadRows = (
+  sql: SqlClient,
+  filter: { readonly parentThreadId?: ThreadId | undefined; readonly rootThreadId?: ThreadId | undefined }
+): Effect.Effect<ReadonlyArray<AppThread>, StorageError> => {
+  const clauses: Array<string> = []
+  const params: Array<Param> = []
+  if (filter.parentThreadId !== undefined) {
+    clauses.push("parent_thread_id = ?")
+    params.push(filter.parentThreadId)
+  }
+  if (filter.rootThreadId !== undefined) {
+    clauses.push("root_thread_id = ?")
+    params.push(filter.rootThreadId)
+  }
+  const where = clauses.length > 0 ? ` WHERE ${clauses.join(" AND ")}` : ""
+  return selectData(sql, `SELECT data FROM threads${where} ORDER BY created_at, rowid`, params).pipe(
+    Effect.mapError(fromSqlError("cannot list threads")),
+    Effect.flatMap((rows) => decodeAll(rows, decodeThread, "thread"))
+  )
+}
+
+export const handoffRow = (
+  sql: SqlClient,
+  id: string
+): Effect.Effect<Option.Option<ContextHandoff>, StorageError> =>
+  selectData(sql, "SELECT data FROM handoffs WHERE id = ? ORDER BY rowid DESC LIMIT 1", [id]).pipe(
+    Effect.mapError(fromSqlError(`cannot read handoff ${id}`)),
+    Effect.flatMap((rows) =>
+      rows[0] === undefined
+        ? Effect.succeedNone
+        : Effect.map(decodeHandoff(rows[0].data, `handoff ${id}`), Option.some)
+    )
+  )
+
+export const activeRunRows = (sql: SqlClient): Effect.Effect<ReadonlyArray<Run>, StorageError> =>
+  selectData(sql, "SELECT data FROM runs WHERE status IN ('queued', 'running') ORDER BY thread_id, ordinal", []).pipe(
+    Effect.mapError(fromSqlError("cannot read the active runs")),
+    Effect.flatMap((rows) => decodeAll(rows, decodeRun, "active run"))
+  )
+
+/** Deletes every projection row (inside the caller's transaction). */
+export const clearProjections = (sql: SqlClient): Effect.Effect<void, SqlError> =>
+  Effect.forEach(Object.keys(tables), (table) => sql.unsafe(`DELETE FROM ${table}`), { discard: true })
