@@ -4,8 +4,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName, RunView, ThreadView } from "@skein/domain"
+import type { Orchestrator } from "@skein/runtime"
 import { Effect } from "effect"
-import { readdirSync, readFileSync, statSync } from "node:fs"
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
 
@@ -202,6 +203,82 @@ describe("provider switching", () => {
             for (const run of view.runs.slice(1)) expect(JSON.stringify(run.items)).not.toContain(secret)
             expect(allText(join(dir, "providers", "beta"))).not.toContain(secret)
           })
+        )
+      } finally {
+        removeDir(dir)
+      }
+    }
+  }, 60_000)
+})
+
+describe("provider-made summaries", () => {
+  const config = (dir: string) => {
+    const path = join(dir, "providers.json")
+    writeFileSync(
+      path,
+      JSON.stringify({
+        providers: {
+          alpha: { driver: "scripted", capabilities: { fork: "at_turn", rollback: "native", summarise: true } },
+          beta: { driver: "scripted", capabilities: { fork: "none", rollback: "none" } }
+        }
+      })
+    )
+    return path
+  }
+
+  const switchOnce = (o: Orchestrator["Type"]) =>
+    Effect.gen(function* () {
+      const thread = yield* o.createThread({})
+      yield* o.startRun({ threadId: thread.id, provider: alpha, message: "the goal is a PARSER", wait: true })
+      const run = yield* o.startRun({ threadId: thread.id, provider: beta, message: "[[recall:PARSER]]", wait: true })
+      return { run, view: yield* o.getThread(thread.id) }
+    })
+
+  it("lets the leaving provider write the handoff and records it", async () => {
+    const dir = tempDir()
+    try {
+      await withRuntime(
+        dir,
+        (o) =>
+          Effect.gen(function* () {
+            const { run, view } = yield* switchOnce(o)
+            const handoff = view.handoffs[0]!
+            expect(handoff.createdByProvider).toBe("alpha")
+            expect(handoff.summaryText).toContain("alpha")
+            expect(reply(run)).toContain("recall:PARSER=yes")
+          }),
+        { configFile: config(dir), summarySource: { _tag: "leaving" } }
+      )
+    } finally {
+      removeDir(dir)
+    }
+  })
+
+  it("falls back to the local summariser when the summary provider times out, or cannot summarise", async () => {
+    for (const source of [{ _tag: "leaving" } as const, { _tag: "entering" } as const]) {
+      const dir = tempDir()
+      try {
+        await withRuntime(
+          dir,
+          (o) =>
+            Effect.gen(function* () {
+              const t0 = Date.now()
+              const { run, view } = yield* switchOnce(o)
+              expect(view.handoffs[0]!.createdByProvider).toBeNull()
+              expect(reply(run)).toContain("recall:PARSER=yes")
+              expect(Date.now() - t0).toBeLessThan(15_000)
+            }),
+          {
+            configFile: config(dir),
+            summarySource: source,
+            summaryTimeoutMs: 300,
+            // alpha (leaving) hangs when asked to summarise; beta (entering) cannot summarise.
+            mapAdapter: (adapter) => ({
+              ...adapter,
+              openSession: (options) =>
+                Effect.map(adapter.openSession(options), (handle) => ({ ...handle, summarise: () => Effect.never }))
+            })
+          }
         )
       } finally {
         removeDir(dir)
