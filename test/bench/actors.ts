@@ -30,13 +30,15 @@ const observed = (adapter: ProviderAdapter, onReceived: (runId: RunId, at: numbe
     Effect.map(adapter.openSession(options), (handle) => ({
       ...handle,
       runTurn: (input) =>
-        handle.runTurn(input).pipe(
-          Stream.tap((event) =>
-            event._tag === "TurnStarted" && event.receivedAt !== undefined
-              ? Effect.sync(() => onReceived(input.runId, event.receivedAt!))
-              : Effect.void
+        handle
+          .runTurn(input)
+          .pipe(
+            Stream.tap((event) =>
+              event._tag === "TurnStarted" && event.receivedAt !== undefined
+                ? Effect.sync(() => onReceived(input.runId, event.receivedAt!))
+                : Effect.void
+            )
           )
-        )
     }))
 })
 
@@ -45,7 +47,9 @@ const runtime = (dir: string, onReceived: (runId: RunId, at: number) => void) =>
     Layer.provide(
       Layer.effect(
         ProviderRegistry,
-        Effect.map(ProviderRegistry, (registry) => ({ adapters: registry.adapters.map((a) => observed(a, onReceived)) }))
+        Effect.map(ProviderRegistry, (registry) => ({
+          adapters: registry.adapters.map((a) => observed(a, onReceived))
+        }))
       ).pipe(Layer.provide(providerRegistryLayer({ dataDir: dir })))
     ),
     Layer.orDie
@@ -75,7 +79,8 @@ const dispatch = (dir: string) => {
       small.push(yield* measure(thread.id))
     }
     const big = yield* o.createThread({})
-    for (let i = 0; i < 1000; i++) yield* o.startRun({ threadId: big.id, provider: alpha, message: `r${i}`, wait: true })
+    for (let i = 0; i < 1000; i++)
+      yield* o.startRun({ threadId: big.id, provider: alpha, message: `r${i}`, wait: true })
     const large: Array<number> = []
     for (let i = 0; i < 200; i++) large.push(yield* measure(big.id))
     const ok = (xs: Array<number>) => xs.filter((x) => !Number.isNaN(x))

@@ -5,245 +5,234 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName, ThreadId } from "@skein/domain"
 import { Chunk, Effect, Either, Fiber, Stream } from "effect"
-import { isAlive, removeDir, tempDir, waitFor, withRuntime } from "../support/runtime.js"
+import { inTempRuntime, isAlive, waitFor } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
 
 describe("thread actors", () => {
   it("runs 100 threads x 5 runs in parallel; every thread's events are in order", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const threads = yield* Effect.forEach(Array.from({ length: 100 }), (_, i) => o.createThread({ title: `t${i}` }), {
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const threads = yield* Effect.forEach(
+          Array.from({ length: 100 }),
+          (_, i) => o.createThread({ title: `t${i}` }),
+          {
             concurrency: 20
-          })
-          yield* Effect.forEach(
-            threads,
-            (thread, i) =>
-              Effect.forEach(
-                [1, 2, 3, 4, 5],
-                (n) =>
-                  o.startRun({ threadId: thread.id, provider: (i + n) % 2 === 0 ? alpha : beta, message: `run ${n}`, wait: true }),
-                { discard: true }
-              ),
-            { concurrency: "unbounded", discard: true }
-          )
-          for (const thread of threads) {
-            const view = yield* o.getThread(thread.id)
-            expect(view.runs.map((r) => [r.ordinal, r.status])).toEqual([1, 2, 3, 4, 5].map((n) => [n, "completed"]))
-            for (const run of view.runs) {
-              expect(run.items.find((i) => i.type === "assistant_message")).toBeDefined()
-            }
-            const events = yield* o.events(thread.id, 0).pipe(
-              Stream.takeUntil((e) => e.event._tag === "CheckpointRecorded" && e.event.checkpoint.runOrdinal === 5),
-              Stream.runCollect,
-              Effect.map(Chunk.toReadonlyArray)
-            )
-            expect(events.map((e) => e.threadSequence)).toEqual(events.map((_, i) => i + 1))
-            const globals = events.map((e) => e.sequence)
-            expect([...globals].sort((a, b) => a - b)).toEqual(globals)
           }
-        })
-      )
-    } finally {
-      removeDir(dir)
-    }
+        )
+        yield* Effect.forEach(
+          threads,
+          (thread, i) =>
+            Effect.forEach(
+              [1, 2, 3, 4, 5],
+              (n) =>
+                o.startRun({
+                  threadId: thread.id,
+                  provider: (i + n) % 2 === 0 ? alpha : beta,
+                  message: `run ${n}`,
+                  wait: true
+                }),
+              { discard: true }
+            ),
+          { concurrency: "unbounded", discard: true }
+        )
+        for (const thread of threads) {
+          const view = yield* o.getThread(thread.id)
+          expect(view.runs.map((r) => [r.ordinal, r.status])).toEqual([1, 2, 3, 4, 5].map((n) => [n, "completed"]))
+          for (const run of view.runs) {
+            expect(run.items.find((i) => i.type === "assistant_message")).toBeDefined()
+          }
+          const events = yield* o.events(thread.id, 0).pipe(
+            Stream.takeUntil((e) => e.event._tag === "CheckpointRecorded" && e.event.checkpoint.runOrdinal === 5),
+            Stream.runCollect,
+            Effect.map(Chunk.toReadonlyArray)
+          )
+          expect(events.map((e) => e.threadSequence)).toEqual(events.map((_, i) => i + 1))
+          const globals = events.map((e) => e.sequence)
+          expect([...globals].sort((a, b) => a - b)).toEqual(globals)
+        }
+      })
+    )
   }, 120_000)
 
   it("interrupts a [[sleep:10000]] run in under 1 s; the thread accepts the next run", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const thread = yield* o.createThread({})
-          const started = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "wait [[sleep:10000]]" })
-          expect(started.status).toBe("running")
-          yield* Effect.sleep("200 millis") // the turn may or may not have reached the provider yet
-          const t0 = Date.now()
-          const interrupted = yield* o.interruptRun({ threadId: thread.id })
-          const elapsed = Date.now() - t0
-          expect(interrupted.status).toBe("interrupted")
-          expect(interrupted.failure?.reason).toBe("user_interrupt")
-          expect(elapsed).toBeLessThan(1000)
-          const next = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "again", wait: true })
-          expect(next.status).toBe("completed")
-          expect(next.ordinal).toBe(2)
-        })
-      )
-    } finally {
-      removeDir(dir)
-    }
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        const started = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "wait [[sleep:10000]]" })
+        expect(started.status).toBe("running")
+        yield* Effect.sleep("200 millis") // the turn may or may not have reached the provider yet
+        const t0 = Date.now()
+        const interrupted = yield* o.interruptRun({ threadId: thread.id })
+        const elapsed = Date.now() - t0
+        expect(interrupted.status).toBe("interrupted")
+        expect(interrupted.failure?.reason).toBe("user_interrupt")
+        expect(elapsed).toBeLessThan(1000)
+        const next = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "again", wait: true })
+        expect(next.status).toBe("completed")
+        expect(next.ordinal).toBe(2)
+      })
+    )
   })
 
   it("fails a [[crash]] run with a provider-crash reason; the next run succeeds on a new session", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const thread = yield* o.createThread({})
-          const first = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "remember KIWI", wait: true })
-          expect(first.status).toBe("completed")
-          const pidBefore = (yield* o.listProviders).find((p) => p.name === "alpha")!.sessions[0]!.pid
-          const crashed = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "boom [[crash]]", wait: true })
-          expect(crashed.status).toBe("failed")
-          expect(crashed.failure?.reason).toBe("provider_crash")
-          const next = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[recall:KIWI]]", wait: true })
-          expect(next.status).toBe("completed")
-          // Resumed natively in a new process: the earlier turn is still in its history.
-          const reply = next.items.find((i) => i.type === "assistant_message")
-          expect(reply && "text" in reply ? reply.text : "").toContain("recall:KIWI=yes")
-          const pidAfter = (yield* o.listProviders).find((p) => p.name === "alpha")!.sessions[0]!.pid
-          expect(pidAfter).not.toBe(pidBefore)
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        const first = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "remember KIWI", wait: true })
+        expect(first.status).toBe("completed")
+        const pidBefore = (yield* o.listProviders).find((p) => p.name === "alpha")!.sessions[0]!.pid
+        const crashed = yield* o.startRun({
+          threadId: thread.id,
+          provider: alpha,
+          message: "boom [[crash]]",
+          wait: true
         })
-      )
-    } finally {
-      removeDir(dir)
-    }
+        expect(crashed.status).toBe("failed")
+        expect(crashed.failure?.reason).toBe("provider_crash")
+        const next = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[recall:KIWI]]", wait: true })
+        expect(next.status).toBe("completed")
+        // Resumed natively in a new process: the earlier turn is still in its history.
+        const reply = next.items.find((i) => i.type === "assistant_message")
+        expect(reply && "text" in reply ? reply.text : "").toContain("recall:KIWI=yes")
+        const pidAfter = (yield* o.listProviders).find((p) => p.name === "alpha")!.sessions[0]!.pid
+        expect(pidAfter).not.toBe(pidBefore)
+      })
+    )
   })
 
   it("rejects bad input with typed errors and writes nothing", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const unknownThread = yield* Effect.either(
-            o.startRun({ threadId: "thr_nope" as ThreadId, provider: alpha, message: "hi" })
-          )
-          expect(Either.isLeft(unknownThread) && unknownThread.left._tag).toBe("ThreadNotFound")
-          const thread = yield* o.createThread({ title: "bad input" })
-          const before = (yield* o.getThread(thread.id))
-          const unknownProvider = yield* Effect.either(
-            o.startRun({ threadId: thread.id, provider: "gamma" as ProviderName, message: "hi" })
-          )
-          expect(Either.isLeft(unknownProvider) && unknownProvider.left._tag).toBe("ProviderNotFound")
-          expect(Either.isLeft(unknownProvider) && unknownProvider.left.message).toContain("alpha, beta")
-          expect(yield* o.getThread(thread.id)).toEqual(before)
-          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "slow [[sleep:3000]]" })
-          const during = yield* o.getThread(thread.id)
-          const busy = yield* Effect.either(o.startRun({ threadId: thread.id, provider: beta, message: "second" }))
-          expect(Either.isLeft(busy) && busy.left._tag).toBe("RunAlreadyActive")
-          expect((yield* o.getThread(thread.id)).runs.length).toBe(during.runs.length)
-          const noRun = yield* Effect.either(o.interruptRun({ threadId: "thr_nope" as ThreadId }))
-          expect(Either.isLeft(noRun) && noRun.left._tag).toBe("ThreadNotFound")
-          yield* o.interruptRun({ threadId: thread.id })
-          const idle = yield* Effect.either(o.interruptRun({ threadId: thread.id }))
-          expect(Either.isLeft(idle) && idle.left._tag).toBe("NoActiveRun")
-        })
-      )
-    } finally {
-      removeDir(dir)
-    }
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const unknownThread = yield* Effect.either(
+          o.startRun({ threadId: "thr_nope" as ThreadId, provider: alpha, message: "hi" })
+        )
+        expect(Either.isLeft(unknownThread) && unknownThread.left._tag).toBe("ThreadNotFound")
+        const thread = yield* o.createThread({ title: "bad input" })
+        const before = yield* o.getThread(thread.id)
+        const unknownProvider = yield* Effect.either(
+          o.startRun({ threadId: thread.id, provider: "gamma" as ProviderName, message: "hi" })
+        )
+        expect(Either.isLeft(unknownProvider) && unknownProvider.left._tag).toBe("ProviderNotFound")
+        expect(Either.isLeft(unknownProvider) && unknownProvider.left.message).toContain("alpha, beta")
+        expect(yield* o.getThread(thread.id)).toEqual(before)
+        yield* o.startRun({ threadId: thread.id, provider: alpha, message: "slow [[sleep:3000]]" })
+        const during = yield* o.getThread(thread.id)
+        const busy = yield* Effect.either(o.startRun({ threadId: thread.id, provider: beta, message: "second" }))
+        expect(Either.isLeft(busy) && busy.left._tag).toBe("RunAlreadyActive")
+        expect((yield* o.getThread(thread.id)).runs.length).toBe(during.runs.length)
+        const noRun = yield* Effect.either(o.interruptRun({ threadId: "thr_nope" as ThreadId }))
+        expect(Either.isLeft(noRun) && noRun.left._tag).toBe("ThreadNotFound")
+        yield* o.interruptRun({ threadId: thread.id })
+        const idle = yield* Effect.either(o.interruptRun({ threadId: thread.id }))
+        expect(Either.isLeft(idle) && idle.left._tag).toBe("NoActiveRun")
+      })
+    )
   })
 
   it("makes commands idempotent by commandId and rejects a reused id with another payload", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const a = yield* o.createThread({ title: "once", commandId: "cmd_create_1" as never })
-          const b = yield* o.createThread({ title: "once", commandId: "cmd_create_1" as never })
-          expect(b.id).toBe(a.id)
-          const conflict = yield* Effect.either(o.createThread({ title: "other", commandId: "cmd_create_1" as never }))
-          expect(Either.isLeft(conflict) && conflict.left._tag).toBe("CommandConflict")
-          const r1 = yield* o.startRun({ threadId: a.id, provider: alpha, message: "hi", wait: true, commandId: "cmd_run_1" as never })
-          const r2 = yield* o.startRun({ threadId: a.id, provider: alpha, message: "hi", wait: true, commandId: "cmd_run_1" as never })
-          expect(r2.id).toBe(r1.id)
-          expect((yield* o.getThread(a.id)).runs.length).toBe(1)
-          const runConflict = yield* Effect.either(
-            o.startRun({ threadId: a.id, provider: alpha, message: "different", commandId: "cmd_run_1" as never })
-          )
-          expect(Either.isLeft(runConflict) && runConflict.left._tag).toBe("CommandConflict")
-          expect((yield* o.listThreads({})).length).toBe(1)
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const a = yield* o.createThread({ title: "once", commandId: "cmd_create_1" as never })
+        const b = yield* o.createThread({ title: "once", commandId: "cmd_create_1" as never })
+        expect(b.id).toBe(a.id)
+        const conflict = yield* Effect.either(o.createThread({ title: "other", commandId: "cmd_create_1" as never }))
+        expect(Either.isLeft(conflict) && conflict.left._tag).toBe("CommandConflict")
+        const r1 = yield* o.startRun({
+          threadId: a.id,
+          provider: alpha,
+          message: "hi",
+          wait: true,
+          commandId: "cmd_run_1" as never
         })
-      )
-    } finally {
-      removeDir(dir)
-    }
+        const r2 = yield* o.startRun({
+          threadId: a.id,
+          provider: alpha,
+          message: "hi",
+          wait: true,
+          commandId: "cmd_run_1" as never
+        })
+        expect(r2.id).toBe(r1.id)
+        expect((yield* o.getThread(a.id)).runs.length).toBe(1)
+        const runConflict = yield* Effect.either(
+          o.startRun({ threadId: a.id, provider: alpha, message: "different", commandId: "cmd_run_1" as never })
+        )
+        expect(Either.isLeft(runConflict) && runConflict.left._tag).toBe("CommandConflict")
+        expect((yield* o.listThreads({})).length).toBe(1)
+      })
+    )
   })
 
   it("streams a thread's events from a sequence number, then live, with no gap or duplicate", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const thread = yield* o.createThread({})
-          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "one", wait: true })
-          const follower = yield* o.events(thread.id, 3).pipe(
-            Stream.takeUntil((e) => e.event._tag === "RunEnded" && e.event.run.ordinal === 3),
-            Stream.runCollect,
-            Effect.fork
-          )
-          yield* o.startRun({ threadId: thread.id, provider: beta, message: "two", wait: true })
-          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "three", wait: true })
-          const seen = Chunk.toReadonlyArray(yield* Fiber.join(follower))
-          expect(seen[0]!.threadSequence).toBe(4)
-          expect(seen.map((e) => e.threadSequence)).toEqual(seen.map((_, i) => i + 4))
-        })
-      )
-    } finally {
-      removeDir(dir)
-    }
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        yield* o.startRun({ threadId: thread.id, provider: alpha, message: "one", wait: true })
+        const follower = yield* o.events(thread.id, 3).pipe(
+          Stream.takeUntil((e) => e.event._tag === "RunEnded" && e.event.run.ordinal === 3),
+          Stream.runCollect,
+          Effect.fork
+        )
+        yield* o.startRun({ threadId: thread.id, provider: beta, message: "two", wait: true })
+        yield* o.startRun({ threadId: thread.id, provider: alpha, message: "three", wait: true })
+        const seen = Chunk.toReadonlyArray(yield* Fiber.join(follower))
+        expect(seen[0]!.threadSequence).toBe(4)
+        expect(seen.map((e) => e.threadSequence)).toEqual(seen.map((_, i) => i + 4))
+      })
+    )
   })
 
   it("kills a provider that ignores an interrupt after the grace period; the run ends interrupted", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(
-        dir,
-        (o) =>
-          Effect.gen(function* () {
-            const thread = yield* o.createThread({})
-            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "warm up", wait: true })
-            const pid = (yield* o.listProviders).find((p) => p.name === "alpha")!.sessions[0]!.pid!
-            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "stubborn [[sleep:10000]]" })
-            yield* Effect.sleep("300 millis")
-            const t0 = Date.now()
-            const run = yield* o.interruptRun({ threadId: thread.id })
-            expect(run.status).toBe("interrupted")
-            expect(Date.now() - t0).toBeLessThan(2000)
-            expect(yield* Effect.promise(() => waitFor(() => !isAlive(pid), 3000))).toBe(true)
-            const next = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "after", wait: true })
-            expect(next.status).toBe("completed")
-          }),
-        {
-          interruptGraceMs: 300,
-          // A provider whose interrupt request is lost on the way.
-          mapAdapter: (adapter) => ({
-            ...adapter,
-            openSession: (options) =>
-              Effect.map(adapter.openSession(options), (handle) => ({ ...handle, interrupt: () => Effect.void }))
-          })
-        }
-      )
-    } finally {
-      removeDir(dir)
-    }
+    await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "warm up", wait: true })
+          const pid = (yield* o.listProviders).find((p) => p.name === "alpha")!.sessions[0]!.pid!
+          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "stubborn [[sleep:10000]]" })
+          yield* Effect.sleep("300 millis")
+          const t0 = Date.now()
+          const run = yield* o.interruptRun({ threadId: thread.id })
+          expect(run.status).toBe("interrupted")
+          expect(Date.now() - t0).toBeLessThan(2000)
+          expect(yield* Effect.promise(() => waitFor(() => !isAlive(pid), 3000))).toBe(true)
+          const next = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "after", wait: true })
+          expect(next.status).toBe("completed")
+        }),
+      {
+        interruptGraceMs: 300,
+        // A provider whose interrupt request is lost on the way.
+        mapAdapter: (adapter) => ({
+          ...adapter,
+          openSession: (options) =>
+            Effect.map(adapter.openSession(options), (handle) => ({ ...handle, interrupt: () => Effect.void }))
+        })
+      }
+    )
   })
 
   it("passivates idle thread actors and reactivates them from storage", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(
-        dir,
-        (o, actors) =>
-          Effect.gen(function* () {
-            const thread = yield* o.createThread({})
-            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "remember FIG", wait: true })
-            expect(yield* actors.activeThreads).toContain(thread.id)
-            yield* Effect.sleep("400 millis")
-            expect(yield* actors.activeThreads).not.toContain(thread.id)
-            const again = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[recall:FIG]]", wait: true })
-            expect(again.ordinal).toBe(2)
-            expect(again.contextResolution).toBe("none")
-            const reply = again.items.find((i) => i.type === "assistant_message")
-            expect(reply && "text" in reply ? reply.text : "").toContain("recall:FIG=yes")
-          }),
-        { passivateAfterMs: 100 }
-      )
-    } finally {
-      removeDir(dir)
-    }
+    await inTempRuntime(
+      (o, actors) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "remember FIG", wait: true })
+          expect(yield* actors.activeThreads).toContain(thread.id)
+          yield* Effect.sleep("400 millis")
+          expect(yield* actors.activeThreads).not.toContain(thread.id)
+          const again = yield* o.startRun({
+            threadId: thread.id,
+            provider: alpha,
+            message: "[[recall:FIG]]",
+            wait: true
+          })
+          expect(again.ordinal).toBe(2)
+          expect(again.contextResolution).toBe("none")
+          const reply = again.items.find((i) => i.type === "assistant_message")
+          expect(reply && "text" in reply ? reply.text : "").toContain("recall:FIG=yes")
+        }),
+      { passivateAfterMs: 100 }
+    )
   })
 })

@@ -8,7 +8,7 @@ import type { Orchestrator } from "@skein/runtime"
 import { Effect } from "effect"
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
+import { inTempRuntime } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
@@ -41,172 +41,177 @@ const allText = (dir: string): string => {
 
 describe("provider switching", () => {
   it("reproduces the seed example exactly", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const thread = yield* o.createThread({ title: "seed" })
-          const plan: Array<ProviderName> = [alpha, alpha, alpha, alpha, alpha, beta, beta, beta, alpha]
-          for (const [i, provider] of plan.entries()) {
-            const run = yield* o.startRun({ threadId: thread.id, provider, message: `step ${i + 1}`, wait: true })
-            expect(run.status).toBe("completed")
-          }
-          const view = yield* o.getThread(thread.id)
-          expect(view.providerThreads).toHaveLength(2)
-          expect(coverageLines(view)).toEqual(["alpha native 1,2,3,4,5,9 handoffs 6-8", "beta native 6,7,8 handoffs 1-5"])
-          const [c1, l1] = view.providerThreads
-          const h1 = view.handoffs.find((h) => h.toProviderThreadId === l1!.id)!
-          const h2 = view.handoffs.find((h) => h.toProviderThreadId === c1!.id)!
-          expect(h1.strategy).toBe("full_thread_summary")
-          expect(h1.kind).toBe("portable_context")
-          expect(h1.targetRunId).toBe(view.runs[5]!.id)
-          expect(h2.strategy).toBe("delta_since_target_last_seen")
-          expect(h2.kind).toBe("delta_context")
-          expect(h2.targetRunId).toBe(view.runs[8]!.id)
-          expect(h2.fromProviderThreadIds).toEqual([l1!.id])
-          expect(view.runs.map((r) => r.contextResolution)).toEqual([
-            "none", "none", "none", "none", "none", "portable", "none", "none", "delta"
-          ])
-          expect(view.runs[5]!.contextHandoffId).toBe(h1.id)
-          expect(view.runs[8]!.providerThreadId).toBe(c1!.id)
-          // Transfers are consumed by the runs that used them.
-          for (const h of [h1, h2]) {
-            const transfer = view.transfers.find((t) => t.id === h.transferId)!
-            expect(transfer.status).toBe("consumed")
-            expect(transfer.consumedByRunId).toBe(h.targetRunId)
-          }
-          // handoff.get returns the artifact; the run received it as its own context block.
-          const fetched = yield* o.getHandoff(h2.id)
-          expect(fetched.summaryText).toBe(h2.summaryText)
-          const block = view.runs[8]!.items.find((i) => i.type === "handoff_context")
-          expect(block && "text" in block ? block.text : "").toBe(h2.summaryText)
-          const user = view.runs[8]!.items.find((i) => i.type === "user_message")
-          expect(user && "text" in user ? user.text : "").toBe("step 9")
-        })
-      )
-    } finally {
-      removeDir(dir)
-    }
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ title: "seed" })
+        const plan: Array<ProviderName> = [alpha, alpha, alpha, alpha, alpha, beta, beta, beta, alpha]
+        for (const [i, provider] of plan.entries()) {
+          const run = yield* o.startRun({ threadId: thread.id, provider, message: `step ${i + 1}`, wait: true })
+          expect(run.status).toBe("completed")
+        }
+        const view = yield* o.getThread(thread.id)
+        expect(view.providerThreads).toHaveLength(2)
+        expect(coverageLines(view)).toEqual(["alpha native 1,2,3,4,5,9 handoffs 6-8", "beta native 6,7,8 handoffs 1-5"])
+        const [c1, l1] = view.providerThreads
+        const h1 = view.handoffs.find((h) => h.toProviderThreadId === l1!.id)!
+        const h2 = view.handoffs.find((h) => h.toProviderThreadId === c1!.id)!
+        expect(h1.strategy).toBe("full_thread_summary")
+        expect(h1.kind).toBe("portable_context")
+        expect(h1.targetRunId).toBe(view.runs[5]!.id)
+        expect(h2.strategy).toBe("delta_since_target_last_seen")
+        expect(h2.kind).toBe("delta_context")
+        expect(h2.targetRunId).toBe(view.runs[8]!.id)
+        expect(h2.fromProviderThreadIds).toEqual([l1!.id])
+        expect(view.runs.map((r) => r.contextResolution)).toEqual([
+          "none",
+          "none",
+          "none",
+          "none",
+          "none",
+          "portable",
+          "none",
+          "none",
+          "delta"
+        ])
+        expect(view.runs[5]!.contextHandoffId).toBe(h1.id)
+        expect(view.runs[8]!.providerThreadId).toBe(c1!.id)
+        // Transfers are consumed by the runs that used them.
+        for (const h of [h1, h2]) {
+          const transfer = view.transfers.find((t) => t.id === h.transferId)!
+          expect(transfer.status).toBe("consumed")
+          expect(transfer.consumedByRunId).toBe(h.targetRunId)
+        }
+        // handoff.get returns the artifact; the run received it as its own context block.
+        const fetched = yield* o.getHandoff(h2.id)
+        expect(fetched.summaryText).toBe(h2.summaryText)
+        const block = view.runs[8]!.items.find((i) => i.type === "handoff_context")
+        expect(block && "text" in block ? block.text : "").toBe(h2.summaryText)
+        const user = view.runs[8]!.items.find((i) => i.type === "user_message")
+        expect(user && "text" in user ? user.text : "").toBe("step 9")
+      })
+    )
   }, 60_000)
 
   it("lets alpha recall a fact told only to beta, and not a fact never told", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const thread = yield* o.createThread({})
-          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "hello", wait: true })
-          yield* o.startRun({ threadId: thread.id, provider: beta, message: "the codeword is PAPAYA", wait: true })
-          const back = yield* o.startRun({
-            threadId: thread.id,
-            provider: alpha,
-            message: "[[recall:PAPAYA]] [[recall:MANGO]]",
-            wait: true
-          })
-          expect(back.contextResolution).toBe("delta")
-          expect(reply(back)).toContain("recall:PAPAYA=yes")
-          expect(reply(back)).toContain("recall:MANGO=no")
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        yield* o.startRun({ threadId: thread.id, provider: alpha, message: "hello", wait: true })
+        yield* o.startRun({ threadId: thread.id, provider: beta, message: "the codeword is PAPAYA", wait: true })
+        const back = yield* o.startRun({
+          threadId: thread.id,
+          provider: alpha,
+          message: "[[recall:PAPAYA]] [[recall:MANGO]]",
+          wait: true
         })
-      )
-    } finally {
-      removeDir(dir)
-    }
+        expect(back.contextResolution).toBe("delta")
+        expect(reply(back)).toContain("recall:PAPAYA=yes")
+        expect(reply(back)).toContain("recall:MANGO=no")
+      })
+    )
   })
 
   it("falls back to a full summary in a new provider thread when resume fails, and records why", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const thread = yield* o.createThread({})
-          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "the colour is TEAL [[forget]]", wait: true })
-          yield* o.startRun({ threadId: thread.id, provider: beta, message: "the shape is CUBE", wait: true })
-          const back = yield* o.startRun({
-            threadId: thread.id,
-            provider: alpha,
-            message: "[[recall:TEAL]] [[recall:CUBE]]",
-            wait: true
-          })
-          expect(back.status).toBe("completed")
-          expect(back.contextResolution).toBe("portable")
-          expect(reply(back)).toContain("recall:TEAL=yes")
-          expect(reply(back)).toContain("recall:CUBE=yes")
-          const view = yield* o.getThread(thread.id)
-          const alphaThreads = view.providerThreads.filter((pt) => pt.provider === "alpha")
-          expect(alphaThreads).toHaveLength(2)
-          expect(alphaThreads[0]!.status).toBe("stale")
-          expect(alphaThreads[0]!.statusReason).toContain("resume_failed")
-          const handoff = view.handoffs.find((h) => h.id === back.contextHandoffId)!
-          expect(handoff.strategy).toBe("full_thread_summary")
-          expect(handoff.coveredRunOrdinals).toEqual({ from: 1, to: 2 })
-          expect(handoff.toProviderThreadId).toBe(alphaThreads[1]!.id)
-          const transfer = view.transfers.find((t) => t.id === handoff.transferId)!
-          expect(transfer.reasons).toContain("resume_failed")
-          // The delta built for the old thread was superseded, not edited.
-          const superseded = view.handoffs.filter((h) => h.status === "superseded")
-          expect(superseded).toHaveLength(1)
-          expect(superseded[0]!.supersededBy).toBe(handoff.id)
-          expect(superseded[0]!.strategy).toBe("delta_since_target_last_seen")
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        yield* o.startRun({
+          threadId: thread.id,
+          provider: alpha,
+          message: "the colour is TEAL [[forget]]",
+          wait: true
         })
-      )
-    } finally {
-      removeDir(dir)
-    }
+        yield* o.startRun({ threadId: thread.id, provider: beta, message: "the shape is CUBE", wait: true })
+        const back = yield* o.startRun({
+          threadId: thread.id,
+          provider: alpha,
+          message: "[[recall:TEAL]] [[recall:CUBE]]",
+          wait: true
+        })
+        expect(back.status).toBe("completed")
+        expect(back.contextResolution).toBe("portable")
+        expect(reply(back)).toContain("recall:TEAL=yes")
+        expect(reply(back)).toContain("recall:CUBE=yes")
+        const view = yield* o.getThread(thread.id)
+        const alphaThreads = view.providerThreads.filter((pt) => pt.provider === "alpha")
+        expect(alphaThreads).toHaveLength(2)
+        expect(alphaThreads[0]!.status).toBe("stale")
+        expect(alphaThreads[0]!.statusReason).toContain("resume_failed")
+        const handoff = view.handoffs.find((h) => h.id === back.contextHandoffId)!
+        expect(handoff.strategy).toBe("full_thread_summary")
+        expect(handoff.coveredRunOrdinals).toEqual({ from: 1, to: 2 })
+        expect(handoff.toProviderThreadId).toBe(alphaThreads[1]!.id)
+        const transfer = view.transfers.find((t) => t.id === handoff.transferId)!
+        expect(transfer.reasons).toContain("resume_failed")
+        // The delta built for the old thread was superseded, not edited.
+        const superseded = view.handoffs.filter((h) => h.status === "superseded")
+        expect(superseded).toHaveLength(1)
+        expect(superseded[0]!.supersededBy).toBe(handoff.id)
+        expect(superseded[0]!.strategy).toBe("delta_since_target_last_seen")
+      })
+    )
   })
 
   it("starts a fresh provider thread on a clean-context request, with the reason recorded", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const thread = yield* o.createThread({})
-          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "one", wait: true })
-          const clean = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "two", cleanContext: true, wait: true })
-          expect(clean.contextResolution).toBe("portable")
-          const view = yield* o.getThread(thread.id)
-          expect(view.providerThreads.map((pt) => pt.status)).toEqual(["stale", "idle"])
-          const transfer = view.transfers.find((t) => t.id === view.handoffs[0]!.transferId)!
-          expect(transfer.reasons).toEqual(["clean_context"])
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        yield* o.startRun({ threadId: thread.id, provider: alpha, message: "one", wait: true })
+        const clean = yield* o.startRun({
+          threadId: thread.id,
+          provider: alpha,
+          message: "two",
+          cleanContext: true,
+          wait: true
         })
-      )
-    } finally {
-      removeDir(dir)
-    }
+        expect(clean.contextResolution).toBe("portable")
+        const view = yield* o.getThread(thread.id)
+        expect(view.providerThreads.map((pt) => pt.status)).toEqual(["stale", "idle"])
+        const transfer = view.transfers.find((t) => t.id === view.handoffs[0]!.transferId)!
+        expect(transfer.reasons).toEqual(["clean_context"])
+      })
+    )
   })
 
   it("never lets hidden reasoning leave its provider, at any budget", async () => {
     const secret = "SECRET-ORCHID-42"
     for (const budget of [1024, 16_000, 64_000]) {
-      const dir = tempDir()
-      try {
-        await withRuntime(dir, (o) =>
-          Effect.gen(function* () {
-            const thread = yield* o.createThread({})
-            yield* o.startRun({ threadId: thread.id, provider: alpha, message: `plan it [[reason:${secret}]]`, wait: true })
-            yield* o.startRun({
-              threadId: thread.id,
-              provider: beta,
-              message: "continue [[cmd:npm test:1]]",
-              wait: true,
-              handoffBudgetTokens: budget
-            })
-            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "back", wait: true, handoffBudgetTokens: budget })
-            const view = yield* o.getThread(thread.id)
-            expect(view.handoffs.length).toBe(2)
-            // The reasoning item exists on the run that produced it…
-            expect(view.runs[0]!.items.some((i) => i.type === "reasoning")).toBe(true)
-            // …and nowhere in any handoff, its payload, or what other providers received.
-            for (const h of view.handoffs) {
-              expect(JSON.stringify(h)).not.toContain(secret)
-              expect(h.tokenEstimate).toBeLessThanOrEqual(budget)
-            }
-            for (const run of view.runs.slice(1)) expect(JSON.stringify(run.items)).not.toContain(secret)
-            expect(allText(join(dir, "providers", "beta"))).not.toContain(secret)
+      await inTempRuntime((o, _actors, dir) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          yield* o.startRun({
+            threadId: thread.id,
+            provider: alpha,
+            message: `plan it [[reason:${secret}]]`,
+            wait: true
           })
-        )
-      } finally {
-        removeDir(dir)
-      }
+          yield* o.startRun({
+            threadId: thread.id,
+            provider: beta,
+            message: "continue [[cmd:npm test:1]]",
+            wait: true,
+            handoffBudgetTokens: budget
+          })
+          yield* o.startRun({
+            threadId: thread.id,
+            provider: alpha,
+            message: "back",
+            wait: true,
+            handoffBudgetTokens: budget
+          })
+          const view = yield* o.getThread(thread.id)
+          expect(view.handoffs.length).toBe(2)
+          // The reasoning item exists on the run that produced it…
+          expect(view.runs[0]!.items.some((i) => i.type === "reasoning")).toBe(true)
+          // …and nowhere in any handoff, its payload, or what other providers received.
+          for (const h of view.handoffs) {
+            expect(JSON.stringify(h)).not.toContain(secret)
+            expect(h.tokenEstimate).toBeLessThanOrEqual(budget)
+          }
+          for (const run of view.runs.slice(1)) expect(JSON.stringify(run.items)).not.toContain(secret)
+          expect(allText(join(dir, "providers", "beta"))).not.toContain(secret)
+        })
+      )
     }
   }, 60_000)
 })
@@ -235,54 +240,42 @@ describe("provider-made summaries", () => {
     })
 
   it("lets the leaving provider write the handoff and records it", async () => {
-    const dir = tempDir()
-    try {
-      await withRuntime(
-        dir,
-        (o) =>
-          Effect.gen(function* () {
-            const { run, view } = yield* switchOnce(o)
-            const handoff = view.handoffs[0]!
-            expect(handoff.createdByProvider).toBe("alpha")
-            expect(handoff.summaryText).toContain("alpha")
-            expect(reply(run)).toContain("recall:PARSER=yes")
-          }),
-        { configFile: config(dir), summarySource: { _tag: "leaving" } }
-      )
-    } finally {
-      removeDir(dir)
-    }
+    await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const { run, view } = yield* switchOnce(o)
+          const handoff = view.handoffs[0]!
+          expect(handoff.createdByProvider).toBe("alpha")
+          expect(handoff.summaryText).toContain("alpha")
+          expect(reply(run)).toContain("recall:PARSER=yes")
+        }),
+      (dir) => ({ configFile: config(dir), summarySource: { _tag: "leaving" } })
+    )
   })
 
   it("falls back to the local summariser when the summary provider times out, or cannot summarise", async () => {
     for (const source of [{ _tag: "leaving" } as const, { _tag: "entering" } as const]) {
-      const dir = tempDir()
-      try {
-        await withRuntime(
-          dir,
-          (o) =>
-            Effect.gen(function* () {
-              const t0 = Date.now()
-              const { run, view } = yield* switchOnce(o)
-              expect(view.handoffs[0]!.createdByProvider).toBeNull()
-              expect(reply(run)).toContain("recall:PARSER=yes")
-              expect(Date.now() - t0).toBeLessThan(15_000)
-            }),
-          {
-            configFile: config(dir),
-            summarySource: source,
-            summaryTimeoutMs: 300,
-            // alpha (leaving) hangs when asked to summarise; beta (entering) cannot summarise.
-            mapAdapter: (adapter) => ({
-              ...adapter,
-              openSession: (options) =>
-                Effect.map(adapter.openSession(options), (handle) => ({ ...handle, summarise: () => Effect.never }))
-            })
-          }
-        )
-      } finally {
-        removeDir(dir)
-      }
+      await inTempRuntime(
+        (o) =>
+          Effect.gen(function* () {
+            const t0 = Date.now()
+            const { run, view } = yield* switchOnce(o)
+            expect(view.handoffs[0]!.createdByProvider).toBeNull()
+            expect(reply(run)).toContain("recall:PARSER=yes")
+            expect(Date.now() - t0).toBeLessThan(15_000)
+          }),
+        (dir) => ({
+          configFile: config(dir),
+          summarySource: source,
+          summaryTimeoutMs: 300,
+          // alpha (leaving) hangs when asked to summarise; beta (entering) cannot summarise.
+          mapAdapter: (adapter) => ({
+            ...adapter,
+            openSession: (options) =>
+              Effect.map(adapter.openSession(options), (handle) => ({ ...handle, summarise: () => Effect.never }))
+          })
+        })
+      )
     }
   }, 60_000)
 })

@@ -72,3 +72,22 @@ export const waitFor = async (check: () => boolean | Promise<boolean>, timeoutMs
   }
   return check()
 }
+
+type RuntimeProgram<A, E> = (
+  orchestrator: Orchestrator["Type"],
+  actors: ThreadActors["Type"],
+  dir: string
+) => Effect.Effect<A, E>
+
+/** `withRuntime` in a fresh temporary directory that is removed afterwards. */
+export const inTempRuntime = async <A, E>(
+  program: RuntimeProgram<A, E>,
+  options: Parameters<typeof runtimeLayer>[1] | ((dir: string) => Parameters<typeof runtimeLayer>[1]) = {}
+): Promise<A> => {
+  const dir = tempDir()
+  try {
+    return await withRuntime(dir, (o, a) => program(o, a, dir), typeof options === "function" ? options(dir) : options)
+  } finally {
+    removeDir(dir)
+  }
+}
