@@ -17,6 +17,7 @@ import type {
   Run,
   TurnItem
 } from "@skein/domain"
+import { HandoffSectionKind as HandoffSectionKindSchema } from "@skein/domain"
 import type { ThreadState } from "../store/ThreadState.js"
 import { latestReadyCheckpoint } from "./CheckpointLookup.js"
 import { isLiveRun } from "./Coverage.js"
@@ -39,20 +40,8 @@ export interface BuiltHandoff {
   readonly budgetTokens: number
 }
 
-/** Section order = importance: the budget drops from the end of this list first. */
-export const handoffSectionOrder: ReadonlyArray<HandoffSectionKind> = [
-  "goals",
-  "constraints",
-  "open_questions",
-  "known_failures",
-  "plan",
-  "decisions",
-  "files_changed",
-  "checkpoint",
-  "commands",
-  "subagent_results",
-  "conversation"
-]
+/** Section order = importance (the domain lists the kinds in that order): the budget drops from the end first. */
+export const handoffSectionOrder: ReadonlyArray<HandoffSectionKind> = HandoffSectionKindSchema.literals
 
 const sectionTitles: Record<HandoffSectionKind, string> = {
   goals: "Goals",
