@@ -160,13 +160,15 @@ const make = Effect.gen(function* () {
       const width = eventColumns.length
       for (const [index, chunk] of chunks(input.events, maxRowsPerStatement).entries()) {
         const offset = index * maxRowsPerStatement * width
-        const rows = yield* sql.unsafe<{ readonly sequence: number }>(
-          multiRowInsert("events", eventColumns, chunk.length, " RETURNING sequence"),
-          params.slice(offset, offset + chunk.length * width)
-        )
-        // Rows of one INSERT get increasing sequences in VALUES order; RETURNING's own order is unspecified.
-        const batch = rows.map((row) => row.sequence).sort((a, b) => a - b)
-        for (const sequence of batch) sequences.push(sequence)
+        const result = (yield* sql
+          .unsafe(
+            multiRowInsert("events", eventColumns, chunk.length),
+            chunk.length === input.events.length ? params : params.slice(offset, offset + chunk.length * width)
+          )
+          .raw) as unknown as { readonly lastInsertRowid: number | bigint }
+        // One INSERT under the write lock gives its rows consecutive sequences, in VALUES order.
+        const lastSequence = Number(result.lastInsertRowid)
+        for (let i = chunk.length - 1; i >= 0; i--) sequences.push(lastSequence - i)
       }
       yield* writeProjections(sql, projectionRows(threadId, forms))
       if (input.receipt !== undefined) {

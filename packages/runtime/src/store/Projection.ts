@@ -78,13 +78,13 @@ export const foldEvents = (events: ReadonlyArray<ThreadEvent>): ThreadState | un
   return state
 }
 
-const byCreatedAt = (a: { readonly createdAt: string }, b: { readonly createdAt: string }) =>
-  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0
+const byCreatedAt = (a: ContextTransfer, b: ContextTransfer) =>
+  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 
 /**
  * The domain ThreadView of a state. `extraTransfers` are transfers recorded in other
  * threads' logs in which this thread is the source (a fork's origin, a merge-back's
- * source); others are ignored. Transfers come in creation order.
+ * source); others are ignored. Transfers come in creation order (then by id).
  */
 export const toThreadView = (state: ThreadState, extraTransfers: ReadonlyArray<ContextTransfer> = []): ThreadView => {
   const runs: Array<RunView> = []

@@ -167,6 +167,7 @@ export const writeProjections = (sql: SqlClient, rows: ProjectionRows): Effect.E
   )
 
 export const chunks = <A>(all: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  if (all.length === 0) return []
   if (all.length <= size) return [all]
   const out: Array<ReadonlyArray<A>> = []
   for (let i = 0; i < all.length; i += size) out.push(all.slice(i, i + size))

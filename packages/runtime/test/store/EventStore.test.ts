@@ -1,0 +1,359 @@
+import { SqlClient } from "@effect/sql/SqlClient"
+import { describe, expect, it } from "@effect/vitest"
+import {
+  CommandId,
+  ContextHandoffId,
+  RunStarted,
+  ThreadCreated,
+  TransferRecorded,
+  TurnItemRecorded,
+  type StoredEvent,
+  type ThreadEvent
+} from "@skein/domain"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Chunk, Effect, Either, Fiber, Option, Stream } from "effect"
+import { EventStore } from "../../src/store/EventStore.js"
+import { foldEvents, toThreadView } from "../../src/store/Projection.js"
+import {
+  itemContents,
+  makeItem,
+  makeRun,
+  makeThread,
+  makeTransfer,
+  sampleLog,
+  threadId
+} from "./builders.js"
+import { dumpTables, storeLayer } from "./support.js"
+
+const withStore = <A, E>(effect: Effect.Effect<A, E, EventStore | SqlClient>) => effect.pipe(Effect.provide(storeLayer()))
+
+const created = (name: string, overrides: Parameters<typeof makeThread>[1] = {}) =>
+  new ThreadCreated({ thread: makeThread(threadId(name), overrides) })
+
+describe("EventStore", () => {
+  it.effect("append assigns per-thread sequences and loadThread/threadView read back the fold", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const a = threadId("a")
+        const b = threadId("b")
+        const logA = sampleLog(a)
+        const logB = sampleLog(b, a) // its incoming transfer comes from a
+        const first = yield* store.append({ threadId: a, events: logA.slice(0, 3) })
+        yield* store.append({ threadId: b, events: logB })
+        const rest = yield* store.append({ threadId: a, events: logA.slice(3) })
+        expect([...first, ...rest].map((e) => e.threadSequence)).toEqual(logA.map((_, i) => i + 1))
+        expect(yield* store.readEvents(a, 0, 100)).toEqual([...first, ...rest])
+        expect(yield* store.readEvents(a, 2, 3)).toEqual(first.slice(2).concat(rest.slice(0, 2)))
+        expect(rest[0]!.sequence).toBeGreaterThan(first[2]!.sequence + logB.length - 1)
+
+        const stateA = Option.getOrThrow(yield* store.loadThread(a))
+        expect(stateA).toEqual(foldEvents(logA))
+        expect(stateA.lastThreadSequence).toBe(logA.length)
+
+        const viewA = Option.getOrThrow(yield* store.threadView(a))
+        const outgoing = logB.flatMap((e) => (e._tag === "TransferRecorded" ? [e.transfer] : []))
+        expect(viewA).toEqual(toThreadView(foldEvents(logA)!, outgoing))
+        expect(viewA.transfers.map((t) => t.id).sort()).toEqual(
+          [...foldEvents(logA)!.transfers.keys(), ...outgoing.map((t) => t.id)].sort()
+        )
+        expect(viewA.runs[0]!.items.map((i) => i.seq)).toEqual(itemContents(1).map((_, i) => i))
+
+        expect(yield* store.loadThread(threadId("nope"))).toEqual(Option.none())
+        expect(yield* store.threadView(threadId("nope"))).toEqual(Option.none())
+      })
+    ))
+
+  it.effect("listThreads filters by parent and root; getHandoff finds a handoff by id", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const root = threadId("root")
+        const lineage = (parent: string) => ({
+          lineage: { parentThreadId: threadId(parent), relationshipToParent: "fork" as const, rootThreadId: root }
+        })
+        yield* store.append({ threadId: root, events: sampleLog(root) })
+        yield* store.append({ threadId: threadId("f1"), events: [created("f1", lineage("root"))] })
+        yield* store.append({ threadId: threadId("f2"), events: [created("f2", lineage("f1"))] })
+        yield* store.append({ threadId: threadId("other"), events: [created("other")] })
+        const ids = (threads: ReadonlyArray<{ readonly id: string }>) => threads.map((t) => t.id).sort()
+        expect(ids(yield* store.listThreads({}))).toEqual(["thr_f1", "thr_f2", "thr_other", "thr_root"])
+        expect(ids(yield* store.listThreads({ rootThreadId: root }))).toEqual(["thr_f1", "thr_f2", "thr_root"])
+        expect(ids(yield* store.listThreads({ parentThreadId: threadId("f1") }))).toEqual(["thr_f2"])
+        expect(ids(yield* store.listThreads({ parentThreadId: root, rootThreadId: root }))).toEqual(["thr_f1"])
+
+        const handoff = foldEvents(sampleLog(root))!.handoffs.values().next().value!
+        expect(yield* store.getHandoff(handoff.id)).toEqual(Option.some(handoff))
+        expect(yield* store.getHandoff(ContextHandoffId.make("hof_missing"))).toEqual(Option.none())
+      })
+    ))
+
+  it.effect("activeRuns lists queued and running runs of every thread", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const a = threadId("a")
+        const b = threadId("b")
+        const queued = makeRun(b, 1, { status: "queued", startedAt: null })
+        yield* store.append({ threadId: a, events: sampleLog(a) }) // its run ends completed
+        yield* store.append({ threadId: b, events: [created("b"), new RunStarted({ run: queued })] })
+        const running = makeRun(a, 2)
+        yield* store.append({ threadId: a, events: [new RunStarted({ run: running })] })
+        expect(yield* store.activeRuns).toEqual([running, queued])
+      })
+    ))
+
+  it.effect("concurrent appends to one thread never interleave or reuse a sequence", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const t = threadId("busy")
+        const run = makeRun(t, 1)
+        yield* store.append({ threadId: t, events: [created("busy"), new RunStarted({ run })] })
+        const fibers = 20
+        const appends = 20
+        const perAppend = 3
+        const results = yield* Effect.forEach(
+          Array.from({ length: fibers }, (_, f) => f),
+          (f) =>
+            Effect.forEach(Array.from({ length: appends }, (_, a) => a), (a) =>
+              Effect.zipRight(
+                Effect.yieldNow(),
+                store.append({
+                  threadId: t,
+                  events: Array.from(
+                    { length: perAppend },
+                    (_, k) =>
+                      new TurnItemRecorded({
+                        item: makeItem(run, f * 10_000 + a * 10 + k, itemContents(k)[1]!, `itm_${f}_${a}_${k}`)
+                      })
+                  )
+                })
+              )
+            ),
+          { concurrency: "unbounded" }
+        )
+        const total = 2 + fibers * appends * perAppend
+        const log = yield* store.readEvents(t, 0, total + 10)
+        expect(log.map((e) => e.threadSequence)).toEqual(Array.from({ length: total }, (_, i) => i + 1))
+        expect(new Set(log.map((e) => e.sequence)).size).toBe(total)
+        const byItem = new Map(
+          log.flatMap((e) => (e.event._tag === "TurnItemRecorded" ? [[e.event.item.id, e.threadSequence] as const] : []))
+        )
+        for (const stored of results.flat()) {
+          const seqs = stored.map((e) => e.threadSequence)
+          expect(seqs).toEqual([seqs[0]!, seqs[0]! + 1, seqs[0]! + 2])
+          // The log holds each append's events contiguously, in the order given.
+          const items = stored.map((e) => (e.event as TurnItemRecorded).item.id)
+          expect(items.map((id) => byItem.get(id))).toEqual(seqs)
+        }
+        const state = Option.getOrThrow(yield* store.loadThread(t))
+        expect(state.items.get(run.id)!.length).toBe(fibers * appends * perAppend)
+        expect(state).toEqual(foldEvents(log.map((e) => e.event)))
+      })
+    ))
+
+  it.effect("a failing append leaves no event, projection row or receipt behind", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const a = threadId("a")
+        const b = threadId("b")
+        yield* store.append({ threadId: a, events: sampleLog(a) })
+        yield* store.append({ threadId: b, events: [created("b")] })
+        const before = yield* dumpTables()
+        const stateBefore = yield* store.loadThread(b)
+        const runB = makeRun(b, 1)
+        const clash = makeRun(b, 2, { id: makeRun(a, 1).id }) // run ids are unique across threads
+        const commandId = CommandId.make("cmd_fail")
+        const failure = yield* Effect.flip(
+          store.append({
+            threadId: b,
+            commandId,
+            events: [
+              new RunStarted({ run: runB }),
+              new TurnItemRecorded({ item: makeItem(runB, 0, itemContents(0)[0]!) }),
+              new TransferRecorded({ transfer: makeTransfer(a, b, "x") }),
+              new RunStarted({ run: clash })
+            ],
+            receipt: { commandId, method: "run.start", payloadHash: "h", result: { ok: true } }
+          })
+        )
+        expect(failure._tag).toBe("StorageError")
+        expect(failure.detail).toContain("thread thr_b")
+        expect(failure.detail).toMatch(/UNIQUE constraint failed: runs\.id/)
+        expect(yield* dumpTables()).toEqual(before)
+        expect(yield* store.loadThread(b)).toEqual(stateBefore)
+        expect(yield* store.receipt(commandId)).toEqual(Option.none())
+        // The store is still usable, and sequences carry on without a gap.
+        const next = yield* store.append({ threadId: b, events: [new RunStarted({ run: runB })] })
+        expect(next[0]!.threadSequence).toBe(2)
+      })
+    ))
+
+  it.effect("a duplicate receipt fails the whole append", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const t = threadId("r")
+        const commandId = CommandId.make("cmd_once")
+        const receipt = { commandId, method: "thread.create", payloadHash: "h1", result: { n: 1 } }
+        yield* store.append({ threadId: t, events: [created("r")], receipt })
+        const before = yield* dumpTables()
+        const error = yield* Effect.flip(
+          store.append({ threadId: t, events: [new RunStarted({ run: makeRun(t, 1) })], receipt })
+        )
+        expect(error.detail).toMatch(/UNIQUE constraint failed: receipts\.command_id/)
+        expect(yield* dumpTables()).toEqual(before)
+      })
+    ))
+
+  it.effect("refuses a first event other than ThreadCreated, and thread events for another thread", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const t = threadId("t")
+        const e1 = yield* Effect.flip(store.append({ threadId: t, events: [new RunStarted({ run: makeRun(t, 1) })] }))
+        expect(e1.detail).toMatch(/first event must be ThreadCreated \(got RunStarted\)/)
+        const e2 = yield* Effect.flip(store.append({ threadId: t, events: [created("other")] }))
+        expect(e2.detail).toMatch(/cannot go into the log of thread thr_t/)
+        expect(yield* store.readEvents(t, 0, 10)).toEqual([])
+        expect(yield* dumpTables(["threads", "runs", "events"])).toEqual({ threads: [], runs: [], events: [] })
+      })
+    ))
+
+  it.effect("receipts: the stored result comes back with its method and payload hash", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const t = threadId("rc")
+        const commandId = CommandId.make("cmd_1")
+        const result = { thread: makeThread(t), list: [1, "two", null], nested: { ok: true } }
+        const stored = yield* store.append({
+          threadId: t,
+          events: [created("rc")],
+          receipt: { commandId, method: "thread.create", payloadHash: "sha256:abc", result }
+        })
+        expect(stored[0]!.commandId).toBe(commandId)
+        expect(yield* store.receipt(commandId)).toEqual(
+          Option.some({ method: "thread.create", payloadHash: "sha256:abc", result })
+        )
+        expect(yield* store.receipt(CommandId.make("cmd_other"))).toEqual(Option.none())
+        // A receipt alone (a command that changed nothing) is stored too.
+        const quiet = CommandId.make("cmd_quiet")
+        yield* store.append({
+          threadId: t,
+          events: [],
+          receipt: { commandId: quiet, method: "run.interrupt", payloadHash: "h", result: null }
+        })
+        expect(yield* store.receipt(quiet)).toEqual(Option.some({ method: "run.interrupt", payloadHash: "h", result: null }))
+      })
+    ))
+
+  it.live("events() replays then follows live appends with no gap or duplicate", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const t = threadId("live")
+        const other = threadId("other")
+        const run = makeRun(t, 1)
+        const item = (n: number) =>
+          new TurnItemRecorded({ item: makeItem(run, n, itemContents(n)[1]!, `itm_live_${n}`) }) as ThreadEvent
+        yield* store.append({ threadId: t, events: [created("live"), new RunStarted({ run })] })
+        yield* store.append({ threadId: other, events: [created("other")] })
+        // Enough history for several replay pages.
+        for (let n = 0; n < 1200; n += 100) {
+          yield* store.append({ threadId: t, events: Array.from({ length: 100 }, (_, k) => item(n + k)) })
+        }
+        const total = 2 + 1200 + 600
+        const follow = (after: number) =>
+          store.events(t, after).pipe(
+            Stream.takeUntil((e) => e.threadSequence >= total),
+            Stream.runCollect,
+            Effect.map(Chunk.toReadonlyArray),
+            Effect.timeout("20 seconds"),
+            Effect.fork
+          )
+        const fromStart = yield* follow(0)
+        const fromMiddle = yield* follow(700)
+        // Appends race the replays: batches of varying size, interleaved with another thread.
+        for (let n = 1200, k = 1; n < 1800; k = (k % 7) + 1) {
+          const size = Math.min(k, 1800 - n)
+          yield* store.append({ threadId: t, events: Array.from({ length: size }, (_, j) => item(n + j)) })
+          yield* store.append({ threadId: other, events: [new RunStarted({ run: makeRun(other, n + 1) })] })
+          n += size
+          if (k % 3 === 0) yield* Effect.sleep("1 millis")
+        }
+        const all: ReadonlyArray<StoredEvent> = yield* Fiber.join(fromStart)
+        const tail: ReadonlyArray<StoredEvent> = yield* Fiber.join(fromMiddle)
+        expect(all.map((e) => e.threadSequence)).toEqual(Array.from({ length: total }, (_, i) => i + 1))
+        expect(tail.map((e) => e.threadSequence)).toEqual(Array.from({ length: total - 700 }, (_, i) => i + 701))
+        expect(all.every((e) => e.threadId === t)).toBe(true)
+        const fromLog = yield* store.readEvents(t, 0, total)
+        expect(all).toEqual(fromLog)
+      })
+    ))
+
+  it.effect("corrupt rows surface as StorageError naming the row", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const sql = yield* SqlClient
+        const t = threadId("c")
+        yield* store.append({ threadId: t, events: sampleLog(t) })
+        yield* sql.unsafe("UPDATE events SET payload = ? WHERE thread_id = ? AND thread_sequence = 2", ['{"_tag":"RunStarted","run":{}}', t])
+        const readError = yield* Effect.flip(store.readEvents(t, 0, 100))
+        expect(readError._tag).toBe("StorageError")
+        expect(readError.detail).toContain("event 2 of thread thr_c is not a valid thread event")
+        const rebuildError = yield* Effect.flip(store.rebuildProjections)
+        expect(rebuildError.detail).toContain("thread thr_c")
+        // The failed rebuild rolled back: the projections are still there.
+        expect(Option.isSome(yield* store.loadThread(t))).toBe(true)
+        yield* sql.unsafe("UPDATE runs SET data = 'not json' WHERE thread_id = ?", [t])
+        const loadError = yield* Effect.flip(store.loadThread(t))
+        expect(loadError.detail).toMatch(/thread thr_c: run row 1 holds invalid JSON/)
+      })
+    ))
+})
+
+describe("Database", () => {
+  it.effect("a file database is created in a new directory, migrated once, and keeps its data across reopenings", () =>
+    Effect.gen(function* () {
+      const dir = mkdtempSync(join(tmpdir(), "skein-store-test-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const file = join(dir, "nested", "deeper", "skein.db")
+      const t = threadId("persist")
+      const log = sampleLog(t)
+      yield* Effect.flatMap(EventStore, (store) => store.append({ threadId: t, events: log })).pipe(
+        Effect.provide(storeLayer(file))
+      )
+      const [state, journal, migrations] = yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        const sql = yield* SqlClient
+        return [
+          yield* store.loadThread(t),
+          yield* sql.unsafe<{ journal_mode: string }>("PRAGMA journal_mode"),
+          yield* sql.unsafe<{ n: number }>("SELECT COUNT(*) AS n FROM effect_sql_migrations")
+        ] as const
+      }).pipe(Effect.provide(storeLayer(file)))
+      expect(Option.getOrThrow(state)).toEqual(foldEvents(log))
+      expect(journal[0]!.journal_mode).toBe("wal")
+      expect(migrations[0]!.n).toBe(1)
+    }).pipe(Effect.scoped))
+
+  it.effect("an unusable path fails with a StorageError naming it", () =>
+    Effect.gen(function* () {
+      const dir = mkdtempSync(join(tmpdir(), "skein-store-test-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      writeFileSync(join(dir, "a-file"), "")
+      const file = join(dir, "a-file", "x.db") // its "directory" is a file
+      const result = yield* Effect.either(Effect.provide(EventStore, storeLayer(file)))
+      expect(Either.isLeft(result)).toBe(true)
+      if (Either.isLeft(result)) {
+        expect(result.left._tag).toBe("StorageError")
+        expect(result.left.detail).toContain(file)
+      }
+    }).pipe(Effect.scoped))
+})

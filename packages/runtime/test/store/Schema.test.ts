@@ -1,0 +1,98 @@
+/**
+ * Every domain entity and event survives the store's encoding (Schema encode → JSON →
+ * decode) unchanged, and garbage decodes to a typed error.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import {
+  AppThread,
+  Checkpoint,
+  ContextHandoff,
+  ContextTransfer,
+  ProviderThread,
+  Run,
+  StoredEvent,
+  ThreadEvent,
+  TurnItem
+} from "@skein/domain"
+import { Arbitrary, Either, FastCheck, ParseResult, Schema } from "effect"
+import { decodeEvent, encodeEvent } from "../../src/store/EventCodec.js"
+import { sampleLog, threadId } from "./builders.js"
+
+const roundTrip = <A, I>(schema: Schema.Schema<A, I>, value: A): A =>
+  Schema.decodeUnknownSync(schema)(JSON.parse(JSON.stringify(Schema.encodeSync(schema)(value))))
+
+const entities = { AppThread, Run, TurnItem, ProviderThread, ContextTransfer, ContextHandoff, Checkpoint, ThreadEvent, StoredEvent }
+
+describe("Schema round trips", () => {
+  for (const [name, schema] of Object.entries(entities)) {
+    it(`${name}: encode → JSON → decode is the identity`, () => {
+      const s = schema as unknown as Schema.Schema<unknown, unknown>
+      FastCheck.assert(
+        FastCheck.property(Arbitrary.make(s), (value) => {
+          expect(roundTrip(s, value)).toEqual(value)
+        }),
+        { numRuns: 100 }
+      )
+    })
+  }
+
+  it("the store's event codec gives the union's encoding, and decodes it back", () => {
+    FastCheck.assert(
+      FastCheck.property(Arbitrary.make(ThreadEvent), (event) => {
+        const form = Either.getOrThrow(encodeEvent(event))
+        const encoded = Schema.encodeSync(ThreadEvent)(event)
+        expect(JSON.parse(form.payload)).toEqual(encoded)
+        expect(JSON.parse(form.data)).toEqual(Object.values(encoded).find((v) => typeof v === "object"))
+        expect(Either.getOrThrow(decodeEvent(form.payload, "event"))).toEqual(event)
+      }),
+      { numRuns: 200 }
+    )
+  })
+
+  it("every event type of a realistic log round-trips through the codec", () => {
+    const log = sampleLog(threadId("rt"))
+    expect(new Set(log.map((e) => e._tag)).size).toBeGreaterThanOrEqual(7)
+    for (const event of log) {
+      const form = Either.getOrThrow(encodeEvent(event))
+      expect(Either.getOrThrow(decodeEvent(form.payload, "event"))).toEqual(event)
+    }
+  })
+
+  it("garbage decodes to a typed ParseError", () => {
+    const garbage: ReadonlyArray<unknown> = [
+      null,
+      42,
+      "run",
+      {},
+      { id: "", threadId: "thr_1" },
+      { _tag: "RunStarted", run: { id: "run_1" } },
+      { _tag: "NoSuchEvent" }
+    ]
+    for (const value of garbage) {
+      for (const schema of [Run, TurnItem, ThreadEvent] as const) {
+        const result = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>)(value)
+        expect(Either.isLeft(result)).toBe(true)
+        if (Either.isLeft(result)) expect(ParseResult.isParseError(result.left)).toBe(true)
+      }
+    }
+  })
+
+  it("garbage payloads decode to a StorageError naming the event", () => {
+    for (const payload of ["not json", "{}", '{"_tag":"RunStarted","run":{"id":"run_1"}}', '{"_tag":"Nope"}', "[]"]) {
+      const result = decodeEvent(payload, "event 7 of thread thr_x")
+      expect(Either.isLeft(result)).toBe(true)
+      if (Either.isLeft(result)) {
+        expect(result.left._tag).toBe("StorageError")
+        expect(result.left.detail).toContain("event 7 of thread thr_x")
+      }
+    }
+  })
+
+  it("an invalid entity is refused with a StorageError, not a defect", () => {
+    const [created] = sampleLog(threadId("bad"))
+    const bad = { ...created!, thread: { ...(created as { thread: AppThread }).thread, title: 42 } } as unknown as ThreadEvent
+    const result = encodeEvent(bad)
+    expect(Either.isLeft(result)).toBe(true)
+    if (Either.isLeft(result)) expect(result.left.detail).toMatch(/cannot store an invalid ThreadCreated event/)
+  })
+})
