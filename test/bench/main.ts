@@ -6,7 +6,8 @@
 const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>]> = [
   ["store", () => import("./store.js")],
   ["actors", () => import("./actors.js")],
-  ["context", () => import("./context.js")]
+  ["context", () => import("./context.js")],
+  ["server", () => import("./server.js")]
 ]
 
 const only = process.argv.slice(2)

@@ -132,7 +132,7 @@ describe("RPC over WebSocket", () => {
                 Stream.runCollect,
                 Effect.map(Chunk.toReadonlyArray),
                 Effect.timeout("60 seconds"),
-                Effect.fork
+                Effect.forkScoped
               )
             }),
           { concurrency: 10 }

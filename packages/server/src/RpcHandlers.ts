@@ -1,0 +1,33 @@
+/**
+ * The RPC handlers: each method of `SkeinRpcs` maps one to one onto the Orchestrator.
+ * Payloads arrive decoded (the guarded protocol turns undecodable ones into
+ * `InvalidInput` before they get here).
+ */
+import { SkeinRpcs } from "@skein/domain"
+import { Orchestrator } from "@skein/runtime"
+import { Effect } from "effect"
+
+/** Drops keys whose value is `undefined` (exactOptionalPropertyTypes). */
+const defined = <A extends object>(input: A): { [K in keyof A]: Exclude<A[K], undefined> } =>
+  Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as never
+
+export const SkeinRpcHandlers = SkeinRpcs.toLayer(
+  Effect.gen(function*() {
+    const orchestrator = yield* Orchestrator
+    return SkeinRpcs.of({
+      "thread.create": (payload) => orchestrator.createThread(payload),
+      "thread.get": ({ threadId }) => orchestrator.getThread(threadId),
+      "thread.list": (payload) => orchestrator.listThreads(defined(payload)),
+      "thread.events": ({ fromSequence, threadId }) => orchestrator.events(threadId, fromSequence),
+      "run.start": (payload) => orchestrator.startRun(payload),
+      "run.interrupt": (payload) => orchestrator.interruptRun(payload),
+      "thread.fork": (payload) => orchestrator.forkThread(payload),
+      "thread.mergeBack": (payload) => orchestrator.mergeBack(payload),
+      "thread.rollback": (payload) => orchestrator.rollback(payload),
+      "subagent.spawn": (payload) => orchestrator.spawnSubagent(payload),
+      "handoff.get": ({ handoffId }) => orchestrator.getHandoff(handoffId),
+      "approval.respond": (payload) => orchestrator.respondApproval(payload),
+      "provider.list": () => orchestrator.listProviders
+    })
+  })
+)

@@ -1,0 +1,34 @@
+/**
+ * The stdio transport, for a host that spawns Skein as a child process: one JSON
+ * RPC message per line on stdin, one per line on stdout. The parent process is
+ * trusted (no token); frame limits and screening are the same as over WebSocket.
+ */
+import type { Orchestrator } from "@skein/runtime"
+import { Effect, Layer, Stream } from "effect"
+import type { Scope } from "effect"
+import { makeGuardedProtocol, runSkeinRpcServer } from "./GuardedProtocol.js"
+import { SkeinRpcHandlers } from "./RpcHandlers.js"
+
+export interface StdioOptions<E, R> {
+  /** The bytes the parent writes (e.g. process.stdin). */
+  readonly stdin: Stream.Stream<Uint8Array, E, R>
+  /** Writes one line (without the newline) to the parent. */
+  readonly writeLine: (line: string) => Effect.Effect<void>
+  readonly maxFrameBytes?: number | undefined
+}
+
+/** Serves the RPC until stdin ends. */
+export const serveStdio = <E, R>(options: StdioOptions<E, R>): Effect.Effect<void, E, Orchestrator | Scope.Scope | R> =>
+  Effect.gen(function*() {
+    const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes })
+    const handlers = yield* Layer.build(SkeinRpcHandlers)
+    yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))
+    const connection = yield* guarded.connect({ authorized: true, write: options.writeLine })
+    yield* options.stdin.pipe(
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.filter((line) => line.trim().length > 0),
+      Stream.runForEach(connection.onFrame),
+      Effect.ensuring(connection.close)
+    )
+  })

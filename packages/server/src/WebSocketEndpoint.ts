@@ -1,0 +1,60 @@
+/**
+ * The RPC over WebSocket as an HTTP app: a daemon serves it on its own HTTP server,
+ * an embedding host mounts it on its router.
+ */
+import type { HttpApp } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { Orchestrator } from "@skein/runtime"
+import { Deferred, Effect, Layer } from "effect"
+import type { Scope } from "effect"
+import { isAuthorized } from "./Auth.js"
+import { makeGuardedProtocol, runSkeinRpcServer } from "./GuardedProtocol.js"
+import { SkeinRpcHandlers } from "./RpcHandlers.js"
+
+export interface EndpointOptions {
+  /** Required on every connection when set (`Authorization: Bearer T` or `?token=T`). */
+  readonly token?: string | undefined
+  /** Largest accepted frame in bytes (default 4 MiB). */
+  readonly maxFrameBytes?: number | undefined
+}
+
+/**
+ * Starts the RPC server in the current scope and returns the HTTP app that upgrades a
+ * request to a WebSocket connection of it. Each connection lives in its own scope,
+ * closed when the socket closes.
+ */
+export const makeWebSocketEndpoint = (
+  options: EndpointOptions = {}
+): Effect.Effect<HttpApp.Default, never, Orchestrator | Scope.Scope> =>
+  Effect.gen(function*() {
+    const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes })
+    const handlers = yield* Layer.build(SkeinRpcHandlers)
+    yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))
+    // When the scope closes, every open connection ends first (its socket closes),
+    // then the RPC server stops.
+    const closing = yield* Deferred.make<void>()
+    yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
+
+    return Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
+        return HttpServerResponse.text("Skein RPC: connect with a WebSocket.", { status: 426 })
+      }
+      const authorized = isAuthorized(options.token, request.headers, request.url)
+      const socket = yield* Effect.orDie(request.upgrade)
+      const write = yield* socket.writer
+      const connection = yield* guarded.connect({
+        authorized,
+        headers: Object.entries(request.headers).filter(([name]) => name !== "authorization"),
+        write: (frame) => Effect.orDie(write(frame))
+      })
+      yield* socket.runRaw(connection.onFrame).pipe(
+        Effect.catchIf((error) => error.reason === "Close", () => Effect.void),
+        Effect.catchAll((error) => Effect.logDebug("skein: socket error", error)),
+        Effect.ensuring(connection.close),
+        Effect.raceFirst(Deferred.await(closing)),
+        Effect.interruptible
+      )
+      return HttpServerResponse.empty()
+    }).pipe(Effect.scoped)
+  })

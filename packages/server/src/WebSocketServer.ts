@@ -1,0 +1,73 @@
+/**
+ * The daemon's transport: an HTTP server on host:port whose `path` speaks the Skein
+ * RPC over WebSocket. Loopback by default; other hosts need a token.
+ */
+import * as Http from "node:http"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import type { Orchestrator } from "@skein/runtime"
+import { Effect, ExecutionStrategy, Scope } from "effect"
+import { checkBind, type InsecureBind } from "./Auth.js"
+import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
+
+export const DEFAULT_HOST = "127.0.0.1"
+export const DEFAULT_PORT = 7878
+export const DEFAULT_RPC_PATH = "/rpc"
+
+export interface WebSocketServerOptions extends EndpointOptions {
+  readonly host?: string | undefined
+  /** 0 picks a free port. */
+  readonly port?: number | undefined
+  readonly path?: string | undefined
+}
+
+export interface RunningServer {
+  /** Where clients connect, with the real port: `ws://127.0.0.1:7878/rpc`. */
+  readonly url: string
+  readonly host: string
+  readonly port: number
+}
+
+const formatHost = (host: string): string => (host.includes(":") && !host.startsWith("[") ? `[${host}]` : host)
+
+/**
+ * Listens until the scope closes. Closing stops accepting, interrupts every
+ * connection's in-flight requests and closes the sockets.
+ */
+export const serveWebSocket = (
+  options: WebSocketServerOptions = {}
+): Effect.Effect<RunningServer, InsecureBind | ServeError, Orchestrator | Scope.Scope> =>
+  Effect.gen(function*() {
+    const host = options.host ?? DEFAULT_HOST
+    const path = options.path ?? DEFAULT_RPC_PATH
+    yield* checkBind(host, options.token)
+    const nodeServer = Http.createServer()
+    // The HTTP server lives in a child scope that closes last: its WebSocket server
+    // waits for every socket to close, so the endpoint must close them before.
+    const httpScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+    const server = yield* NodeHttpServer.make(() => nodeServer, { host, port: options.port ?? DEFAULT_PORT }).pipe(
+      Scope.extend(httpScope)
+    )
+    const endpoint = yield* makeWebSocketEndpoint(options)
+    // Closing runs in reverse: stop accepting and drop idle keep-alives, then the
+    // endpoint closes its connections and the RPC server, then the HTTP server closes.
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        nodeServer.close()
+        nodeServer.closeAllConnections()
+      })
+    )
+    const app = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const pathname = new URL(request.url, "http://localhost").pathname
+      if (pathname === path) return yield* endpoint
+      if (pathname === "/health") return HttpServerResponse.text("ok")
+      return HttpServerResponse.text(`Not found. Skein RPC is at ${path}.`, { status: 404 })
+    })
+    yield* server.serve(app).pipe(Scope.extend(httpScope))
+    const address = server.address
+    const port = address._tag === "TcpAddress" ? address.port : 0
+    return { url: `ws://${formatHost(host)}:${port}${path}`, host, port }
+  })
+
