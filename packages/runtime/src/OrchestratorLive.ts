@@ -37,9 +37,13 @@ export const makeOrchestrator = Effect.gen(function* () {
   const sessions = yield* ProviderSessions
 
   const threadView = (threadId: ThreadId) =>
-    store.threadView(threadId).pipe(
-      Effect.flatMap(Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed }))
-    )
+    store
+      .threadView(threadId)
+      .pipe(
+        Effect.flatMap(
+          Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed })
+        )
+      )
 
   const createThread: OrchestratorShape["createThread"] = (input) =>
     Effect.gen(function* () {
@@ -94,20 +98,20 @@ export const makeOrchestrator = Effect.gen(function* () {
 
   const events: OrchestratorShape["events"] = (threadId, fromSequence) =>
     Stream.unwrap(
-      threadView(threadId).pipe(Effect.as(store.events(threadId, fromSequence ?? 0) as Stream.Stream<StoredEvent, SkeinError>))
+      threadView(threadId).pipe(
+        Effect.as(store.events(threadId, fromSequence ?? 0) as Stream.Stream<StoredEvent, SkeinError>)
+      )
     )
 
   const listProviders: OrchestratorShape["listProviders"] = Effect.gen(function* () {
     const live = yield* sessions.list
-    return sessions.adapters.map(
-      (a): ProviderInstanceInfo => ({
-        name: a.name,
-        driver: a.driver,
-        model: a.model,
-        capabilities: a.capabilities,
-        sessions: live.filter((s) => s.provider === a.name)
-      })
-    )
+    return sessions.adapters.map((a): ProviderInstanceInfo => ({
+      name: a.name,
+      driver: a.driver,
+      model: a.model,
+      capabilities: a.capabilities,
+      sessions: live.filter((s) => s.provider === a.name)
+    }))
   })
 
   const shutdown: OrchestratorShape["shutdown"] = Effect.gen(function* () {
@@ -117,17 +121,11 @@ export const makeOrchestrator = Effect.gen(function* () {
       (threadId) =>
         actors
           .use(threadId, (actor) =>
-            actor.active.pipe(
-              Effect.flatMap(
-                Option.match({
-                  onNone: () => Effect.void,
-                  onSome: () =>
-                    actor
-                      .interruptRun(new StopRun({ reason: "shutdown" }))
-                      .pipe(Effect.flatMap((ticket) => Deferred.await(ticket.done)))
-                })
-              )
-            )
+            Effect.gen(function* () {
+              if (Option.isNone(yield* actor.active)) return
+              const ticket = yield* actor.interruptRun(new StopRun({ reason: "shutdown" }))
+              yield* Deferred.await(ticket.done)
+            })
           )
           .pipe(Effect.timeout(Duration.seconds(5)), Effect.ignore),
       { concurrency: "unbounded", discard: true }
@@ -146,10 +144,15 @@ export const makeOrchestrator = Effect.gen(function* () {
     rollback: () => notSupported("thread.rollback"),
     spawnSubagent: () => notSupported("subagent.spawn"),
     getHandoff: (handoffId) =>
-      store.getHandoff(handoffId).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(new HandoffNotFound({ handoffId })), onSome: Effect.succeed }))
-      ),
-    respondApproval: (input) => actors.use(input.threadId, (actor) => actor.respondApproval(RespondApproval.make(input))),
+      store
+        .getHandoff(handoffId)
+        .pipe(
+          Effect.flatMap(
+            Option.match({ onNone: () => Effect.fail(new HandoffNotFound({ handoffId })), onSome: Effect.succeed })
+          )
+        ),
+    respondApproval: (input) =>
+      actors.use(input.threadId, (actor) => actor.respondApproval(RespondApproval.make(input))),
     listProviders,
     shutdown
   } satisfies OrchestratorShape
@@ -160,17 +163,16 @@ export const orchestratorLayer: Layer.Layer<
   Orchestrator | ThreadActors,
   StorageError,
   EventStore | ProviderRegistry | RuntimeConfig
-> =
-  Layer.scoped(
-    Orchestrator,
-    Effect.gen(function* () {
-      yield* recoverInterruptedRuns
-      const orchestrator = yield* makeOrchestrator
-      // Runs still in flight when the runtime closes end `interrupted`, not orphaned.
-      yield* Effect.addFinalizer(() => orchestrator.shutdown)
-      return orchestrator
-    })
-  ).pipe(Layer.provideMerge(ThreadActors.local), Layer.provide(ProviderSessions.layer))
+> = Layer.scoped(
+  Orchestrator,
+  Effect.gen(function* () {
+    yield* recoverInterruptedRuns
+    const orchestrator = yield* makeOrchestrator
+    // Runs still in flight when the runtime closes end `interrupted`, not orphaned.
+    yield* Effect.addFinalizer(() => orchestrator.shutdown)
+    return orchestrator
+  })
+).pipe(Layer.provideMerge(ThreadActors.local), Layer.provide(ProviderSessions.layer))
 
 /** Everything a host needs: SQLite at `dbPath`, the actor runtime and the Orchestrator. */
 export const makeRuntimeLayer = (
