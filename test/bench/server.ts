@@ -14,12 +14,13 @@ import { ProviderName, ThreadId } from "@skein/domain"
 import { makeRuntimeLayer, Orchestrator } from "@skein/runtime"
 import { demoRegistryLayer, makeSkeinClient, serveWebSocket } from "@skein/server"
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
+import WebSocket from "ws"
 import { Context, Deferred, Effect, Fiber, Layer, Stream } from "effect"
 
 const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 
-const bench = Effect.gen(function*() {
+const bench = Effect.gen(function* () {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-bench-server-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
   const runtime = yield* Layer.build(
@@ -32,7 +33,12 @@ const bench = Effect.gen(function*() {
   // ---- thread.get: WebSocket vs in-process
   const thread = yield* orchestrator.createThread({ title: "bench" })
   for (let i = 0; i < 3; i++) {
-    yield* orchestrator.startRun({ threadId: thread.id, provider: ProviderName.make("codex"), message: `warm ${i}`, wait: true })
+    yield* orchestrator.startRun({
+      threadId: thread.id,
+      provider: ProviderName.make("codex"),
+      message: `warm ${i}`,
+      wait: true
+    })
   }
   const calls = 2000
   for (let i = 0; i < 200; i++) yield* client.thread.get({ threadId: thread.id })
@@ -49,7 +55,7 @@ const bench = Effect.gen(function*() {
   // ---- fan-out: subscribers in a worker thread (their decoding does not compete with
   // the server's event loop); times on the shared clock (timeOrigin + now).
   const fanOut = (count: number) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const fan = yield* orchestrator.createThread({ title: `fan-out ${count}` })
       const runs = 6
       const lastEnd = (e: { event: { _tag: string; run?: { ordinal: number } } }) =>
@@ -114,37 +120,68 @@ const bench = Effect.gen(function*() {
 })
 
 type WorkerMessage =
-  | { readonly tag: "ready" }
-  | { readonly tag: "done"; readonly seen: ReadonlyArray<ReadonlyArray<[number, number]>> }
+  { readonly tag: "ready" } | { readonly tag: "done"; readonly seen: ReadonlyArray<ReadonlyArray<[number, number]>> }
 
 const now = () => performance.timeOrigin + performance.now()
 
-/** The worker side: `count` clients follow the thread and report when each event arrived. */
+/**
+ * The worker side: `count` raw WebSocket clients follow the thread and note when each
+ * event's frame arrives. They read only the sequence numbers and acknowledge each
+ * chunk as the protocol asks, so the figure is the server's fan-out, not the cost of
+ * 50 clients decoding full events on one shared thread.
+ */
 const subscribers = (data: { url: string; threadId: string; count: number; runs: number }) =>
-  Effect.gen(function*() {
-    const lastEnd = (e: { event: { _tag: string; run?: { ordinal: number } } }) =>
-      e.event._tag === "RunEnded" && e.event.run?.ordinal === data.runs
+  Effect.gen(function* () {
     const started = yield* Effect.forEach(
       Array.from({ length: data.count }, (_, i) => i),
       () =>
-        Effect.gen(function*() {
-          const c = yield* makeSkeinClient({ url: data.url })
+        Effect.async<{ readonly seen: Array<[number, number]>; readonly done: Promise<void> }>((resume) => {
+          const socket = new WebSocket(data.url)
           const seen: Array<[number, number]> = []
-          const first = yield* Deferred.make<void>()
-          const fiber = yield* c.thread.events({ threadId: ThreadId.make(data.threadId) }).pipe(
-            Stream.takeUntil(lastEnd),
-            Stream.runForEach((e) =>
-              Effect.sync(() => seen.push([e.threadSequence, now()])).pipe(Effect.zipRight(Deferred.succeed(first, undefined)))
-            ),
-            Effect.forkScoped
+          let resolveDone: () => void = () => {}
+          const done = new Promise<void>((r) => (resolveDone = r))
+          let ready = false
+          socket.on("open", () =>
+            socket.send(
+              JSON.stringify({
+                _tag: "Request",
+                id: "1",
+                tag: "thread.events",
+                payload: { threadId: data.threadId },
+                headers: []
+              })
+            )
           )
-          return { seen, fiber, first }
+          socket.on("message", (raw) => {
+            const at = now()
+            const parsed = JSON.parse(String(raw)) as unknown
+            for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
+              const m = message as {
+                _tag: string
+                requestId?: string
+                values?: ReadonlyArray<{ threadSequence: number; event: { _tag: string; run?: { ordinal: number } } }>
+              }
+              if (m._tag === "Ping") socket.send(JSON.stringify({ _tag: "Pong" }))
+              if (m._tag !== "Chunk" || !m.values) continue
+              for (const e of m.values) {
+                seen.push([e.threadSequence, at])
+                if (e.event._tag === "RunEnded" && e.event.run?.ordinal === data.runs) {
+                  resolveDone()
+                  socket.close()
+                }
+              }
+              socket.send(JSON.stringify({ _tag: "Ack", requestId: m.requestId }))
+              if (!ready) {
+                ready = true
+                resume(Effect.succeed({ seen, done }))
+              }
+            }
+          })
         }),
       { concurrency: 10 }
     )
-    yield* Effect.forEach(started, (s) => Deferred.await(s.first), { discard: true })
     parentPort!.postMessage({ tag: "ready" } satisfies WorkerMessage)
-    yield* Effect.forEach(started, (s) => Fiber.join(s.fiber), { discard: true })
+    yield* Effect.promise(() => Promise.all(started.map((s) => s.done)))
     parentPort!.postMessage({ tag: "done", seen: started.map((s) => s.seen) } satisfies WorkerMessage)
   })
 

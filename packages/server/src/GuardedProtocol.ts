@@ -12,6 +12,7 @@
  */
 import { RpcMessage, RpcSerialization, RpcServer } from "@effect/rpc"
 import { InvalidInput, SkeinError, SkeinRpcs, Unauthorized } from "@skein/domain"
+import { ServerRpcs } from "./ServerRpcs.js"
 import { Effect, Mailbox, ParseResult, Schema } from "effect"
 
 export const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
@@ -66,10 +67,14 @@ const framePrefix = (frame: string | Uint8Array): string =>
   typeof frame === "string" ? frame.slice(0, 512) : new TextDecoder().decode(frame.subarray(0, 512))
 
 const payloadDecoders = new Map(
-  Array.from(SkeinRpcs.requests.values(), (rpc) => [
-    rpc._tag as string,
-    Schema.decodeUnknownEither(rpc.payloadSchema as Schema.Schema<unknown, unknown, never>)
-  ] as const)
+  Array.from(
+    SkeinRpcs.requests.values(),
+    (rpc) =>
+      [
+        rpc._tag as string,
+        Schema.decodeUnknownEither(rpc.payloadSchema as Schema.Schema<unknown, unknown, never>)
+      ] as const
+  )
 )
 const methodNames = Array.from(payloadDecoders.keys())
 
@@ -77,8 +82,14 @@ const methodNames = Array.from(payloadDecoders.keys())
 export const screenMessage = (
   message: unknown,
   authorized: boolean
-): { readonly _tag: "Forward"; readonly message: FromClient } | { readonly _tag: "Reply"; readonly reply: FromServer } => {
-  if (typeof message !== "object" || message === null || !clientTags.has((message as { _tag?: unknown })._tag as string)) {
+):
+  | { readonly _tag: "Forward"; readonly message: FromClient }
+  | { readonly _tag: "Reply"; readonly reply: FromServer } => {
+  if (
+    typeof message !== "object" ||
+    message === null ||
+    !clientTags.has((message as { _tag?: unknown })._tag as string)
+  ) {
     return { _tag: "Reply", reply: defect("Malformed message: expected an RPC message object with a known _tag.") }
   }
   const msg = message as FromClient
@@ -112,9 +123,27 @@ export const screenMessage = (
 }
 
 export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effect.Effect<GuardedProtocol> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
     const parser = RpcSerialization.json.unsafeMake()
+    // Stream chunks fan out to every follower of a thread with the same encoded values
+    // (see ServerRpcs): serialise each value once and splice it into each frame.
+    const valueJson = new WeakMap<object, string>()
+    const jsonOf = (value: unknown): string => {
+      if (typeof value !== "object" || value === null) return JSON.stringify(value)
+      let json = valueJson.get(value)
+      if (json === undefined) {
+        json = JSON.stringify(value)
+        valueJson.set(value, json)
+      }
+      return json
+    }
+    const encodeFrame = (response: FromServer): string => {
+      if (response._tag !== "Chunk") return parser.encode(response) as string
+      const { values, ...rest } = response
+      const head = JSON.stringify(rest)
+      return `${head.slice(0, -1)},"values":[${values.map(jsonOf).join(",")}]}`
+    }
     const disconnects = yield* Mailbox.make<number>()
     const clients = new Map<number, (response: FromServer) => Effect.Effect<void>>()
     let nextId = 0
@@ -128,7 +157,9 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
         end: () => Effect.void,
         clientIds: Effect.sync(() => new Set(clients.keys())),
         initialMessage: Effect.succeedNone,
-        supportsAck: true,
+        // No per-chunk acknowledgements: a follower would wait a round trip per chunk,
+        // which dominated fan-out latency. Frames of one connection stay in order.
+        supportsAck: false,
         supportsTransferables: false,
         supportsSpanPropagation: true
       })
@@ -139,7 +170,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
         const id = nextId++
         const transportHeaders = connection.headers ?? []
         const send = (response: FromServer): Effect.Effect<void> =>
-          Effect.suspend(() => connection.write(parser.encode(response) as string))
+          Effect.suspend(() => connection.write(encodeFrame(response)))
         clients.set(id, send)
 
         const onFrame = (frame: string | Uint8Array): Effect.Effect<void> =>
@@ -148,7 +179,11 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
             if (size > maxFrameBytes) {
               const detail = `a frame of ${size} bytes is over the ${maxFrameBytes}-byte limit; send a smaller payload`
               const requestId = requestIdPattern.exec(framePrefix(frame))?.[1]
-              return send(requestId === undefined ? defect(`Invalid input: ${detail}`) : failure(requestId, new InvalidInput({ detail })))
+              return send(
+                requestId === undefined
+                  ? defect(`Invalid input: ${detail}`)
+                  : failure(requestId, new InvalidInput({ detail }))
+              )
             }
             let decoded: ReadonlyArray<unknown>
             try {
@@ -156,15 +191,21 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
             } catch (cause) {
               return send(defect(`Malformed frame: not valid JSON (${String(cause)}).`))
             }
-            return Effect.forEach(decoded, (message) => {
-              const screened = screenMessage(message, connection.authorized)
-              if (screened._tag === "Reply") return send(screened.reply)
-              const forwarded = screened.message
-              return writeRequest(
-                id,
-                forwarded._tag === "Request" ? { ...forwarded, headers: transportHeaders.concat(forwarded.headers) } : forwarded
-              )
-            }, { discard: true })
+            return Effect.forEach(
+              decoded,
+              (message) => {
+                const screened = screenMessage(message, connection.authorized)
+                if (screened._tag === "Reply") return send(screened.reply)
+                const forwarded = screened.message
+                return writeRequest(
+                  id,
+                  forwarded._tag === "Request"
+                    ? { ...forwarded, headers: transportHeaders.concat(forwarded.headers) }
+                    : forwarded
+                )
+              },
+              { discard: true }
+            )
           })
 
         const close = Effect.suspend(() => {
@@ -179,7 +220,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
 
 /** Runs the Skein RPC server over a guarded protocol until the scope closes. */
 export const runSkeinRpcServer = (protocol: RpcServer.Protocol["Type"]) =>
-  RpcServer.make(SkeinRpcs, { disableTracing: true, concurrency: "unbounded" }).pipe(
+  RpcServer.make(ServerRpcs, { disableTracing: true, concurrency: "unbounded" }).pipe(
     Effect.provideService(RpcServer.Protocol, protocol),
     Effect.interruptible,
     Effect.forkScoped
