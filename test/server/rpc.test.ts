@@ -158,4 +158,41 @@ describe("RPC over WebSocket", () => {
         for (const events of received) expect(events.map((e) => e.threadSequence)).toEqual(expected)
       })
     ), 120_000)
+
+  it.live("a follower that reconnects with its last sequence gets the rest with no gap or duplicate", () =>
+    Effect.scoped(
+      Effect.gen(function*() {
+        const server = yield* withServer()
+        const driver = yield* makeSkeinClient({ url: server.url })
+        const thread = yield* driver.thread.create({ title: "reconnect" })
+        const start = (i: number) =>
+          driver.run.start({ threadId: thread.id, provider: ProviderName.make("codex"), message: `run ${i}`, wait: true })
+        yield* start(1)
+        // First connection: read what is there, then drop the connection.
+        const first = yield* Effect.scoped(
+          Effect.gen(function*() {
+            const client = yield* makeSkeinClient({ url: server.url })
+            return yield* client.thread.events({ threadId: thread.id }).pipe(
+              Stream.takeUntil((e) => e.event._tag === "RunEnded"),
+              Stream.runCollect,
+              Effect.map(Chunk.toReadonlyArray)
+            )
+          })
+        )
+        // Runs go on while nobody listens.
+        yield* start(2)
+        yield* start(3)
+        const last = first[first.length - 1]!.threadSequence
+        const client = yield* makeSkeinClient({ url: server.url })
+        const rest = yield* client.thread.events({ threadId: thread.id, fromSequence: last }).pipe(
+          Stream.takeUntil((e) => e.event._tag === "RunEnded" && e.event.run.ordinal === 3),
+          Stream.runCollect,
+          Effect.map(Chunk.toReadonlyArray),
+          Effect.timeout("30 seconds")
+        )
+        const sequences = [...first, ...rest].map((e) => e.threadSequence)
+        expect(rest[0]!.threadSequence).toBe(last + 1)
+        expect(sequences).toEqual(Array.from({ length: sequences.length }, (_, i) => i + 1))
+      })
+    ), 60_000)
 })
