@@ -235,4 +235,34 @@ describe("thread actors", () => {
       { passivateAfterMs: 100 }
     )
   })
+
+  it("records an approval decision after the provider accepts it; a second answer is refused", async () => {
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        const run = yield* o.startRun({
+          threadId: thread.id,
+          provider: alpha,
+          message: "[[ask:may I delete build/?]]",
+          wait: true
+        })
+        const request = run.items.find((i) => i.type === "approval_request")
+        if (request?.type !== "approval_request") throw new Error("no approval request")
+        expect(request.status).toBe("open")
+        const answered = yield* o.respondApproval({
+          threadId: thread.id,
+          approvalId: request.approvalId,
+          decision: "decline"
+        })
+        expect(answered.type === "approval_request" && answered.status).toBe("decline")
+        const view = yield* o.getThread(thread.id)
+        const stored = view.runs[0]!.items.find((i) => i.id === request.id)
+        expect(stored?.type === "approval_request" && stored.status).toBe("decline")
+        const again = yield* Effect.either(
+          o.respondApproval({ threadId: thread.id, approvalId: request.approvalId, decision: "accept" })
+        )
+        expect(Either.isLeft(again) && again.left._tag).toBe("ApprovalNotFound")
+      })
+    )
+  })
 })

@@ -102,24 +102,28 @@ const startRunHash = (command: StartRun) =>
 export const makeThreadActor = (
   threadId: ThreadId,
   retain: Effect.Effect<void, never, Scope.Scope>
-): Effect.Effect<
-  ThreadActor,
-  SkeinError,
-  Scope.Scope | EventStore | ProviderSessions | RuntimeConfig
-> =>
+): Effect.Effect<ThreadActor, SkeinError, Scope.Scope | EventStore | ProviderSessions | RuntimeConfig> =>
   Effect.gen(function* () {
     const store = yield* EventStore
     const sessions = yield* ProviderSessions
     const config = yield* RuntimeConfig
-    const load = store.loadThread(threadId).pipe(
-      Effect.flatMap(Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed }))
-    )
+    const load = store
+      .loadThread(threadId)
+      .pipe(
+        Effect.flatMap(
+          Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed })
+        )
+      )
     let state: ThreadState = yield* load
     let current: ActiveRunControl | null = null
 
     const now = () => new Date().toISOString()
 
-    const commit = (events: ReadonlyArray<ThreadEvent>, commandId?: CommandId, receipt?: { method: string; hash: string; result: unknown }) =>
+    const commit = (
+      events: ReadonlyArray<ThreadEvent>,
+      commandId?: CommandId,
+      receipt?: { method: string; hash: string; result: unknown }
+    ) =>
       events.length === 0
         ? Effect.void
         : store
@@ -127,7 +131,10 @@ export const makeThreadActor = (
               threadId,
               events,
               commandId,
-              receipt: receipt && commandId ? { commandId, method: receipt.method, payloadHash: receipt.hash, result: receipt.result } : undefined
+              receipt:
+                receipt && commandId
+                  ? { commandId, method: receipt.method, payloadHash: receipt.hash, result: receipt.result }
+                  : undefined
             })
             .pipe(
               Effect.tap((stored) =>
@@ -179,7 +186,13 @@ export const makeThreadActor = (
         }
         const decision = decided.right
         const draft = decision.handoff
-          ? yield* draftHandoff(state, decision, { budgetTokens, target: provider, sessions, options: config, workspace: state.thread.workspace })
+          ? yield* draftHandoff(state, decision, {
+              budgetTokens,
+              target: provider,
+              sessions,
+              options: config,
+              workspace: state.thread.workspace
+            })
           : null
         const plan = planRunStart(state, {
           message: command.message,
@@ -299,7 +312,9 @@ export const makeThreadActor = (
         yield* commit(
           events,
           stopCommandId,
-          stopCommandId ? { method: "run.interrupt", hash: payloadHash({ threadId }), result: { runId: message.runId } } : undefined
+          stopCommandId
+            ? { method: "run.interrupt", hash: payloadHash({ threadId }), result: { runId: message.runId } }
+            : undefined
         )
         if (control) {
           current = null
@@ -311,6 +326,14 @@ export const makeThreadActor = (
       Effect.gen(function* () {
         const updated = planApproval(state, command.approvalId, command.decision)
         if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId: command.approvalId })
+        // The provider hears the decision first: if it refuses, nothing is recorded.
+        const run = runById(state, updated.runId)!
+        const nativeRef = run.providerThreadId ? state.providerThreads.get(run.providerThreadId)?.nativeRef : null
+        if (nativeRef) {
+          yield* sessions.use(run.provider, state.thread.workspace, (lease) =>
+            lease.handle.respondApproval(nativeRef, command.approvalId, command.decision)
+          )
+        }
         yield* commit([new TurnItemRecorded({ item: updated })], command.commandId, {
           method: "approval.respond",
           hash: payloadHash({ threadId, approvalId: command.approvalId, decision: command.decision }),
@@ -366,7 +389,9 @@ export const makeThreadActor = (
         (mailbox.ask(new Inspect()) as Effect.Effect<ThreadState, SkeinError>).pipe(
           Effect.flatMap((current) => {
             const run = runById(current, runId)
-            return run ? Effect.succeed({ ...run, items: [...itemsOf(current, runId)] }) : Effect.fail(new RunNotFound({ runId }))
+            return run
+              ? Effect.succeed({ ...run, items: [...itemsOf(current, runId)] })
+              : Effect.fail(new RunNotFound({ runId }))
           })
         ),
       active: Effect.sync(() => (current ? Option.some(ticketOf(current)) : Option.none()))
