@@ -24,10 +24,15 @@ const beta = ProviderName.make("beta")
 const itemsFor = (i: number): ReadonlyArray<TurnItemContent> => [
   { type: "user_message", text: `Please continue with step ${i} of the importer; keep the tests green.` },
   { type: "reasoning", text: `private reasoning about step ${i}` },
-  { type: "assistant_message", text: `Done with step ${i}: updated the module and ran the tests.\nDecision: keep approach ${i}` },
+  {
+    type: "assistant_message",
+    text: `Done with step ${i}: updated the module and ran the tests.\nDecision: keep approach ${i}`
+  },
   { type: "command_execution", command: `npm test -- part${i % 40}`, exitCode: i % 97 === 0 ? 1 : 0, output: "ok\n" },
   { type: "file_change", path: `src/module${i % 300}.ts`, kind: "modify", summary: `edit for step ${i}` },
-  ...(i % 50 === 0 ? [{ type: "plan" as const, steps: [{ text: `plan at ${i}`, status: "in_progress" as const }] }] : [])
+  ...(i % 50 === 0
+    ? [{ type: "plan" as const, steps: [{ text: `plan at ${i}`, status: "in_progress" as const }] }]
+    : [])
 ]
 
 const providerThread = (id: string, provider: ProviderName, ordinals: ReadonlyArray<number>): ProviderThread => ({
@@ -106,8 +111,16 @@ const threadOf = (runs: number): ThreadState => {
     }
     state.checkpoints.set(checkpoint.id, checkpoint)
   }
-  const a = providerThread("pth_alpha", alpha, Array.from({ length: runs - GAP }, (_, k) => k + 1))
-  const b = providerThread("pth_beta", beta, Array.from({ length: GAP }, (_, k) => runs - GAP + k + 1))
+  const a = providerThread(
+    "pth_alpha",
+    alpha,
+    Array.from({ length: runs - GAP }, (_, k) => k + 1)
+  )
+  const b = providerThread(
+    "pth_beta",
+    beta,
+    Array.from({ length: GAP }, (_, k) => runs - GAP + k + 1)
+  )
   state.providerThreads.set(a.id, a)
   state.providerThreads.set(b.id, b)
   return state
@@ -172,7 +185,11 @@ export async function run(): Promise<void> {
   const thousand = threadOf(1_000)
   let tokens = 0
   const full = timeIt(20, () => {
-    tokens = buildHandoffPayload(thousand, { fromOrdinal: 1, toOrdinal: 1_000, strategy: "full_thread_summary" }).tokenEstimate
+    tokens = buildHandoffPayload(thousand, {
+      fromOrdinal: 1,
+      toOrdinal: 1_000,
+      strategy: "full_thread_summary"
+    }).tokenEstimate
   })
   console.log(
     `context: full summary of a 1,000-run thread at 16,000 tokens: ${full.toFixed(2)} ms (p50 of 20, ` +

@@ -70,7 +70,13 @@ const runEvents = (threadId: ThreadId, ordinal: number): Array<ThreadEvent> => {
       seq % 3 === 0
         ? { ...header, type: "assistant_message", text: `Step ${seq}: I looked at the code and found the issue.` }
         : seq % 3 === 1
-          ? { ...header, type: "command_execution", command: "npm test -- module", exitCode: seq % 2, output: "1 passed" }
+          ? {
+              ...header,
+              type: "command_execution",
+              command: "npm test -- module",
+              exitCode: seq % 2,
+              output: "1 passed"
+            }
           : { ...header, type: "file_change", path: `src/file${seq}.ts`, kind: "modify", summary: "+3 -1" }
     events.push(new TurnItemRecorded({ item }))
   }

@@ -35,14 +35,24 @@ describe("skein daemon and skein call", () => {
 
     const thread = await callJson(env, "thread.create", JSON.stringify({ title: "from the cli" }))
     expect(thread.title).toBe("from the cli")
-    const run = await callJson(env, "run.start", JSON.stringify({ threadId: thread.id, provider: "alpha", message: "hello", wait: true }))
+    const run = await callJson(
+      env,
+      "run.start",
+      JSON.stringify({ threadId: thread.id, provider: "alpha", message: "hello", wait: true })
+    )
     expect(run.status).toBe("completed")
     expect(run.items.some((i: { type: string }) => i.type === "assistant_message")).toBe(true)
 
     // a stream: NDJSON, one event per line
-    const events = await runSkein(["call", "--limit", "3", "thread.events", JSON.stringify({ threadId: thread.id })], env)
+    const events = await runSkein(
+      ["call", "--limit", "3", "thread.events", JSON.stringify({ threadId: thread.id })],
+      env
+    )
     expect(events.code).toBe(0)
-    const lines = events.stdout.trim().split("\n").map((l) => JSON.parse(l))
+    const lines = events.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
     expect(lines.map((e) => e.threadSequence)).toEqual([1, 2, 3])
     expect(lines[0].event._tag).toBe("ThreadCreated")
 
@@ -100,9 +110,17 @@ describe("skein daemon and skein call", () => {
     const d = await start(["--port", "0", "--db", db], childEnv(home))
     const env = childEnv(home, { SKEIN_URL: d.url })
     const thread = await callJson(env, "thread.create", JSON.stringify({ title: "survives" }))
-    const done = await callJson(env, "run.start", JSON.stringify({ threadId: thread.id, provider: "alpha", message: "first", wait: true }))
+    const done = await callJson(
+      env,
+      "run.start",
+      JSON.stringify({ threadId: thread.id, provider: "alpha", message: "first", wait: true })
+    )
     expect(done.status).toBe("completed")
-    const slow = await callJson(env, "run.start", JSON.stringify({ threadId: thread.id, provider: "alpha", message: "[[sleep:10000]] slow" }))
+    const slow = await callJson(
+      env,
+      "run.start",
+      JSON.stringify({ threadId: thread.id, provider: "alpha", message: "[[sleep:10000]] slow" })
+    )
     expect(slow.ordinal).toBe(2)
     // wait (bounded) until the run is running at the provider
     for (let i = 0; i < 50; i++) {
@@ -117,7 +135,11 @@ describe("skein daemon and skein call", () => {
     expect(Date.now() - t0).toBeLessThan(9_000)
 
     const again = await start(["--port", "0", "--db", db], childEnv(home))
-    const view = await callJson(childEnv(home, { SKEIN_URL: again.url }), "thread.get", JSON.stringify({ threadId: thread.id }))
+    const view = await callJson(
+      childEnv(home, { SKEIN_URL: again.url }),
+      "thread.get",
+      JSON.stringify({ threadId: thread.id })
+    )
     expect(view.thread.title).toBe("survives")
     expect(view.runs.map((r: { status: string }) => r.status)).toEqual(["completed", "interrupted"])
     expect(view.runs[0].items.some((i: { type: string }) => i.type === "assistant_message")).toBe(true)
@@ -142,10 +164,20 @@ describe("skein daemon and skein call", () => {
           }
         })
       })
-      child.stdin.write(JSON.stringify({ _tag: "Request", id: "1", tag: "thread.create", payload: { title: "over stdio" }, headers: [] }) + "\n")
+      child.stdin.write(
+        JSON.stringify({
+          _tag: "Request",
+          id: "1",
+          tag: "thread.create",
+          payload: { title: "over stdio" },
+          headers: []
+        }) + "\n"
+      )
       child.stdin.write("not json at all\n")
       child.stdin.write(JSON.stringify({ _tag: "Request", id: "2", tag: "nope", payload: {}, headers: [] }) + "\n")
-      child.stdin.write(JSON.stringify({ _tag: "Request", id: "3", tag: "thread.list", payload: {}, headers: [] }) + "\n")
+      child.stdin.write(
+        JSON.stringify({ _tag: "Request", id: "3", tag: "thread.list", payload: {}, headers: [] }) + "\n"
+      )
       await got
       const byId = new Map(replies.filter((r) => r._tag === "Exit").map((r) => [r.requestId, r]))
       expect(byId.get("1").exit.value.title).toBe("over stdio")

@@ -38,7 +38,7 @@ describe("embedding", () => {
       const url = base.replace(/^http/, "ws") + "/skein/rpc"
       const run = await Effect.runPromise(
         Effect.scoped(
-          Effect.gen(function*() {
+          Effect.gen(function* () {
             const client = yield* makeSkeinClient({ url })
             const thread = yield* client.thread.create({ title: "embedded" })
             const run = yield* client.run.start({

@@ -21,7 +21,7 @@ import { rawExchange, requestFrame, tempDir } from "./support.js"
 
 /** A runtime with the demo's codex and claude instances, served on a free port. */
 const withServer = (options: { readonly token?: string } = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const dir = tempDir("skein-rpc-")
     const runtime = yield* Layer.build(
       makeRuntimeLayer({ dbPath: Path.join(dir, "skein.db") }).pipe(Layer.provide(demoRegistryLayer(dir)))
@@ -30,169 +30,196 @@ const withServer = (options: { readonly token?: string } = {}) =>
   })
 
 describe("RPC over WebSocket", () => {
-  it.live("drives the seed example through the typed client and reports the seed's coverage", () =>
-    Effect.scoped(
-      Effect.gen(function*() {
-        const server = yield* withServer()
-        expect(server.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/rpc$/)
-        const client = yield* makeSkeinClient({ url: server.url })
-        const thread = yield* client.thread.create({ title: "seed over rpc" })
-        const runs = yield* driveSeed(thread.id, client.run.start)
-        expect(runs.map((r) => r.status)).toEqual(Array(9).fill("completed"))
-        const view = yield* client.thread.get({ threadId: thread.id })
-        expect(coverageSummary(view)).toEqual(seedExpectedCoverage)
-        expect(coverageLines(view)).toEqual([
-          "C1 (codex)  native 1,2,3,4,5,9  handoffs H2(6-8)",
-          "L1 (claude) native 6,7,8  handoffs H1(1-5)"
-        ])
-        // a typed domain error arrives as itself, with its derived message
-        const missing = yield* Effect.flip(client.thread.get({ threadId: ThreadId.make("thr_missing") }))
-        expect(missing._tag).toBe("ThreadNotFound")
-        expect(missing.message).toContain("thr_missing")
-      })
-    ), 120_000)
+  it.live(
+    "drives the seed example through the typed client and reports the seed's coverage",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* withServer()
+          expect(server.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/rpc$/)
+          const client = yield* makeSkeinClient({ url: server.url })
+          const thread = yield* client.thread.create({ title: "seed over rpc" })
+          const runs = yield* driveSeed(thread.id, client.run.start)
+          expect(runs.map((r) => r.status)).toEqual(Array(9).fill("completed"))
+          const view = yield* client.thread.get({ threadId: thread.id })
+          expect(coverageSummary(view)).toEqual(seedExpectedCoverage)
+          expect(coverageLines(view)).toEqual([
+            "C1 (codex)  native 1,2,3,4,5,9  handoffs H2(6-8)",
+            "L1 (claude) native 6,7,8  handoffs H1(1-5)"
+          ])
+          // a typed domain error arrives as itself, with its derived message
+          const missing = yield* Effect.flip(client.thread.get({ threadId: ThreadId.make("thr_missing") }))
+          expect(missing._tag).toBe("ThreadNotFound")
+          expect(missing.message).toContain("thr_missing")
+        })
+      ),
+    120_000
+  )
 
-  it.live("with a token: a wrong or missing token is refused, the right one works", () =>
-    Effect.scoped(
-      Effect.gen(function*() {
-        const server = yield* withServer({ token: "s3cret-token" })
-        const wrong = yield* makeSkeinClient({ url: server.url, token: "not-it" })
-        const refused = yield* Effect.flip(wrong.thread.list({}))
-        expect(refused._tag).toBe("Unauthorized")
-        const none = yield* makeSkeinClient({ url: server.url })
-        expect((yield* Effect.flip(none.thread.create({})))._tag).toBe("Unauthorized")
-        const right = yield* makeSkeinClient({ url: server.url, token: "s3cret-token" })
-        const thread = yield* right.thread.create({ title: "authorized" })
-        expect(thread.title).toBe("authorized")
-        // the Authorization header works as well as the query parameter
-        const [viaHeader] = yield* Effect.promise(() =>
-          rawExchange(server.url, [requestFrame("1", "thread.list", {})], 1, {
-            headers: { authorization: "Bearer s3cret-token" }
-          })
-        )
-        expect(viaHeader.exit._tag).toBe("Success")
-        const [badHeader] = yield* Effect.promise(() =>
-          rawExchange(server.url, [requestFrame("1", "thread.list", {})], 1, { headers: { authorization: "Bearer nope" } })
-        )
-        expect(badHeader.exit.cause.error._tag).toBe("Unauthorized")
-      })
-    ), 60_000)
-
-  it.live("malformed JSON, an unknown method and a 10 MB frame each get an error; serving goes on", () =>
-    Effect.scoped(
-      Effect.gen(function*() {
-        const server = yield* withServer()
-        const other = yield* makeSkeinClient({ url: server.url })
-        const tenMb = requestFrame("3", "thread.create", { title: "x".repeat(10 * 1024 * 1024) })
-        const replies = yield* Effect.promise(() =>
-          rawExchange(
-            server.url,
-            [
-              "{this is not json",
-              requestFrame("2", "thread.explode", {}),
-              tenMb,
-              requestFrame("4", "run.start", { threadId: "thr_x", provider: "codex", message: "" }),
-              requestFrame("5", "thread.create", { title: "still served" })
-            ],
-            5,
-            { timeoutMs: 15_000 }
+  it.live(
+    "with a token: a wrong or missing token is refused, the right one works",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* withServer({ token: "s3cret-token" })
+          const wrong = yield* makeSkeinClient({ url: server.url, token: "not-it" })
+          const refused = yield* Effect.flip(wrong.thread.list({}))
+          expect(refused._tag).toBe("Unauthorized")
+          const none = yield* makeSkeinClient({ url: server.url })
+          expect((yield* Effect.flip(none.thread.create({})))._tag).toBe("Unauthorized")
+          const right = yield* makeSkeinClient({ url: server.url, token: "s3cret-token" })
+          const thread = yield* right.thread.create({ title: "authorized" })
+          expect(thread.title).toBe("authorized")
+          // the Authorization header works as well as the query parameter
+          const [viaHeader] = yield* Effect.promise(() =>
+            rawExchange(server.url, [requestFrame("1", "thread.list", {})], 1, {
+              headers: { authorization: "Bearer s3cret-token" }
+            })
           )
-        )
-        expect(replies).toHaveLength(5)
-        expect(replies[0]._tag).toBe("Defect")
-        expect(String(replies[0].defect)).toContain("not valid JSON")
-        const byId = new Map(replies.slice(1).map((r) => [r.requestId, r]))
-        expect(byId.get("2").exit.cause.error).toMatchObject({ _tag: "InvalidInput" })
-        expect(byId.get("2").exit.cause.error.detail).toContain("thread.explode")
-        expect(byId.get("3").exit.cause.error._tag).toBe("InvalidInput")
-        expect(byId.get("3").exit.cause.error.detail).toContain("limit")
-        expect(byId.get("4").exit.cause.error._tag).toBe("InvalidInput")
-        expect(byId.get("5").exit).toMatchObject({ _tag: "Success", value: { title: "still served" } })
-        // other connections were never disturbed
-        const list = yield* other.thread.list({})
-        expect(list.map((t) => t.title)).toContain("still served")
-      })
-    ), 60_000)
+          expect(viaHeader.exit._tag).toBe("Success")
+          const [badHeader] = yield* Effect.promise(() =>
+            rawExchange(server.url, [requestFrame("1", "thread.list", {})], 1, {
+              headers: { authorization: "Bearer nope" }
+            })
+          )
+          expect(badHeader.exit.cause.error._tag).toBe("Unauthorized")
+        })
+      ),
+    60_000
+  )
 
-  it.live("50 clients follow one thread while runs happen; each receives every event in order", () =>
-    Effect.scoped(
-      Effect.gen(function*() {
-        const server = yield* withServer()
-        const driver = yield* makeSkeinClient({ url: server.url })
-        const thread = yield* driver.thread.create({ title: "fan-out" })
-        const runs = 3
-        const isLastRunEnd = (e: StoredEvent) => e.event._tag === "RunEnded" && e.event.run.ordinal === runs
-        const followers = yield* Effect.forEach(
-          Array.from({ length: 50 }, (_, i) => i),
-          () =>
-            Effect.gen(function*() {
+  it.live(
+    "malformed JSON, an unknown method and a 10 MB frame each get an error; serving goes on",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* withServer()
+          const other = yield* makeSkeinClient({ url: server.url })
+          const tenMb = requestFrame("3", "thread.create", { title: "x".repeat(10 * 1024 * 1024) })
+          const replies = yield* Effect.promise(() =>
+            rawExchange(
+              server.url,
+              [
+                "{this is not json",
+                requestFrame("2", "thread.explode", {}),
+                tenMb,
+                requestFrame("4", "run.start", { threadId: "thr_x", provider: "codex", message: "" }),
+                requestFrame("5", "thread.create", { title: "still served" })
+              ],
+              5,
+              { timeoutMs: 15_000 }
+            )
+          )
+          expect(replies).toHaveLength(5)
+          expect(replies[0]._tag).toBe("Defect")
+          expect(String(replies[0].defect)).toContain("not valid JSON")
+          const byId = new Map(replies.slice(1).map((r) => [r.requestId, r]))
+          expect(byId.get("2").exit.cause.error).toMatchObject({ _tag: "InvalidInput" })
+          expect(byId.get("2").exit.cause.error.detail).toContain("thread.explode")
+          expect(byId.get("3").exit.cause.error._tag).toBe("InvalidInput")
+          expect(byId.get("3").exit.cause.error.detail).toContain("limit")
+          expect(byId.get("4").exit.cause.error._tag).toBe("InvalidInput")
+          expect(byId.get("5").exit).toMatchObject({ _tag: "Success", value: { title: "still served" } })
+          // other connections were never disturbed
+          const list = yield* other.thread.list({})
+          expect(list.map((t) => t.title)).toContain("still served")
+        })
+      ),
+    60_000
+  )
+
+  it.live(
+    "50 clients follow one thread while runs happen; each receives every event in order",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* withServer()
+          const driver = yield* makeSkeinClient({ url: server.url })
+          const thread = yield* driver.thread.create({ title: "fan-out" })
+          const runs = 3
+          const isLastRunEnd = (e: StoredEvent) => e.event._tag === "RunEnded" && e.event.run.ordinal === runs
+          const followers = yield* Effect.forEach(
+            Array.from({ length: 50 }, (_, i) => i),
+            () =>
+              Effect.gen(function* () {
+                const client = yield* makeSkeinClient({ url: server.url })
+                return yield* client.thread
+                  .events({ threadId: thread.id })
+                  .pipe(
+                    Stream.takeUntil(isLastRunEnd),
+                    Stream.runCollect,
+                    Effect.map(Chunk.toReadonlyArray),
+                    Effect.timeout("60 seconds"),
+                    Effect.forkScoped
+                  )
+              }),
+            { concurrency: 10 }
+          )
+          for (let i = 1; i <= runs; i++) {
+            const run = yield* driver.run.start({
+              threadId: thread.id,
+              provider: ProviderName.make(i % 2 === 0 ? "claude" : "codex"),
+              message: `run ${i} [[cmd:echo ${i}:0]]`,
+              wait: true
+            })
+            expect(run.status).toBe("completed")
+          }
+          const all = yield* driver.thread
+            .events({ threadId: thread.id })
+            .pipe(Stream.takeUntil(isLastRunEnd), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+          const expected = all.map((e) => e.threadSequence)
+          expect(expected).toEqual(Array.from({ length: expected.length }, (_, i) => i + 1))
+          const received = yield* Effect.forEach(followers, (f) => f.await.pipe(Effect.flatten))
+          expect(received).toHaveLength(50)
+          for (const events of received) expect(events.map((e) => e.threadSequence)).toEqual(expected)
+        })
+      ),
+    120_000
+  )
+
+  it.live(
+    "a follower that reconnects with its last sequence gets the rest with no gap or duplicate",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* withServer()
+          const driver = yield* makeSkeinClient({ url: server.url })
+          const thread = yield* driver.thread.create({ title: "reconnect" })
+          const start = (i: number) =>
+            driver.run.start({
+              threadId: thread.id,
+              provider: ProviderName.make("codex"),
+              message: `run ${i}`,
+              wait: true
+            })
+          yield* start(1)
+          // First connection: read what is there, then drop the connection.
+          const first = yield* Effect.scoped(
+            Effect.gen(function* () {
               const client = yield* makeSkeinClient({ url: server.url })
               return yield* client.thread.events({ threadId: thread.id }).pipe(
-                Stream.takeUntil(isLastRunEnd),
+                Stream.takeUntil((e) => e.event._tag === "RunEnded"),
                 Stream.runCollect,
-                Effect.map(Chunk.toReadonlyArray),
-                Effect.timeout("60 seconds"),
-                Effect.forkScoped
+                Effect.map(Chunk.toReadonlyArray)
               )
-            }),
-          { concurrency: 10 }
-        )
-        for (let i = 1; i <= runs; i++) {
-          const run = yield* driver.run.start({
-            threadId: thread.id,
-            provider: ProviderName.make(i % 2 === 0 ? "claude" : "codex"),
-            message: `run ${i} [[cmd:echo ${i}:0]]`,
-            wait: true
-          })
-          expect(run.status).toBe("completed")
-        }
-        const all = yield* driver.thread.events({ threadId: thread.id }).pipe(
-          Stream.takeUntil(isLastRunEnd),
-          Stream.runCollect,
-          Effect.map(Chunk.toReadonlyArray)
-        )
-        const expected = all.map((e) => e.threadSequence)
-        expect(expected).toEqual(Array.from({ length: expected.length }, (_, i) => i + 1))
-        const received = yield* Effect.forEach(followers, (f) => f.await.pipe(Effect.flatten))
-        expect(received).toHaveLength(50)
-        for (const events of received) expect(events.map((e) => e.threadSequence)).toEqual(expected)
-      })
-    ), 120_000)
-
-  it.live("a follower that reconnects with its last sequence gets the rest with no gap or duplicate", () =>
-    Effect.scoped(
-      Effect.gen(function*() {
-        const server = yield* withServer()
-        const driver = yield* makeSkeinClient({ url: server.url })
-        const thread = yield* driver.thread.create({ title: "reconnect" })
-        const start = (i: number) =>
-          driver.run.start({ threadId: thread.id, provider: ProviderName.make("codex"), message: `run ${i}`, wait: true })
-        yield* start(1)
-        // First connection: read what is there, then drop the connection.
-        const first = yield* Effect.scoped(
-          Effect.gen(function*() {
-            const client = yield* makeSkeinClient({ url: server.url })
-            return yield* client.thread.events({ threadId: thread.id }).pipe(
-              Stream.takeUntil((e) => e.event._tag === "RunEnded"),
-              Stream.runCollect,
-              Effect.map(Chunk.toReadonlyArray)
-            )
-          })
-        )
-        // Runs go on while nobody listens.
-        yield* start(2)
-        yield* start(3)
-        const last = first[first.length - 1]!.threadSequence
-        const client = yield* makeSkeinClient({ url: server.url })
-        const rest = yield* client.thread.events({ threadId: thread.id, fromSequence: last }).pipe(
-          Stream.takeUntil((e) => e.event._tag === "RunEnded" && e.event.run.ordinal === 3),
-          Stream.runCollect,
-          Effect.map(Chunk.toReadonlyArray),
-          Effect.timeout("30 seconds")
-        )
-        const sequences = [...first, ...rest].map((e) => e.threadSequence)
-        expect(rest[0]!.threadSequence).toBe(last + 1)
-        expect(sequences).toEqual(Array.from({ length: sequences.length }, (_, i) => i + 1))
-      })
-    ), 60_000)
+            })
+          )
+          // Runs go on while nobody listens.
+          yield* start(2)
+          yield* start(3)
+          const last = first[first.length - 1]!.threadSequence
+          const client = yield* makeSkeinClient({ url: server.url })
+          const rest = yield* client.thread.events({ threadId: thread.id, fromSequence: last }).pipe(
+            Stream.takeUntil((e) => e.event._tag === "RunEnded" && e.event.run.ordinal === 3),
+            Stream.runCollect,
+            Effect.map(Chunk.toReadonlyArray),
+            Effect.timeout("30 seconds")
+          )
+          const sequences = [...first, ...rest].map((e) => e.threadSequence)
+          expect(rest[0]!.threadSequence).toBe(last + 1)
+          expect(sequences).toEqual(Array.from({ length: sequences.length }, (_, i) => i + 1))
+        })
+      ),
+    60_000
+  )
 })

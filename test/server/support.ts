@@ -29,7 +29,11 @@ export interface RunResult {
 }
 
 /** Runs `skein ARGS` to completion (killed by PID after `timeoutMs`). */
-export const runSkein = (args: ReadonlyArray<string>, env: Record<string, string>, timeoutMs = 20_000): Promise<RunResult> =>
+export const runSkein = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  timeoutMs = 20_000
+): Promise<RunResult> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [binPath, ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
     let stdout = ""
@@ -56,7 +60,11 @@ export interface DaemonProcess {
 }
 
 /** Starts `skein daemon ARGS` and waits for its `skein listening on URL` line. */
-export const startDaemon = (args: ReadonlyArray<string>, env: Record<string, string>, timeoutMs = 20_000): Promise<DaemonProcess> =>
+export const startDaemon = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  timeoutMs = 20_000
+): Promise<DaemonProcess> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [binPath, "daemon", ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
     let stdout = ""
@@ -65,7 +73,8 @@ export const startDaemon = (args: ReadonlyArray<string>, env: Record<string, str
       child.on("exit", (code, signal) => res({ code, signal }))
     )
     const kill = () => {
-      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(child.pid, "SIGKILL")
+      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined)
+        process.kill(child.pid, "SIGKILL")
     }
     const timer = setTimeout(() => {
       kill()
@@ -87,7 +96,10 @@ export const startDaemon = (args: ReadonlyArray<string>, env: Record<string, str
   })
 
 /** `ws`, which @effect/platform-node already depends on; tests use it untyped for raw frames. */
-const WS = createRequire(import.meta.url)("ws") as new (url: string, options?: { headers?: Record<string, string> }) => {
+const WS = createRequire(import.meta.url)("ws") as new (
+  url: string,
+  options?: { headers?: Record<string, string> }
+) => {
   on(event: string, f: (...args: Array<any>) => void): void
   send(data: string): void
   close(): void

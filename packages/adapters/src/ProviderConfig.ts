@@ -28,7 +28,11 @@ export const alphaCapabilities: ProviderCapabilities = defaultCapabilities({
   rollback: "native"
 })
 /** The default `beta` instance: resume, but no fork and no rollback. */
-export const betaCapabilities: ProviderCapabilities = defaultCapabilities({ resume: true, fork: "none", rollback: "none" })
+export const betaCapabilities: ProviderCapabilities = defaultCapabilities({
+  resume: true,
+  fork: "none",
+  rollback: "none"
+})
 /** A Codex-like profile: handoff as a developer message. */
 export const codexLikeCapabilities: ProviderCapabilities = defaultCapabilities({
   resume: true,
@@ -188,7 +192,10 @@ export const providerRegistryLayer = (options: {
 }): Layer.Layer<ProviderRegistry, InvalidInput> =>
   Layer.effect(
     ProviderRegistry,
-    (options.configFile === undefined ? Effect.succeed(defaultProvidersConfig) : loadProvidersConfig(options.configFile)).pipe(
+    (options.configFile === undefined
+      ? Effect.succeed(defaultProvidersConfig)
+      : loadProvidersConfig(options.configFile)
+    ).pipe(
       Effect.flatMap((config) => makeProviderAdapters(config, { dataDir: options.dataDir })),
       Effect.map((adapters) => ({ adapters }))
     )

@@ -29,7 +29,9 @@ describe("parseDirectives", () => {
 
   it("treats unknown and malformed markers as plain text", () => {
     expect(
-      parseDirectives("[[nope]] [[sleep:soon]] [[cmd:ls]] [[fail:now]] [[recall:]] [[write:nocontent]] [[plan:;]] [[Fail]]")
+      parseDirectives(
+        "[[nope]] [[sleep:soon]] [[cmd:ls]] [[fail:now]] [[recall:]] [[write:nocontent]] [[plan:;]] [[Fail]]"
+      )
     ).toEqual([])
     expect(parseDirectives("no directives here")).toEqual([])
   })

@@ -114,9 +114,12 @@ describe("LineProcess", () => {
     Effect.gen(function* () {
       const scope = yield* Scope.make()
       const proc = yield* Scope.extend(
-        node(`process.on("SIGTERM", () => {}); process.stdin.resume(); console.log("{}"); setInterval(() => {}, 1000)`, {
-          graceMs: 300
-        }),
+        node(
+          `process.on("SIGTERM", () => {}); process.stdin.resume(); console.log("{}"); setInterval(() => {}, 1000)`,
+          {
+            graceMs: 300
+          }
+        ),
         scope
       )
       // Wait until the child has installed its SIGTERM handler.

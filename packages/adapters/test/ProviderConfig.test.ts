@@ -84,14 +84,23 @@ describe("provider configuration", () => {
           const session = yield* gamma.openSession({ workspace: null })
           const { nativeRef } = yield* session.startThread({ workspace: null, model: null })
           const events = yield* Stream.runCollect(
-            session.runTurn({ nativeRef, runId: makeId.run(), message: "hi", handoff: null, model: null, workspace: null })
+            session.runTurn({
+              nativeRef,
+              runId: makeId.run(),
+              message: "hi",
+              handoff: null,
+              model: null,
+              workspace: null
+            })
           )
           expect(Chunk.toReadonlyArray(events).at(-1)?._tag).toBe("TurnCompleted")
         })
       )
       const threads = Fs.readdirSync(Path.join(dataDir, "providers", "gamma", "threads"))
       expect(threads).toHaveLength(1)
-      const stored = JSON.parse(Fs.readFileSync(Path.join(dataDir, "providers", "gamma", "threads", threads[0]!), "utf8"))
+      const stored = JSON.parse(
+        Fs.readFileSync(Path.join(dataDir, "providers", "gamma", "threads", threads[0]!), "utf8")
+      )
       expect(stored.model).toBe("scripted-large")
     })
   )
@@ -109,7 +118,9 @@ describe("provider configuration", () => {
   it.effect("a wrong value or an unknown key is named with its path", () =>
     Effect.gen(function* () {
       const wrongValue = yield* Effect.flip(
-        loadProvidersConfig(configFile({ providers: { alpha: { driver: "scripted", capabilities: { fork: "sometimes" } } } }))
+        loadProvidersConfig(
+          configFile({ providers: { alpha: { driver: "scripted", capabilities: { fork: "sometimes" } } } })
+        )
       )
       expect(wrongValue.detail).toContain("providers.alpha.capabilities.fork")
       expect(wrongValue.detail).toContain('expected "none" | "latest" | "at_turn", got "sometimes"')
@@ -117,7 +128,9 @@ describe("provider configuration", () => {
         loadProvidersConfig(configFile({ providers: { alpha: { driver: "scripted", capabilites: {} } } }))
       )
       expect(typo.detail).toContain("providers.alpha.capabilites")
-      const badName = yield* Effect.flip(loadProvidersConfig(configFile({ providers: { "bad name!": { driver: "scripted" } } })))
+      const badName = yield* Effect.flip(
+        loadProvidersConfig(configFile({ providers: { "bad name!": { driver: "scripted" } } }))
+      )
       expect(badName.detail).toContain("bad name!")
       const noProviders = yield* Effect.flip(loadProvidersConfig(configFile({ alpha: { driver: "scripted" } })))
       expect(noProviders.detail).toContain("providers")

@@ -76,8 +76,7 @@ const turnRefOf = (events: ReadonlyArray<ProviderEvent>): string => {
   return first.turnRef
 }
 
-const items = (events: ReadonlyArray<ProviderEvent>) =>
-  events.flatMap((e) => (e._tag === "Item" ? [e.item] : []))
+const items = (events: ReadonlyArray<ProviderEvent>) => events.flatMap((e) => (e._tag === "Item" ? [e.item] : []))
 
 describe("scripted adapter", () => {
   it("resolves the compiled scripted server", () => {
@@ -317,7 +316,11 @@ describe("scripted adapter", () => {
         const session = yield* adapterWith(alphaCapabilities).openSession({ workspace: null })
         const { nativeRef } = yield* session.startThread({ workspace: null, model: null })
         const turnStarted = yield* Deferred.make<void>()
-        const fiber = yield* turnStream(session, nativeRef, "napping lemur [[reason:before]] [[sleep:10000]] [[reason:after]]").pipe(
+        const fiber = yield* turnStream(
+          session,
+          nativeRef,
+          "napping lemur [[reason:before]] [[sleep:10000]] [[reason:after]]"
+        ).pipe(
           Stream.tap((e) => (e._tag === "TurnStarted" ? Deferred.succeed(turnStarted, undefined) : Effect.void)),
           Stream.runCollect,
           Effect.map(Chunk.toReadonlyArray),
@@ -371,7 +374,9 @@ describe("scripted adapter", () => {
         const { nativeRef } = yield* session.startThread({ workspace: null, model: null })
         const seen: Array<string> = []
         const error = yield* Effect.flip(
-          turnStream(session, nativeRef, "[[crash]]").pipe(Stream.runForEach((e) => Effect.sync(() => seen.push(e._tag))))
+          turnStream(session, nativeRef, "[[crash]]").pipe(
+            Stream.runForEach((e) => Effect.sync(() => seen.push(e._tag)))
+          )
         )
         expect(seen).toEqual(["TurnStarted"])
         expect(error.kind).toBe("crash")
@@ -410,7 +415,9 @@ describe("scripted adapter", () => {
         const child = spawn(process.execPath, [${JSON.stringify(scriptedServerPath())}, "--state-dir", ${JSON.stringify(stateDir)}, "--name", "orphan", "--capabilities", ${JSON.stringify(JSON.stringify(alphaCapabilities))}], { stdio: ["pipe", "ignore", "ignore"] })
         child.on("spawn", () => console.log(child.pid))
         setInterval(() => {}, 1000)`
-      const parent = NodeChildProcess.spawn(process.execPath, ["-e", parentScript], { stdio: ["ignore", "pipe", "inherit"] })
+      const parent = NodeChildProcess.spawn(process.execPath, ["-e", parentScript], {
+        stdio: ["ignore", "pipe", "inherit"]
+      })
       const childPid = yield* Effect.async<number>((resume) => {
         parent.stdout.once("data", (chunk: Buffer) => resume(Effect.succeed(Number(String(chunk).trim()))))
       }).pipe(Effect.timeout("10 seconds"))
@@ -439,7 +446,9 @@ describe("scripted adapter", () => {
         }
         const able = yield* adapterWith(defaultCapabilities({ summarise: true })).openSession({ workspace: null })
         const text = yield* able.summarise({ payload, budgetTokens: 1000 })
-        expect(text).toBe(`Summary by alpha:\nGoals:\n- ship the runtime\nDecisions:\n- use sqlite\n- ${"x".repeat(400)}`)
+        expect(text).toBe(
+          `Summary by alpha:\nGoals:\n- ship the runtime\nDecisions:\n- use sqlite\n- ${"x".repeat(400)}`
+        )
         const short = yield* able.summarise({ payload, budgetTokens: 20 })
         expect(short.length).toBeLessThanOrEqual(80)
         expect(short).toBe("Summary by alpha:\nGoals:\n- ship the runtime\nDecisions:\n- use sqlite")

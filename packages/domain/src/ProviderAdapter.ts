@@ -64,7 +64,10 @@ export interface ProviderSessionHandle {
   /** Make an earlier native thread current; fails with kind `resume_failed` if it cannot. */
   readonly resumeThread: (nativeRef: string) => Effect.Effect<void, ProviderFailure>
   /** Fork a native thread, at (and including) a turn when `atTurnRef` is given. */
-  readonly forkThread: (nativeRef: string, atTurnRef: string | null) => Effect.Effect<NativeThreadHandle, ProviderFailure>
+  readonly forkThread: (
+    nativeRef: string,
+    atTurnRef: string | null
+  ) => Effect.Effect<NativeThreadHandle, ProviderFailure>
   /** Drop `beforeTurnRef` and every later turn of the native thread. */
   readonly rollbackThread: (nativeRef: string, beforeTurnRef: string) => Effect.Effect<void, ProviderFailure>
   /** Run one turn. The stream ends after TurnCompleted or TurnInterrupted, or fails. */

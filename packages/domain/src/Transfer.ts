@@ -23,7 +23,13 @@ export const ContextSourcePoint = Schema.Struct({
 })
 export type ContextSourcePoint = typeof ContextSourcePoint.Type
 
-export const TransferType = Schema.Literal("fork", "provider_handoff", "merge_back", "subagent_spawn", "subagent_result")
+export const TransferType = Schema.Literal(
+  "fork",
+  "provider_handoff",
+  "merge_back",
+  "subagent_spawn",
+  "subagent_result"
+)
 export type TransferType = typeof TransferType.Type
 
 export const TransferStatus = Schema.Literal(

@@ -18,7 +18,9 @@ export const isLoopbackHost = (host: string): boolean => {
 
 /** Fails with `InsecureBind` when a non-loopback host has no token. */
 export const checkBind = (host: string, token: string | undefined): Effect.Effect<void, InsecureBind> =>
-  isLoopbackHost(host) || (token !== undefined && token.length > 0) ? Effect.void : Effect.fail(new InsecureBind({ host }))
+  isLoopbackHost(host) || (token !== undefined && token.length > 0)
+    ? Effect.void
+    : Effect.fail(new InsecureBind({ host }))
 
 const digest = (value: string): Buffer => createHash("sha256").update(value, "utf8").digest()
 
@@ -27,7 +29,10 @@ export const tokenMatches = (expected: string, presented: string | undefined): b
   presented !== undefined && timingSafeEqual(digest(expected), digest(presented))
 
 /** The token a request presents: `Authorization: Bearer T`, else the `token` query parameter. */
-export const presentedToken = (headers: Readonly<Record<string, string | undefined>>, url: string): string | undefined => {
+export const presentedToken = (
+  headers: Readonly<Record<string, string | undefined>>,
+  url: string
+): string | undefined => {
   const authorization = headers["authorization"]
   if (authorization !== undefined) {
     const match = /^Bearer\s+(.+)$/i.exec(authorization.trim())

@@ -52,17 +52,20 @@ export const errorJson = (error: unknown, context: { readonly url?: string } = {
 }
 
 /** Prints the failure as JSON on stderr and turns it into a `CliExit`. */
-const reportFailures = (context: { readonly url?: string } = {}) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CliExit, R> =>
-  effect.pipe(
-    Effect.catchAllCause((cause) => {
-      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-      const failure = Cause.failureOption(cause)
-      const error = Option.isSome(failure) ? failure.value : Cause.squash(cause)
-      if (error instanceof CliExit) return Effect.fail(error)
-      return Console.error(JSON.stringify(errorJson(error, context))).pipe(Effect.zipRight(Effect.fail(new CliExit({ code: 1 }))))
-    })
-  )
+const reportFailures =
+  (context: { readonly url?: string } = {}) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CliExit, R> =>
+    effect.pipe(
+      Effect.catchAllCause((cause) => {
+        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+        const failure = Cause.failureOption(cause)
+        const error = Option.isSome(failure) ? failure.value : Cause.squash(cause)
+        if (error instanceof CliExit) return Effect.fail(error)
+        return Console.error(JSON.stringify(errorJson(error, context))).pipe(
+          Effect.zipRight(Effect.fail(new CliExit({ code: 1 })))
+        )
+      })
+    )
 
 // ---- shared options -------------------------------------------------------------
 
@@ -77,7 +80,10 @@ const token = Options.text("token").pipe(
   Options.withDescription("The daemon's token (env SKEIN_TOKEN).")
 )
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
-const db = Options.text("db").pipe(Options.optional, Options.withDescription("SQLite file (default DATA_DIR/skein.db)."))
+const db = Options.text("db").pipe(
+  Options.optional,
+  Options.withDescription("SQLite file (default DATA_DIR/skein.db).")
+)
 const config = Options.file("config").pipe(Options.optional, Options.withDescription("Provider instances (JSON)."))
 const dataDir = Options.directory("data-dir").pipe(
   Options.optional,
@@ -106,13 +112,16 @@ const daemon = Command.make(
     config,
     dataDir,
     host: Options.text("host").pipe(Options.withDefault(DEFAULT_HOST)),
-    port: Options.integer("port").pipe(Options.withDefault(DEFAULT_PORT), Options.withDescription("0 picks a free port.")),
+    port: Options.integer("port").pipe(
+      Options.withDefault(DEFAULT_PORT),
+      Options.withDescription("0 picks a free port.")
+    ),
     token,
     maxFrameBytes: Options.integer("max-frame-bytes").pipe(Options.optional)
   },
   (o) =>
     Effect.scoped(
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const running = yield* startDaemon({
           host: o.host,
           port: o.port,
@@ -129,7 +138,7 @@ const daemon = Command.make(
 ).pipe(Command.withDescription("Run Skein as a daemon serving the RPC over WebSocket."))
 
 const stdio = Command.make("stdio", { db, config, dataDir }, (o) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { dataDir: dir, dbPath } = resolvePaths({
       dbPath: Option.getOrUndefined(o.db),
       dataDir: Option.getOrUndefined(o.dataDir)
@@ -165,7 +174,7 @@ const call = Command.make(
   },
   (o) =>
     withClient(o, (client) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const rpc = SkeinRpcs.requests.get(o.method)
         if (rpc === undefined) {
           return yield* new InvalidInput({
@@ -186,7 +195,7 @@ const call = Command.make(
           const bounded = Option.match(o.limit, { onNone: () => items, onSome: (n) => Stream.take(items, n) })
           return yield* Stream.runForEach(bounded, (item) => Effect.flatMap(encode(item), printJson))
         }
-        const result = yield* (method(payload) as Effect.Effect<unknown, unknown>)
+        const result = yield* method(payload) as Effect.Effect<unknown, unknown>
         const encoded = yield* Schema.encode(rpc.successSchema as Schema.Schema<unknown, unknown>)(result)
         yield* printJson(encoded)
       })
@@ -200,7 +209,7 @@ const threadNew = Command.make(
   { ...connection, json, title: Options.text("title").pipe(Options.optional) },
   (o) =>
     withClient(o, (client) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const thread = yield* client.thread.create(Option.isSome(o.title) ? { title: o.title.value } : {})
         yield* o.json ? printJson(Schema.encodeSync(AppThread)(thread)) : Console.log(thread.id)
       })
@@ -218,10 +227,16 @@ const decodeThreadId = (raw: string) =>
 
 const send = Command.make(
   "send",
-  { ...connection, json, thread: threadArg, provider: Args.text({ name: "PROVIDER" }), message: Args.text({ name: "MESSAGE" }) },
+  {
+    ...connection,
+    json,
+    thread: threadArg,
+    provider: Args.text({ name: "PROVIDER" }),
+    message: Args.text({ name: "MESSAGE" })
+  },
   (o) =>
     withClient(o, (client) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const payload = yield* Schema.decodeUnknown(StartRunPayload)({
           threadId: o.thread,
           provider: o.provider,
@@ -232,7 +247,9 @@ const send = Command.make(
         if (o.json) return yield* printJson(Schema.encodeSync(RunView)(run))
         yield* Console.log(assistantReply(run))
         if (run.status !== "completed") {
-          yield* Console.error(`run ${run.ordinal} ${run.status}${run.failure === null ? "" : `: ${run.failure.message}`}`)
+          yield* Console.error(
+            `run ${run.ordinal} ${run.status}${run.failure === null ? "" : `: ${run.failure.message}`}`
+          )
           return yield* new CliExit({ code: 1 })
         }
       })
@@ -241,7 +258,7 @@ const send = Command.make(
 
 const show = Command.make("show", { ...connection, json, thread: threadArg }, (o) =>
   withClient(o, (client) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const view = yield* client.thread.get({ threadId: yield* decodeThreadId(o.thread) })
       yield* o.json ? printJson(Schema.encodeSync(ThreadView)(view)) : Console.log(showLines(view).join("\n"))
     })
@@ -253,14 +270,15 @@ const follow = Command.make(
   { ...connection, json, limit, from: Options.integer("from").pipe(Options.optional), thread: threadArg },
   (o) =>
     withClient(o, (client) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const threadId = yield* decodeThreadId(o.thread)
         const events = client.thread.events(
           Option.isSome(o.from) ? { threadId, fromSequence: o.from.value } : { threadId }
         )
         const bounded = Option.match(o.limit, { onNone: () => events, onSome: (n) => Stream.take(events, n) })
         yield* Stream.runForEach(bounded, (e) =>
-          o.json ? printJson(Schema.encodeSync(StoredEvent)(e)) : Console.log(eventLine(e)))
+          o.json ? printJson(Schema.encodeSync(StoredEvent)(e)) : Console.log(eventLine(e))
+        )
       })
     )
 ).pipe(Command.withDescription("Print a thread's events (replay, then live) until interrupted or --limit."))

@@ -31,15 +31,14 @@ export const clientUrl = (options: SkeinClientOptions): string => {
 
 /** A client whose connection lives as long as the scope. */
 export const makeSkeinClient = (options: SkeinClientOptions): Effect.Effect<SkeinClientShape, never, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const protocol = yield* Layer.build(
       RpcClient.layerProtocolSocket({
         retryTransientErrors: false,
-        retrySchedule: Schedule.exponential("100 millis").pipe(Schedule.intersect(Schedule.recurs(options.connectRetries ?? 4)))
-      }).pipe(
-        Layer.provide(NodeSocket.layerWebSocket(clientUrl(options))),
-        Layer.provide(RpcSerialization.layerJson)
-      )
+        retrySchedule: Schedule.exponential("100 millis").pipe(
+          Schedule.intersect(Schedule.recurs(options.connectRetries ?? 4))
+        )
+      }).pipe(Layer.provide(NodeSocket.layerWebSocket(clientUrl(options))), Layer.provide(RpcSerialization.layerJson))
     )
     return yield* RpcClient.make(SkeinRpcs, { disableTracing: true }).pipe(Effect.provide(protocol))
   })

@@ -33,7 +33,7 @@ export const resolvePaths = (options: DaemonOptions): { readonly dataDir: string
  * server accepts connections.
  */
 export const startDaemon = (options: DaemonOptions = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     yield* checkBind(options.host ?? "127.0.0.1", options.token)
     const { dataDir, dbPath } = resolvePaths(options)
     yield* Effect.sync(() => {

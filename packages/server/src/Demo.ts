@@ -52,14 +52,20 @@ export const coverageSummary = (view: ThreadView): ReadonlyArray<CoverageSummary
       native: pt.coverage.nativeRunOrdinals,
       handoffs: pt.coverage.handoffIds.flatMap((id) => {
         const h = handoffs.get(id)
-        return h === undefined ? [] : [{ strategy: h.strategy, from: h.coveredRunOrdinals.from, to: h.coveredRunOrdinals.to }]
+        return h === undefined
+          ? []
+          : [{ strategy: h.strategy, from: h.coveredRunOrdinals.from, to: h.coveredRunOrdinals.to }]
       })
     }))
 }
 
 /** What the seed example must come out as. */
 export const seedExpectedCoverage: ReadonlyArray<CoverageSummary> = [
-  { provider: "codex", native: [1, 2, 3, 4, 5, 9], handoffs: [{ strategy: "delta_since_target_last_seen", from: 6, to: 8 }] },
+  {
+    provider: "codex",
+    native: [1, 2, 3, 4, 5, 9],
+    handoffs: [{ strategy: "delta_since_target_last_seen", from: 6, to: 8 }]
+  },
   { provider: "claude", native: [6, 7, 8], handoffs: [{ strategy: "full_thread_summary", from: 1, to: 5 }] }
 ]
 
@@ -72,7 +78,8 @@ export const driveSeed = <E>(
   startRun: (input: Schema.Struct.Type<typeof StartRunFields>) => Effect.Effect<RunView, E>
 ): Effect.Effect<ReadonlyArray<RunView>, E> =>
   Effect.forEach(seedScript, (step) =>
-    startRun({ threadId, provider: ProviderName.make(step.provider), message: step.message, wait: true }))
+    startRun({ threadId, provider: ProviderName.make(step.provider), message: step.message, wait: true })
+  )
 
 /** The demo's two scripted instances, keeping their native threads under `dataDir`. */
 export const demoRegistryLayer = (dataDir: string): Layer.Layer<ProviderRegistry> =>
@@ -97,7 +104,7 @@ export const runDemo = (options: { readonly json: boolean }) =>
     (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
   ).pipe(
     Effect.flatMap((dir) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const orchestrator = yield* Orchestrator
         const thread = yield* orchestrator.createThread({ title: "seed example: codex, claude, codex" })
         if (!options.json) {

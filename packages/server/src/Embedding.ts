@@ -21,7 +21,7 @@ export interface SkeinEmbeddingOptions extends SkeinRouteOptions, SkeinRuntimeOp
 /** Registers the RPC route on the host's router, for an Orchestrator the host provides. */
 const route = (options: SkeinRouteOptions): Layer.Layer<never, never, HttpLayerRouter.HttpRouter | Orchestrator> =>
   HttpLayerRouter.use((router) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const endpoint = yield* makeWebSocketEndpoint(options)
       yield* router.add("GET", options.path, endpoint)
     })

@@ -12,7 +12,9 @@ const byCreation = <A extends { readonly createdAt: string }>(items: ReadonlyArr
  * its name not already used by another provider (codex → C, claude → L), numbered in
  * creation order (C1, C2 …); handoffs are H1, H2 … in creation order.
  */
-export const labels = (view: ThreadView): { readonly providerThreads: Map<string, string>; readonly handoffs: Map<string, string> } => {
+export const labels = (
+  view: ThreadView
+): { readonly providerThreads: Map<string, string>; readonly handoffs: Map<string, string> } => {
   const letters = new Map<string, string>()
   const counts = new Map<string, number>()
   const providerThreads = new Map<string, string>()
@@ -62,7 +64,8 @@ export const coverageLines = (view: ThreadView): Array<string> => {
 export const handoffLines = (view: ThreadView): Array<string> => {
   const names = labels(view)
   return byCreation(view.handoffs).map((h) => {
-    const target = h.toProviderThreadId === null ? "?" : names.providerThreads.get(h.toProviderThreadId) ?? h.toProviderThreadId
+    const target =
+      h.toProviderThreadId === null ? "?" : (names.providerThreads.get(h.toProviderThreadId) ?? h.toProviderThreadId)
     return `${names.handoffs.get(h.id)} ${h.strategy} covers ${range(h)} -> ${target} (${h.kind}, ~${h.tokenEstimate} tokens, ${h.status})`
   })
 }
@@ -72,17 +75,20 @@ export const assistantReply = (run: RunView): string =>
 
 export const runLine = (view: ThreadView, run: RunView): string => {
   const names = labels(view)
-  const pt = run.providerThreadId === null ? "-" : names.providerThreads.get(run.providerThreadId) ?? run.providerThreadId
-  const handoff = run.contextHandoffId === null ? "" : ` via ${names.handoffs.get(run.contextHandoffId) ?? run.contextHandoffId}`
+  const pt =
+    run.providerThreadId === null ? "-" : (names.providerThreads.get(run.providerThreadId) ?? run.providerThreadId)
+  const handoff =
+    run.contextHandoffId === null ? "" : ` via ${names.handoffs.get(run.contextHandoffId) ?? run.contextHandoffId}`
   const failure = run.failure === null ? "" : ` (${run.failure.reason}: ${run.failure.message})`
   return `run ${run.ordinal}  ${run.provider} ${pt}  ${run.status}  context ${run.contextResolution ?? "-"}${handoff}${failure}`
 }
 
 export const showLines = (view: ThreadView): Array<string> => {
   const t = view.thread
-  const lineage = t.lineage.parentThreadId === null
-    ? "root"
-    : `${t.lineage.relationshipToParent ?? "child"} of ${t.lineage.parentThreadId} (root ${t.lineage.rootThreadId})`
+  const lineage =
+    t.lineage.parentThreadId === null
+      ? "root"
+      : `${t.lineage.relationshipToParent ?? "child"} of ${t.lineage.parentThreadId} (root ${t.lineage.rootThreadId})`
   return [
     `thread ${t.id}  "${t.title}"  ${lineage}`,
     ...view.runs.map((run) => runLine(view, run)),

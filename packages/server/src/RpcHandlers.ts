@@ -12,7 +12,7 @@ const defined = <A extends object>(input: A): { [K in keyof A]: Exclude<A[K], un
   Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as never
 
 export const SkeinRpcHandlers = SkeinRpcs.toLayer(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const orchestrator = yield* Orchestrator
     return SkeinRpcs.of({
       "thread.create": (payload) => orchestrator.createThread(payload),

@@ -15,7 +15,9 @@ export interface SkeinRuntimeOptions {
   readonly passivateAfterMs?: number | undefined
 }
 
-export const skeinRuntimeLayer = (options: SkeinRuntimeOptions): Layer.Layer<Orchestrator, StorageError | InvalidInput> =>
+export const skeinRuntimeLayer = (
+  options: SkeinRuntimeOptions
+): Layer.Layer<Orchestrator, StorageError | InvalidInput> =>
   makeRuntimeLayer({
     dbPath: options.dbPath,
     ...(options.passivateAfterMs === undefined ? {} : { passivateAfterMs: options.passivateAfterMs })

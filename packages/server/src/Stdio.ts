@@ -19,7 +19,7 @@ export interface StdioOptions<E, R> {
 
 /** Serves the RPC until stdin ends. */
 export const serveStdio = <E, R>(options: StdioOptions<E, R>): Effect.Effect<void, E, Orchestrator | Scope.Scope | R> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes })
     const handlers = yield* Layer.build(SkeinRpcHandlers)
     yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))

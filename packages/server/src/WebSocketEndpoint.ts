@@ -26,7 +26,7 @@ export interface EndpointOptions {
 export const makeWebSocketEndpoint = (
   options: EndpointOptions = {}
 ): Effect.Effect<HttpApp.Default, never, Orchestrator | Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes })
     const handlers = yield* Layer.build(SkeinRpcHandlers)
     yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))
@@ -35,7 +35,7 @@ export const makeWebSocketEndpoint = (
     const closing = yield* Deferred.make<void>()
     yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
 
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
         return HttpServerResponse.text("Skein RPC: connect with a WebSocket.", { status: 426 })
@@ -49,7 +49,10 @@ export const makeWebSocketEndpoint = (
         write: (frame) => Effect.orDie(write(frame))
       })
       yield* socket.runRaw(connection.onFrame).pipe(
-        Effect.catchIf((error) => error.reason === "Close", () => Effect.void),
+        Effect.catchIf(
+          (error) => error.reason === "Close",
+          () => Effect.void
+        ),
         Effect.catchAll((error) => Effect.logDebug("skein: socket error", error)),
         Effect.ensuring(connection.close),
         Effect.raceFirst(Deferred.await(closing)),

@@ -38,7 +38,7 @@ const formatHost = (host: string): string => (host.includes(":") && !host.starts
 export const serveWebSocket = (
   options: WebSocketServerOptions = {}
 ): Effect.Effect<RunningServer, InsecureBind | ServeError, Orchestrator | Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const host = options.host ?? DEFAULT_HOST
     const path = options.path ?? DEFAULT_RPC_PATH
     yield* checkBind(host, options.token)
@@ -58,7 +58,7 @@ export const serveWebSocket = (
         nodeServer.closeAllConnections()
       })
     )
-    const app = Effect.gen(function*() {
+    const app = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const pathname = new URL(request.url, "http://localhost").pathname
       if (pathname === path) return yield* endpoint
@@ -70,4 +70,3 @@ export const serveWebSocket = (
     const port = address._tag === "TcpAddress" ? address.port : 0
     return { url: `ws://${formatHost(host)}:${port}${path}`, host, port }
   })
-

@@ -3,11 +3,19 @@ import { Effect, Exit } from "effect"
 import { checkBind, isAuthorized, isLoopbackHost, presentedToken, tokenMatches } from "../src/Auth.js"
 import { screenMessage } from "../src/GuardedProtocol.js"
 
-const request = (tag: unknown, payload: unknown, id: unknown = "1") => ({ _tag: "Request", id, tag, payload, headers: [] })
+const request = (tag: unknown, payload: unknown, id: unknown = "1") => ({
+  _tag: "Request",
+  id,
+  tag,
+  payload,
+  headers: []
+})
 
 const failureOf = (screened: ReturnType<typeof screenMessage>) => {
   expect(screened._tag).toBe("Reply")
-  const reply = (screened as { reply: { _tag: string; exit?: { cause: { error: { _tag: string; detail?: string } } } } }).reply
+  const reply = (
+    screened as { reply: { _tag: string; exit?: { cause: { error: { _tag: string; detail?: string } } } } }
+  ).reply
   expect(reply._tag).toBe("Exit")
   return reply.exit!.cause.error
 }
@@ -26,7 +34,9 @@ describe("screenMessage", () => {
   })
 
   it("answers an undecodable payload with InvalidInput", () => {
-    const error = failureOf(screenMessage(request("run.start", { threadId: "thr_1", provider: "bad name!", message: "" }), true))
+    const error = failureOf(
+      screenMessage(request("run.start", { threadId: "thr_1", provider: "bad name!", message: "" }), true)
+    )
     expect(error._tag).toBe("InvalidInput")
     expect(error.detail).toContain("run.start")
   })

@@ -166,14 +166,20 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
         Effect.try({
           try: () => `${JSON.stringify(message)}\n`,
           catch: (error) =>
-            new ProviderFailure({ provider: options.provider, kind: "error", detail: `cannot encode a message: ${String(error)}` })
+            new ProviderFailure({
+              provider: options.provider,
+              kind: "error",
+              detail: `cannot encode a message: ${String(error)}`
+            })
         }),
         (line) =>
           Effect.async<void, ProviderFailure>((resume) => {
             const gone = () =>
               resume(
                 Effect.flatMap(describeExit, (how) =>
-                  Effect.fail(new ProviderFailure({ provider: options.provider, kind: "crash", detail: `the process ${how}` }))
+                  Effect.fail(
+                    new ProviderFailure({ provider: options.provider, kind: "crash", detail: `the process ${how}` })
+                  )
                 )
               )
             if (child.exitCode !== null || child.signalCode !== null || !child.stdin.writable) return gone()

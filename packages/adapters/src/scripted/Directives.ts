@@ -51,7 +51,10 @@ const parseOne = (name: string, arg: string | undefined): Directive | null => {
       return arg !== undefined && arg.length > 0 ? { _tag: "Ask", question: arg } : null
     case "plan": {
       if (arg === undefined) return null
-      const steps = arg.split(";").map((s) => s.trim()).filter((s) => s.length > 0)
+      const steps = arg
+        .split(";")
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0)
       return steps.length > 0 ? { _tag: "Plan", steps } : null
     }
     case "cmd": {

@@ -34,12 +34,12 @@ export interface ScriptedAdapterOptions {
 }
 
 /** The path of the compiled scripted provider program (`@skein/adapters/scripted-server`). */
-export const scriptedServerPath = (): string => createRequire(import.meta.url).resolve("@skein/adapters/scripted-server")
+export const scriptedServerPath = (): string =>
+  createRequire(import.meta.url).resolve("@skein/adapters/scripted-server")
 
 const INITIALIZE_TIMEOUT_MS = 15_000
 
-const isTerminal = (event: ProviderEvent): boolean =>
-  event._tag === "TurnCompleted" || event._tag === "TurnInterrupted"
+const isTerminal = (event: ProviderEvent): boolean => event._tag === "TurnCompleted" || event._tag === "TurnInterrupted"
 
 export const makeScriptedAdapter = (options: ScriptedAdapterOptions): ProviderAdapter => ({
   name: options.name,
@@ -50,7 +50,9 @@ export const makeScriptedAdapter = (options: ScriptedAdapterOptions): ProviderAd
   openSession: () => openSession(options)
 })
 
-const openSession = (options: ScriptedAdapterOptions): Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope> =>
+const openSession = (
+  options: ScriptedAdapterOptions
+): Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope> =>
   Effect.gen(function* () {
     const provider = options.name
     const failure = (kind: ProviderFailure["kind"], detail: string) => new ProviderFailure({ provider, kind, detail })
@@ -74,7 +76,10 @@ const openSession = (options: ScriptedAdapterOptions): Effect.Effect<ProviderSes
     })
     const scope = yield* Effect.scope
 
-    const pending = new Map<number, { readonly method: Method; readonly reply: Deferred.Deferred<unknown, ProviderFailure> }>()
+    const pending = new Map<
+      number,
+      { readonly method: Method; readonly reply: Deferred.Deferred<unknown, ProviderFailure> }
+    >()
     const turns = new Map<string, Mailbox.Mailbox<ProviderEvent, ProviderFailure>>()
     let closed: ((method: Method) => ProviderFailure) | null = null
     let nextId = 1
@@ -141,7 +146,9 @@ const openSession = (options: ScriptedAdapterOptions): Effect.Effect<ProviderSes
           return Effect.succeed(id)
         })
         const wire = Schema.encodeSync(Methods[method].params as unknown as Schema.Schema<ParamsOf<M>, unknown>)(params)
-        yield* proc.send({ id, method, params: wire }).pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
+        yield* proc
+          .send({ id, method, params: wire })
+          .pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
         const raw = yield* Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
         return yield* Schema.decodeUnknown(Methods[method].result as unknown as Schema.Schema<ResultOf<M>, unknown>)(
           raw
@@ -151,7 +158,8 @@ const openSession = (options: ScriptedAdapterOptions): Effect.Effect<ProviderSes
     yield* call("initialize", {}).pipe(
       Effect.timeoutFail({
         duration: INITIALIZE_TIMEOUT_MS,
-        onTimeout: () => failure("timeout", `the scripted provider did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms`)
+        onTimeout: () =>
+          failure("timeout", `the scripted provider did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms`)
       })
     )
 
@@ -181,7 +189,9 @@ const openSession = (options: ScriptedAdapterOptions): Effect.Effect<ProviderSes
                   onSuccess: () => mailbox.end,
                   onFailure: (cause) =>
                     mailbox.fail(
-                      Option.getOrElse(Cause.failureOption(cause), () => failure("error", "the provider session was closed"))
+                      Option.getOrElse(Cause.failureOption(cause), () =>
+                        failure("error", "the provider session was closed")
+                      )
                     )
                 })
               )
@@ -195,27 +205,26 @@ const openSession = (options: ScriptedAdapterOptions): Effect.Effect<ProviderSes
               ? call("turn/interrupt", { nativeRef: input.nativeRef }).pipe(Effect.ignore, Effect.forkIn(scope))
               : Effect.void
           )
-          return Mailbox.toStream(mailbox).pipe(
-            Stream.takeUntil(isTerminal),
-            Stream.ensuring(abandon)
-          )
+          return Mailbox.toStream(mailbox).pipe(Stream.takeUntil(isTerminal), Stream.ensuring(abandon))
         })
       )
 
     return {
       pid: proc.pid,
       startThread: ({ model, workspace }) =>
-        Effect.map(call("thread/start", { workspace, model: model ?? options.model ?? null }), (r) => strong(r.nativeRef)),
+        Effect.map(call("thread/start", { workspace, model: model ?? options.model ?? null }), (r) =>
+          strong(r.nativeRef)
+        ),
       resumeThread: (nativeRef) => Effect.asVoid(call("thread/resume", { nativeRef })),
       forkThread: (nativeRef, atTurnRef) =>
         Effect.map(call("thread/fork", { nativeRef, atTurnRef }), (r) => strong(r.nativeRef)),
-      rollbackThread: (nativeRef, beforeTurnRef) => Effect.asVoid(call("thread/rollback", { nativeRef, beforeTurnRef })),
+      rollbackThread: (nativeRef, beforeTurnRef) =>
+        Effect.asVoid(call("thread/rollback", { nativeRef, beforeTurnRef })),
       runTurn,
       interrupt: (nativeRef) => Effect.asVoid(call("turn/interrupt", { nativeRef })),
       respondApproval: (nativeRef, approvalId, decision) =>
         Effect.asVoid(call("approval/respond", { nativeRef, approvalId, decision })),
-      summarise: ({ budgetTokens, payload }) =>
-        Effect.map(call("summarise", { payload, budgetTokens }), (r) => r.text),
+      summarise: ({ budgetTokens, payload }) => Effect.map(call("summarise", { payload, budgetTokens }), (r) => r.text),
       exited: proc.exited
     } satisfies ProviderSessionHandle
   })

@@ -49,14 +49,25 @@ export const decideContext = (
         handoff: null
       })
     case "native":
-      return Either.right({ kind: "none", reuse: resolution.providerThread, retire: null, reasons: resolution.reasons, handoff: null })
+      return Either.right({
+        kind: "none",
+        reuse: resolution.providerThread,
+        retire: null,
+        reasons: resolution.reasons,
+        handoff: null
+      })
     case "delta":
       return Either.right({
         kind: "delta",
         reuse: resolution.providerThread,
         retire: null,
         reasons: resolution.reasons,
-        handoff: { kind: "delta_context", strategy: resolution.strategy, from: resolution.covered.from, to: resolution.covered.to }
+        handoff: {
+          kind: "delta_context",
+          strategy: resolution.strategy,
+          from: resolution.covered.from,
+          to: resolution.covered.to
+        }
       })
     case "portable":
       return Either.right({
@@ -75,7 +86,12 @@ export const decideContext = (
 }
 
 /** Which provider instance should write the summary, if not the local summariser. */
-const summaryWriter = (state: ThreadState, decision: ContextDecision, target: ProviderInfo, options: RuntimeOptions) => {
+const summaryWriter = (
+  state: ThreadState,
+  decision: ContextDecision,
+  target: ProviderInfo,
+  options: RuntimeOptions
+) => {
   switch (options.summarySource._tag) {
     case "local":
       return null
@@ -114,17 +130,20 @@ export const draftHandoff = (
     const adapter = yield* Effect.either(input.sessions.adapter(writer))
     if (Either.isLeft(adapter) || !adapter.right.capabilities.summarise) return local
     return yield* input.sessions
-      .use(writer, input.workspace, (lease) => lease.handle.summarise({ payload: built.payload, budgetTokens: built.budgetTokens }))
+      .use(writer, input.workspace, (lease) =>
+        lease.handle.summarise({ payload: built.payload, budgetTokens: built.budgetTokens })
+      )
       .pipe(
-        Effect.timeoutFail({ duration: Duration.millis(input.options.summaryTimeoutMs), onTimeout: () => "timeout" as const }),
-        Effect.map(
-          (text): HandoffDraft => ({
-            ...built,
-            summaryText: text,
-            tokenEstimate: estimateTokens(text),
-            createdByProvider: adapter.right.name
-          })
-        ),
+        Effect.timeoutFail({
+          duration: Duration.millis(input.options.summaryTimeoutMs),
+          onTimeout: () => "timeout" as const
+        }),
+        Effect.map((text): HandoffDraft => ({
+          ...built,
+          summaryText: text,
+          tokenEstimate: estimateTokens(text),
+          createdByProvider: adapter.right.name
+        })),
         Effect.catchAll((error) =>
           Effect.logWarning(`summary by ${writer} failed, using the local summariser`, error).pipe(Effect.as(local))
         )

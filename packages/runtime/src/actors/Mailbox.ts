@@ -77,4 +77,3 @@ export const make = <M, A, E, R>(options: {
 
     return { ask, pending: Queue.size(queue), stop } satisfies Mailbox<M, A, E>
   })
-

@@ -127,4 +127,3 @@ const make = (options: { readonly idleTimeToLive?: Duration.DurationInput }) =>
       list: Effect.sync(() => [...live.values()].map((l) => l.info))
     } satisfies ProviderSessionsShape
   })
-

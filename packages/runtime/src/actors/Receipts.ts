@@ -15,4 +15,6 @@ const canonical = (value: unknown): unknown => {
 }
 
 export const payloadHash = (payload: unknown): string =>
-  createHash("sha256").update(JSON.stringify(canonical(payload))).digest("base64url")
+  createHash("sha256")
+    .update(JSON.stringify(canonical(payload)))
+    .digest("base64url")

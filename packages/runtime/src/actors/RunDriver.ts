@@ -138,7 +138,9 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
           workspace: input.workspace
         })
         .pipe(
-          Stream.tap((event) => (event._tag === "TurnInterrupted" ? Effect.sync(() => (outcome = "interrupted")) : Effect.void)),
+          Stream.tap((event) =>
+            event._tag === "TurnInterrupted" ? Effect.sync(() => (outcome = "interrupted")) : Effect.void
+          ),
           Stream.runForEach(onEvent)
         )
       const stopper = Deferred.await(input.stop).pipe(
@@ -152,7 +154,9 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
     })
 
   const stoppedBeforeTurn = Deferred.await(input.stop).pipe(
-    Effect.flatMap(() => (turnSent ? Effect.never : Effect.succeed<TurnResult>({ outcome: "interrupted", turnRef: null })))
+    Effect.flatMap(() =>
+      turnSent ? Effect.never : Effect.succeed<TurnResult>({ outcome: "interrupted", turnRef: null })
+    )
   )
 
   return Effect.raceFirst(input.sessions.use(run.provider, input.workspace, turn), stoppedBeforeTurn).pipe(

@@ -14,7 +14,10 @@ import { makeThreadActor } from "./ThreadActor.js"
 
 export interface ThreadActorsShape {
   /** Use the thread's actor, activating it from storage if needed. */
-  readonly use: <A, E>(threadId: ThreadId, f: (actor: ThreadActor) => Effect.Effect<A, E>) => Effect.Effect<A, E | SkeinError>
+  readonly use: <A, E>(
+    threadId: ThreadId,
+    f: (actor: ThreadActor) => Effect.Effect<A, E>
+  ) => Effect.Effect<A, E | SkeinError>
   /** Threads whose actor is active now. */
   readonly activeThreads: Effect.Effect<ReadonlyArray<ThreadId>>
 }
@@ -30,8 +33,7 @@ export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<Thr
       const retain = (threadId: ThreadId) => Effect.orDie(RcMap.get(actors, threadId)).pipe(Effect.asVoid)
       actors = yield* RcMap.make({
         idleTimeToLive: Duration.millis(config.passivateAfterMs),
-        lookup: (threadId: ThreadId) =>
-          makeThreadActor(threadId, retain(threadId)).pipe(Effect.provide(context))
+        lookup: (threadId: ThreadId) => makeThreadActor(threadId, retain(threadId)).pipe(Effect.provide(context))
       })
       const use: ThreadActorsShape["use"] = (threadId, f) =>
         Effect.scoped(

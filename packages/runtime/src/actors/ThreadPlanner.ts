@@ -80,18 +80,22 @@ export interface StartPlan {
 
 const contextKind = (decision: ContextDecision): Run["contextResolution"] => decision.kind
 
-const freshProviderThread = (state: ThreadState, provider: ProviderInfo, model: string | null, now: string): ProviderThread =>
-  ({
-    ...newProviderThread({
-      id: makeId.providerThread(),
-      threadId: state.thread.id,
-      provider: provider.name,
-      driver: provider.driver,
-      settings: { model, runtimeMode: provider.runtimeMode },
-      at: now
-    }),
-    status: "active"
-  })
+const freshProviderThread = (
+  state: ThreadState,
+  provider: ProviderInfo,
+  model: string | null,
+  now: string
+): ProviderThread => ({
+  ...newProviderThread({
+    id: makeId.providerThread(),
+    threadId: state.thread.id,
+    provider: provider.name,
+    driver: provider.driver,
+    settings: { model, runtimeMode: provider.runtimeMode },
+    at: now
+  }),
+  status: "active"
+})
 
 /** The provider threads that natively served the runs of a range. */
 const servingProviderThreads = (state: ThreadState, from: number, to: number): Array<ProviderThreadId> => {
@@ -200,13 +204,14 @@ const retire = (pt: ProviderThread, reasons: ReadonlyArray<string>, now: string)
   updatedAt: now
 })
 
-const item = (
-  state: ThreadState,
-  runId: RunId,
-  seq: number,
-  content: TurnItemContent,
-  now: string
-): TurnItem => ({ id: makeId.turnItem(), threadId: state.thread.id, runId, seq, createdAt: now, ...content })
+const item = (state: ThreadState, runId: RunId, seq: number, content: TurnItemContent, now: string): TurnItem => ({
+  id: makeId.turnItem(),
+  threadId: state.thread.id,
+  runId,
+  seq,
+  createdAt: now,
+  ...content
+})
 
 /** Start a run: the run, its provider thread, and the transfer + handoff when context must cross. */
 export const planRunStart = (
@@ -225,7 +230,8 @@ export const planRunStart = (
   const ordinal = state.runs.length + 1
   const runId = makeId.run()
   const events: Array<ThreadEvent> = []
-  if (decision.retire) events.push(new ProviderThreadRecorded({ providerThread: retire(decision.retire, decision.reasons, now) }))
+  if (decision.retire)
+    events.push(new ProviderThreadRecorded({ providerThread: retire(decision.retire, decision.reasons, now) }))
   // A reused provider thread is not rewritten here: its record only changes when the
   // run ends (its size grows with the history, and this is the dispatch path).
   const providerThread: ProviderThread =
@@ -308,7 +314,12 @@ export const planResumeFallback = (
   if (failedThread) {
     events.push(
       new ProviderThreadRecorded({
-        providerThread: { ...failedThread, status: "stale", statusReason: `resume_failed: ${input.detail}`, updatedAt: now }
+        providerThread: {
+          ...failedThread,
+          status: "stale",
+          statusReason: `resume_failed: ${input.detail}`,
+          updatedAt: now
+        }
       })
     )
   }
@@ -373,7 +384,9 @@ export const planBindNativeThread = (
 ): ReadonlyArray<ThreadEvent> => {
   const pt = state.providerThreads.get(providerThreadId)
   if (!pt) return []
-  return [new ProviderThreadRecorded({ providerThread: { ...pt, nativeRef, nativeRefStrength: strength, updatedAt: now } })]
+  return [
+    new ProviderThreadRecorded({ providerThread: { ...pt, nativeRef, nativeRefStrength: strength, updatedAt: now } })
+  ]
 }
 
 const diffOf = (items: ReadonlyArray<TurnItem>): Array<DiffEntry> => {
@@ -413,13 +426,20 @@ export const planFinish = (
   const events: Array<ThreadEvent> = []
   const kept = input.turnRef !== null && input.outcome !== "failed"
   const pt = run.providerThreadId ? state.providerThreads.get(run.providerThreadId) : undefined
-  const handoff: ContextHandoff | undefined = run.contextHandoffId ? state.handoffs.get(run.contextHandoffId) : undefined
+  const handoff: ContextHandoff | undefined = run.contextHandoffId
+    ? state.handoffs.get(run.contextHandoffId)
+    : undefined
   if (pt) {
     events.push(
       new ProviderThreadRecorded({
         providerThread: kept
           ? {
-              ...withServedRun(pt, { ordinal: run.ordinal, handoffId: handoff?.id ?? null, turnRef: input.turnRef, at: now }),
+              ...withServedRun(pt, {
+                ordinal: run.ordinal,
+                handoffId: handoff?.id ?? null,
+                turnRef: input.turnRef,
+                at: now
+              }),
               status: "idle"
             }
           : { ...pt, status: pt.nativeRef === null ? "failed" : "idle", updatedAt: now }

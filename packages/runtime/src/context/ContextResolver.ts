@@ -15,7 +15,14 @@ import type {
 } from "@skein/domain"
 import { UnsupportedContextTransfer } from "@skein/domain"
 import type { ThreadState } from "../store/ThreadState.js"
-import { chainedHandoffCount, contiguousRange, liveSpan, missingFor, nextRunOrdinal, targetProviderThread } from "./Coverage.js"
+import {
+  chainedHandoffCount,
+  contiguousRange,
+  liveSpan,
+  missingFor,
+  nextRunOrdinal,
+  targetProviderThread
+} from "./Coverage.js"
 import { estimateHandoffTokens } from "./HandoffBuilder.js"
 import type { StalenessPolicy } from "./Staleness.js"
 import { describeReasons, stalenessReasons } from "./Staleness.js"
@@ -86,11 +93,7 @@ export interface ResolvedUnsupported extends Common {
 }
 
 export type StartContextResolution =
-  | ResolvedNone
-  | ResolvedNative
-  | ResolvedDelta
-  | ResolvedPortable
-  | ResolvedUnsupported
+  ResolvedNone | ResolvedNative | ResolvedDelta | ResolvedPortable | ResolvedUnsupported
 
 /** The typed error for an `unsupported` resolution. */
 export const unsupportedContextError = (resolution: ResolvedUnsupported): UnsupportedContextTransfer =>
@@ -129,7 +132,8 @@ export const resolveStartContext = (input: StartContextInput): StartContextResol
         explanation: `${why}: start a new ${provider} provider thread; there is no earlier run to summarise.`
       }
     }
-    if (delivery === undefined) return unsupported(reasons, `a new ${provider} provider thread needs a summary of ${runsText(history)}`)
+    if (delivery === undefined)
+      return unsupported(reasons, `a new ${provider} provider thread needs a summary of ${runsText(history)}`)
     return {
       _tag: "portable",
       into: "new",
@@ -144,15 +148,24 @@ export const resolveStartContext = (input: StartContextInput): StartContextResol
   }
 
   if (target === null) {
-    return fresh(input.cleanContext ? ["clean_context"] : [], null, `${provider} has no provider thread on this thread yet`)
+    return fresh(
+      input.cleanContext ? ["clean_context"] : [],
+      null,
+      `${provider} has no provider thread on this thread yet`
+    )
   }
 
   const missing = missingFor(state, target, ordinal)
   const range = contiguousRange(state, missing)
   // A delta is only possible for one contiguous stretch; its size is what the budget judges.
-  const deltaTokens = range === null
-    ? 0
-    : estimateHandoffTokens(state, { fromOrdinal: range.from, toOrdinal: range.to, strategy: "delta_since_target_last_seen" })
+  const deltaTokens =
+    range === null
+      ? 0
+      : estimateHandoffTokens(state, {
+          fromOrdinal: range.from,
+          toOrdinal: range.to,
+          strategy: "delta_since_target_last_seen"
+        })
   const reasons = stalenessReasons({
     providerThread: target,
     capabilities,

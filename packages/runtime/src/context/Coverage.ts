@@ -114,10 +114,7 @@ export const missingFor = (
  * The single range `{from, to}` that holds exactly the given live runs (no live run inside
  * it left out), or null when they are not one contiguous stretch of the live history.
  */
-export const contiguousRange = (
-  state: ThreadState,
-  ordinals: ReadonlyArray<number>
-): CoveredRunOrdinals | null => {
+export const contiguousRange = (state: ThreadState, ordinals: ReadonlyArray<number>): CoveredRunOrdinals | null => {
   const from = ordinals[0]
   const to = ordinals[ordinals.length - 1]
   if (from === undefined || to === undefined) return null
@@ -220,7 +217,10 @@ export const withServedRun = (
       nativeRunOrdinals: hasOrdinal ? native : insertSorted(native, served.ordinal)
     },
     nativeTurns: served.turnRef
-      ? [...base.nativeTurns.filter((t) => t.runOrdinal !== served.ordinal), { runOrdinal: served.ordinal, turnRef: served.turnRef }]
+      ? [
+          ...base.nativeTurns.filter((t) => t.runOrdinal !== served.ordinal),
+          { runOrdinal: served.ordinal, turnRef: served.turnRef }
+        ]
       : base.nativeTurns,
     updatedAt: served.at
   }

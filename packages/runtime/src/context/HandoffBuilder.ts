@@ -224,18 +224,23 @@ const collect = (state: ThreadState, request: HandoffRequest, scrubbing: boolean
   const goals: Array<string> = []
   let pinned = 0
   if (goalRun !== undefined) {
-    goals.push(`Overall goal (run ${goalRun.ordinal}): ${cleanUser(userTextOf(goalRun, state.items.get(goalRun.id) ?? []), LINE_CAP)}`)
+    goals.push(
+      `Overall goal (run ${goalRun.ordinal}): ${cleanUser(userTextOf(goalRun, state.items.get(goalRun.id) ?? []), LINE_CAP)}`
+    )
     pinned = 1
   }
   const constraints: Array<string> = []
   const seenConstraints = new Set<string>()
   const openQuestions: Array<string> = []
   const failures: Array<string> = []
-  let plan: TurnItem & { readonly type: "plan" } | undefined
+  let plan: (TurnItem & { readonly type: "plan" }) | undefined
   let planOrdinal = 0
   const decisions: Array<string> = []
   const files = new Map<string, string>()
-  const commands = new Map<string, { readonly ordinal: number; readonly exitCode: number | null; readonly output: string }>()
+  const commands = new Map<
+    string,
+    { readonly ordinal: number; readonly exitCode: number | null; readonly output: string }
+  >()
   const subagents: Array<string> = []
   const conversation: Array<string> = []
   let liveRuns = 0
@@ -283,7 +288,8 @@ const collect = (state: ThreadState, request: HandoffRequest, scrubbing: boolean
           planOrdinal = o
           break
         case "approval_request":
-          if (item.status === "open") openQuestions.push(`Run ${o}: ${clean(item.question, LINE_CAP)} (awaiting answer)`)
+          if (item.status === "open")
+            openQuestions.push(`Run ${o}: ${clean(item.question, LINE_CAP)} (awaiting answer)`)
           break
         case "error":
           failures.push(`Run ${o} error${item.code ? ` ${item.code}` : ""}: ${clean(item.message, LINE_CAP)}`)
@@ -315,14 +321,19 @@ const collect = (state: ThreadState, request: HandoffRequest, scrubbing: boolean
     }
   }
 
-  const planLines: Array<string> = plan === undefined
-    ? []
-    : [`As of run ${planOrdinal}:`, ...plan.steps.map((step) => `${planMark[step.status]} ${clean(step.text, LINE_CAP)}`)]
+  const planLines: Array<string> =
+    plan === undefined
+      ? []
+      : [
+          `As of run ${planOrdinal}:`,
+          ...plan.steps.map((step) => `${planMark[step.status]} ${clean(step.text, LINE_CAP)}`)
+        ]
 
   const checkpoint = latestReadyCheckpoint(state, from, to)
   const checkpointLines: Array<string> = []
   if (checkpoint !== undefined) {
-    const where = checkpoint.kind === "git" && checkpoint.treeSha ? `git tree ${checkpoint.treeSha.slice(0, 12)}` : checkpoint.kind
+    const where =
+      checkpoint.kind === "git" && checkpoint.treeSha ? `git tree ${checkpoint.treeSha.slice(0, 12)}` : checkpoint.kind
     checkpointLines.push(
       `After run ${checkpoint.runOrdinal} (${where}); ${checkpoint.diffSummary.length} file(s) changed since the previous checkpoint`
     )
@@ -361,15 +372,16 @@ const collect = (state: ThreadState, request: HandoffRequest, scrubbing: boolean
 
 const headerOf = (c: Collected, strategy: HandoffStrategy): string => {
   const range = c.from === c.to ? `run ${c.from}` : `runs ${c.from}-${c.to}`
-  const what = strategy === "delta_since_target_last_seen"
-    ? `what happened in this conversation while you were not taking part (${range})`
-    : strategy === "fork_delta"
-    ? `the work done on a fork of this conversation (${range})`
-    : `this conversation so far (${range})`
+  const what =
+    strategy === "delta_since_target_last_seen"
+      ? `what happened in this conversation while you were not taking part (${range})`
+      : strategy === "fork_delta"
+        ? `the work done on a fork of this conversation (${range})`
+        : `this conversation so far (${range})`
   return [
     `# Context handoff (${strategy}): ${range}`,
     `This block summarises ${what}: ${c.liveRuns} run(s), taken from the app thread's own record. ` +
-    `The user's new message follows separately and is the actual request.`
+      `The user's new message follows separately and is the actual request.`
   ].join("\n")
 }
 

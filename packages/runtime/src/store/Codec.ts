@@ -8,7 +8,7 @@ import { Either, ParseResult, Schema } from "effect"
 
 const causeText = (cause: unknown): string => {
   if (cause instanceof Error) return cause.message
-  return typeof cause === "string" ? cause : JSON.stringify(cause) ?? String(cause)
+  return typeof cause === "string" ? cause : (JSON.stringify(cause) ?? String(cause))
 }
 
 /** A SqlError as a StorageError saying what was being done (`while` …). */

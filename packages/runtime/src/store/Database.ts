@@ -16,12 +16,15 @@ export interface DatabaseOptions {
   readonly filename: string
 }
 
-const isMemory = (filename: string) => filename === ":memory:" || filename === "" || filename.startsWith("file::memory:")
+const isMemory = (filename: string) =>
+  filename === ":memory:" || filename === "" || filename.startsWith("file::memory:")
 
 const describe = (error: unknown): string => {
   if (error instanceof Error) {
     const cause = (error as { cause?: unknown }).cause
-    return cause instanceof Error && cause.message !== error.message ? `${error.message}: ${cause.message}` : error.message
+    return cause instanceof Error && cause.message !== error.message
+      ? `${error.message}: ${cause.message}`
+      : error.message
   }
   return String(error)
 }

@@ -103,7 +103,6 @@ const eventColumns = ["thread_id", "thread_sequence", "type", "payload", "comman
 const replayPageSize = 500
 const rebuildPageSize = 1000
 
-
 interface EventRow {
   readonly sequence: number
   readonly thread_sequence: number
@@ -132,12 +131,7 @@ const make = Effect.gen(function* () {
   // followers receive each thread's events in sequence order.
   const writer = yield* Effect.makeSemaphore(1)
 
-  const insertEvents = (
-    threadId: ThreadId,
-    input: AppendInput,
-    forms: ReadonlyArray<StoredForm>,
-    resultJson: string
-  ) =>
+  const insertEvents = (threadId: ThreadId, input: AppendInput, forms: ReadonlyArray<StoredForm>, resultJson: string) =>
     Effect.gen(function* () {
       const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
       const commandId = input.commandId ?? input.receipt?.commandId ?? null
@@ -160,12 +154,10 @@ const make = Effect.gen(function* () {
       const width = eventColumns.length
       for (const [index, chunk] of chunks(input.events, maxRowsPerStatement).entries()) {
         const offset = index * maxRowsPerStatement * width
-        const result = (yield* sql
-          .unsafe(
-            multiRowInsert("events", eventColumns, chunk.length),
-            chunk.length === input.events.length ? params : params.slice(offset, offset + chunk.length * width)
-          )
-          .raw) as unknown as { readonly lastInsertRowid: number | bigint }
+        const result = (yield* sql.unsafe(
+          multiRowInsert("events", eventColumns, chunk.length),
+          chunk.length === input.events.length ? params : params.slice(offset, offset + chunk.length * width)
+        ).raw) as unknown as { readonly lastInsertRowid: number | bigint }
         // One INSERT under the write lock gives its rows consecutive sequences, in VALUES order.
         const lastSequence = Number(result.lastInsertRowid)
         for (let i = chunk.length - 1; i >= 0; i--) sequences.push(lastSequence - i)
@@ -178,16 +170,14 @@ const make = Effect.gen(function* () {
           [receiptId, method, payloadHash, resultJson, createdAt]
         )
       }
-      return input.events.map(
-        (event, i): StoredEvent => ({
-          sequence: sequences[i]!,
-          threadId,
-          threadSequence: last + i + 1,
-          commandId,
-          createdAt,
-          event
-        })
-      )
+      return input.events.map((event, i): StoredEvent => ({
+        sequence: sequences[i]!,
+        threadId,
+        threadSequence: last + i + 1,
+        commandId,
+        createdAt,
+        event
+      }))
     })
 
   const append = (input: AppendInput): Effect.Effect<ReadonlyArray<StoredEvent>, StorageError> =>
@@ -207,7 +197,9 @@ const make = Effect.gen(function* () {
           resultJson = JSON.stringify(input.receipt.result) ?? "null"
         } catch (error) {
           return Effect.fail(
-            new StorageError({ detail: `the receipt result of ${input.receipt.commandId} is not JSON: ${describeError(error)}` })
+            new StorageError({
+              detail: `the receipt result of ${input.receipt.commandId} is not JSON: ${describeError(error)}`
+            })
           )
         }
       }
@@ -234,9 +226,12 @@ const make = Effect.gen(function* () {
           const row = rows[0]
           if (row === undefined) return Effect.succeedNone
           return Effect.try({
-            try: () => Option.some({ method: row.method, payloadHash: row.payload_hash, result: JSON.parse(row.result) }),
+            try: () =>
+              Option.some({ method: row.method, payloadHash: row.payload_hash, result: JSON.parse(row.result) }),
             catch: (error) =>
-              new StorageError({ detail: `the receipt of command ${commandId} holds invalid JSON (${describeError(error)})` })
+              new StorageError({
+                detail: `the receipt of command ${commandId} holds invalid JSON (${describeError(error)})`
+              })
           })
         })
       )
@@ -313,10 +308,14 @@ const make = Effect.gen(function* () {
     yield* clearProjections(sql)
     let after = 0
     for (;;) {
-      const rows = yield* sql.unsafe<{ readonly sequence: number; readonly thread_id: string; readonly payload: string }>(
-        "SELECT sequence, thread_id, payload FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?",
-        [after, rebuildPageSize]
-      )
+      const rows = yield* sql.unsafe<{
+        readonly sequence: number
+        readonly thread_id: string
+        readonly payload: string
+      }>("SELECT sequence, thread_id, payload FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?", [
+        after,
+        rebuildPageSize
+      ])
       let rowsOf: ProjectionRows = new Map()
       let threadOf: string | undefined
       for (const row of rows) {
@@ -334,11 +333,7 @@ const make = Effect.gen(function* () {
       if (lastRow === undefined || rows.length < rebuildPageSize) break
       after = lastRow.sequence
     }
-  }).pipe(
-    sql.withTransaction,
-    Effect.mapError(fromSqlError("cannot rebuild the projections")),
-    writer.withPermits(1)
-  )
+  }).pipe(sql.withTransaction, Effect.mapError(fromSqlError("cannot rebuild the projections")), writer.withPermits(1))
 
   return EventStore.of({
     append,
@@ -357,4 +352,3 @@ const make = Effect.gen(function* () {
 export class EventStore extends Context.Tag("@skein/runtime/EventStore")<EventStore, EventStoreShape>() {
   static readonly layer: Layer.Layer<EventStore, never, SqlClient> = Layer.scoped(EventStore, make)
 }
-

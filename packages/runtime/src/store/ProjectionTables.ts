@@ -146,9 +146,10 @@ const upsertSuffix = (spec: TableSpec): string =>
     .map((c) => `${c} = excluded.${c}`)
     .join(", ")}`
 
-const suffixes = Object.fromEntries(
-  Object.entries(tables).map(([name, spec]) => [name, upsertSuffix(spec)])
-) as Record<ProjectionTable, string>
+const suffixes = Object.fromEntries(Object.entries(tables).map(([name, spec]) => [name, upsertSuffix(spec)])) as Record<
+  ProjectionTable,
+  string
+>
 
 /** Upserts the rows, a few multi-row statements per table. Runs inside the caller's transaction. */
 export const writeProjections = (sql: SqlClient, rows: ProjectionRows): Effect.Effect<void, SqlError> =>
@@ -202,8 +203,7 @@ const decodeAll = <A>(
   return Either.right(out)
 }
 
-const selectData = (sql: SqlClient, text: string, params: ReadonlyArray<Param>) =>
-  sql.unsafe<DataRow>(text, params)
+const selectData = (sql: SqlClient, text: string, params: ReadonlyArray<Param>) => sql.unsafe<DataRow>(text, params)
 
 /**
  * A thread's state from the projection tables. Reads in one transaction, so that a
@@ -296,16 +296,11 @@ export const listThreadRows = (
   )
 }
 
-export const handoffRow = (
-  sql: SqlClient,
-  id: string
-): Effect.Effect<Option.Option<ContextHandoff>, StorageError> =>
+export const handoffRow = (sql: SqlClient, id: string): Effect.Effect<Option.Option<ContextHandoff>, StorageError> =>
   selectData(sql, "SELECT data FROM handoffs WHERE id = ? ORDER BY rowid DESC LIMIT 1", [id]).pipe(
     Effect.mapError(fromSqlError(`cannot read handoff ${id}`)),
     Effect.flatMap((rows) =>
-      rows[0] === undefined
-        ? Effect.succeedNone
-        : Effect.map(decodeHandoff(rows[0].data, `handoff ${id}`), Option.some)
+      rows[0] === undefined ? Effect.succeedNone : Effect.map(decodeHandoff(rows[0].data, `handoff ${id}`), Option.some)
     )
   )
 

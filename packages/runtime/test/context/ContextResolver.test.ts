@@ -117,27 +117,35 @@ describe("resolveStartContext: staleness signals, one at a time", () => {
   it("no signal: a delta for run 4 into the alpha thread", () => {
     const { alpha, state } = baseline()
     const five = simulateRun(state, { provider: "alpha", message: "ship it" })
-    expect(five.resolution).toMatchObject({ _tag: "delta", providerThread: { id: alpha.id }, covered: { from: 4, to: 4 }, reasons: [] })
+    expect(five.resolution).toMatchObject({
+      _tag: "delta",
+      providerThread: { id: alpha.id },
+      covered: { from: 4, to: 4 },
+      reasons: []
+    })
   })
 
-  it.each(cases)("$reason ($retire) alone: full summary into a new provider thread", ({ reason, retire, run4, run5 }) => {
-    const { alpha, state } = baseline(run4)
-    if (retire) state.providerThreads.set(alpha.id, { ...state.providerThreads.get(alpha.id)!, status: retire })
-    const five = simulateRun(state, { provider: "alpha", message: "ship it", ...run5 })
-    expect(five.resolution).toMatchObject({
-      _tag: "portable",
-      into: "new",
-      providerThread: null,
-      replaces: { id: alpha.id },
-      strategy: "full_thread_summary",
-      covered: { from: 1, to: 4 },
-      reasons: [reason]
-    })
-    expect(five.resolution.explanation).toMatch(/stale/)
-    expect(five.providerThread!.id).not.toBe(alpha.id)
-    expect(five.providerThread!.coverage.nativeRunOrdinals).toEqual([5])
-    expect(state.providerThreads.get(alpha.id)!.status).toBe("stale")
-  })
+  it.each(cases)(
+    "$reason ($retire) alone: full summary into a new provider thread",
+    ({ reason, retire, run4, run5 }) => {
+      const { alpha, state } = baseline(run4)
+      if (retire) state.providerThreads.set(alpha.id, { ...state.providerThreads.get(alpha.id)!, status: retire })
+      const five = simulateRun(state, { provider: "alpha", message: "ship it", ...run5 })
+      expect(five.resolution).toMatchObject({
+        _tag: "portable",
+        into: "new",
+        providerThread: null,
+        replaces: { id: alpha.id },
+        strategy: "full_thread_summary",
+        covered: { from: 1, to: 4 },
+        reasons: [reason]
+      })
+      expect(five.resolution.explanation).toMatch(/stale/)
+      expect(five.providerThread!.id).not.toBe(alpha.id)
+      expect(five.providerThread!.coverage.nativeRunOrdinals).toEqual([5])
+      expect(state.providerThreads.get(alpha.id)!.status).toBe("stale")
+    }
+  )
 
   it("a retired (stale) thread is never the target again: the replacement is", () => {
     const { state } = baseline()
@@ -150,13 +158,22 @@ describe("resolveStartContext: staleness signals, one at a time", () => {
     const state = newState()
     simulateRun(state, { provider: "alpha", message: "one" })
     const two = simulateRun(state, { provider: "alpha", message: "two", settings: settings("bigger-model") })
-    expect(two.resolution).toMatchObject({ _tag: "portable", into: "new", covered: { from: 1, to: 1 }, reasons: ["settings_incompatible"] })
+    expect(two.resolution).toMatchObject({
+      _tag: "portable",
+      into: "new",
+      covered: { from: 1, to: 1 },
+      reasons: ["settings_incompatible"]
+    })
   })
 
   it("without a resume capability but nothing missed, the thread is kept", () => {
     const state = newState()
     const one = simulateRun(state, { provider: "alpha", message: "one" })
-    const two = simulateRun(state, { provider: "alpha", message: "two", capabilities: defaultCapabilities({ resume: false }) })
+    const two = simulateRun(state, {
+      provider: "alpha",
+      message: "two",
+      capabilities: defaultCapabilities({ resume: false })
+    })
     expect(two.resolution).toMatchObject({ _tag: "none", providerThread: { id: one.providerThread!.id }, reasons: [] })
   })
 })
@@ -278,7 +295,9 @@ describe("resolveStartContext: coverage property", () => {
             for (const run of state.runs) {
               if (run.ordinal >= r.run.ordinal || !isLiveRun(run)) continue
               if (counts.get(run.ordinal) !== 1) {
-                throw new Error(`run ${run.ordinal} covered ${counts.get(run.ordinal) ?? 0} times by ${pt.id} (${r.resolution._tag})`)
+                throw new Error(
+                  `run ${run.ordinal} covered ${counts.get(run.ordinal) ?? 0} times by ${pt.id} (${r.resolution._tag})`
+                )
               }
             }
             expect(counts.get(r.run.ordinal)).toBe(1)

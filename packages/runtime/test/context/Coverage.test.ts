@@ -62,13 +62,28 @@ describe("Coverage", () => {
     const s = newState()
     simulateRun(s, { provider: "alpha", message: "1" })
     simulateRun(s, { provider: "alpha", message: "2" })
-    const fresh = newProviderThread({ id: ProviderThreadId.make("pth_x"), threadId: THREAD, provider: p("gamma"), driver: "scripted", settings: settings(), at: AT })
+    const fresh = newProviderThread({
+      id: ProviderThreadId.make("pth_x"),
+      threadId: THREAD,
+      provider: p("gamma"),
+      driver: "scripted",
+      settings: settings(),
+      at: AT
+    })
     expect(missingFor(s, fresh, 3)).toEqual([1, 2])
   })
 
   it("withServedRun / withHandoff update coverage, first/last run and native turns", () => {
     const h = ContextHandoffId.make("hof_a")
-    let pt = newProviderThread({ id: ProviderThreadId.make("pth_x"), threadId: THREAD, provider: p("alpha"), driver: "scripted", settings: settings(), nativeRef: "native-1", at: AT })
+    let pt = newProviderThread({
+      id: ProviderThreadId.make("pth_x"),
+      threadId: THREAD,
+      provider: p("alpha"),
+      driver: "scripted",
+      settings: settings(),
+      nativeRef: "native-1",
+      at: AT
+    })
     expect(pt.nativeRefStrength).toBe("strong")
     pt = withServedRun(pt, { ordinal: 4, handoffId: h, turnRef: "turn-4", at: "later" })
     pt = withServedRun(pt, { ordinal: 6, at: "later" })
@@ -78,7 +93,10 @@ describe("Coverage", () => {
     expect(pt.coverage).toEqual({ nativeRunOrdinals: [4, 5, 6], handoffIds: [h] })
     expect(pt.handoffIds).toEqual([h])
     expect([pt.firstRunOrdinal, pt.lastRunOrdinal]).toEqual([4, 6])
-    expect(pt.nativeTurns).toEqual([{ runOrdinal: 4, turnRef: "turn-4" }, { runOrdinal: 5, turnRef: "turn-5b" }])
+    expect(pt.nativeTurns).toEqual([
+      { runOrdinal: 4, turnRef: "turn-4" },
+      { runOrdinal: 5, turnRef: "turn-5b" }
+    ])
     expect(pt.updatedAt).toBe("later")
   })
 

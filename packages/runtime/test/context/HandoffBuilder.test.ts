@@ -2,12 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { TurnItemContent } from "@skein/domain"
 import { ApprovalId, HandoffSectionKind } from "@skein/domain"
 import * as fc from "fast-check"
-import {
-  buildHandoffPayload,
-  estimateTokens,
-  makeScrubber,
-  stripReasonDirectives
-} from "../../src/context/index.js"
+import { buildHandoffPayload, estimateTokens, makeScrubber, stripReasonDirectives } from "../../src/context/index.js"
 import type { ThreadState } from "../../src/store/ThreadState.js"
 import { addCheckpoint, addRun, newState } from "./builder.js"
 
@@ -33,7 +28,13 @@ const smallThread = (): ThreadState => {
       { type: "command_execution", command: "npm test", exitCode: 0, output: "all passed" },
       { type: "command_execution", command: "npm run lint", exitCode: 2, output: "lint: 3 problems" },
       { type: "file_change", path: "src/parser.ts", kind: "modify", summary: "handles quoted newlines" },
-      { type: "plan", steps: [{ text: "lexer", status: "completed" }, { text: "parser", status: "in_progress" }] },
+      {
+        type: "plan",
+        steps: [
+          { text: "lexer", status: "completed" },
+          { text: "parser", status: "in_progress" }
+        ]
+      },
       { type: "approval_request", approvalId: ApprovalId.make("apr_1"), question: "May I push?", status: "open" },
       { type: "approval_request", approvalId: ApprovalId.make("apr_2"), question: "May I delete?", status: "decline" },
       { type: "tool_call", name: "spawn_subagent", input: "review the parser", output: "two nits" },
@@ -42,7 +43,12 @@ const smallThread = (): ThreadState => {
     ]
   })
   addCheckpoint(s, two, ["src/parser.ts"])
-  addRun(s, { provider: "beta", message: "again", status: "failed", failure: { reason: "provider_error", message: "boom" } })
+  addRun(s, {
+    provider: "beta",
+    message: "again",
+    status: "failed",
+    failure: { reason: "provider_error", message: "boom" }
+  })
   addRun(s, { provider: "beta", message: "ROLLED BACK WORK", status: "rolled_back" })
   return s
 }
@@ -60,7 +66,9 @@ describe("buildHandoffPayload: sections", () => {
     expect(sectionLines(built, "open_questions")).toEqual(["Run 2: May I push? (awaiting answer)"])
     expect(sectionLines(built, "known_failures").join("\n")).toMatch(/429: rate limited/)
     expect(sectionLines(built, "known_failures").join("\n")).toMatch(/Run 3 failed \(provider_error: boom\)/)
-    expect(sectionLines(built, "known_failures").join("\n")).toMatch(/`npm run lint` failed with exit 2 in run 2: lint: 3 problems/)
+    expect(sectionLines(built, "known_failures").join("\n")).toMatch(
+      /`npm run lint` failed with exit 2 in run 2: lint: 3 problems/
+    )
     // npm test failed in run 1 but passed in run 2: superseded, not a known failure.
     expect(sectionLines(built, "known_failures").join("\n")).not.toMatch(/npm test/)
     expect(sectionLines(built, "plan")).toEqual(["As of run 2:", "[x] lexer", "[~] parser"])
@@ -80,7 +88,11 @@ describe("buildHandoffPayload: sections", () => {
   })
 
   it("a delta covers only its range, with no overall goal", () => {
-    const built = buildHandoffPayload(smallThread(), { fromOrdinal: 3, toOrdinal: 3, strategy: "delta_since_target_last_seen" })
+    const built = buildHandoffPayload(smallThread(), {
+      fromOrdinal: 3,
+      toOrdinal: 3,
+      strategy: "delta_since_target_last_seen"
+    })
     expect(built.summaryText.split("\n")[0]).toBe("# Context handoff (delta_since_target_last_seen): run 3")
     expect(sectionLines(built, "goals")).toEqual(["Run 3: again"])
     expect(built.summaryText).not.toContain("CSV parser")
@@ -111,7 +123,11 @@ const secretThread = (secret: string, runs: number): ThreadState => {
       { type: "approval_request", approvalId: ApprovalId.make(`apr_${i}`), question: `q ${secret}?`, status: "open" },
       { type: "error", message: `err ${secret}`, code: null }
     ]
-    addRun(s, { provider: i % 2 === 0 ? "alpha" : "beta", message: `do it must ${i} [[reason:${secret}]] please`, items })
+    addRun(s, {
+      provider: i % 2 === 0 ? "alpha" : "beta",
+      message: `do it must ${i} [[reason:${secret}]] please`,
+      items
+    })
   }
   return s
 }
@@ -127,7 +143,12 @@ describe("buildHandoffPayload: hidden reasoning never leaves", () => {
         >,
         (secret, budgetTokens, strategy) => {
           const state = secretThread(secret, 6)
-          const built = buildHandoffPayload(state, { fromOrdinal: strategy === "full_thread_summary" ? 1 : 3, toOrdinal: 6, strategy, budgetTokens })
+          const built = buildHandoffPayload(state, {
+            fromOrdinal: strategy === "full_thread_summary" ? 1 : 3,
+            toOrdinal: 6,
+            strategy,
+            budgetTokens
+          })
           expect(built.summaryText).not.toContain(secret)
           expect(JSON.stringify(built.payload)).not.toContain(secret)
           expect(built.summaryText).toContain("[redacted]")
@@ -144,23 +165,35 @@ const longThread = (runs: number): ThreadState => {
   for (let i = 1; i <= runs; i++) {
     const items: Array<TurnItemContent> = [
       { type: "reasoning", text: `private thought number ${i} about the design` },
-      { type: "assistant_message", text: `Done with step ${i}. I changed the code and ran the tests as asked.\nDecision: keep approach ${i}` },
+      {
+        type: "assistant_message",
+        text: `Done with step ${i}. I changed the code and ran the tests as asked.\nDecision: keep approach ${i}`
+      },
       { type: "command_execution", command: `npm test -- part${i % 40}`, exitCode: 0, output: "ok" },
       { type: "file_change", path: `src/module${i % 300}.ts`, kind: "modify", summary: `edit ${i}` }
     ]
     if (i % 100 === 50) items.push({ type: "plan", steps: [{ text: `plan as of ${i}`, status: "in_progress" }] })
     if (i === 990) items.push({ type: "plan", steps: [{ text: "LATEST-PLAN ship the release", status: "pending" }] })
     if (i === 500) {
-      items.push({ type: "approval_request", approvalId: ApprovalId.make("apr_open"), question: "OPEN-QUESTION may I migrate?", status: "open" })
+      items.push({
+        type: "approval_request",
+        approvalId: ApprovalId.make("apr_open"),
+        question: "OPEN-QUESTION may I migrate?",
+        status: "open"
+      })
     }
-    if (i === 995) items.push({ type: "command_execution", command: "npm run e2e", exitCode: 1, output: "E2E-FAILURE timeout" })
+    if (i === 995)
+      items.push({ type: "command_execution", command: "npm run e2e", exitCode: 1, output: "E2E-FAILURE timeout" })
     addRun(s, {
       provider: i % 3 === 0 ? "beta" : "alpha",
-      message: i === 1
-        ? "OVERALL-GOAL: build and ship the importer. Never break the public API."
-        : `Please continue with step ${i} of the importer and keep the tests green throughout.`,
+      message:
+        i === 1
+          ? "OVERALL-GOAL: build and ship the importer. Never break the public API."
+          : `Please continue with step ${i} of the importer and keep the tests green throughout.`,
       items,
-      ...(i === 700 ? { status: "failed" as const, failure: { reason: "provider_error" as const, message: "RUN-700-FAILED" } } : {})
+      ...(i === 700
+        ? { status: "failed" as const, failure: { reason: "provider_error" as const, message: "RUN-700-FAILED" } }
+        : {})
     })
   }
   return s
@@ -170,7 +203,12 @@ describe("buildHandoffPayload: budget", () => {
   it("a 1,000-run thread stays within budget and keeps goals, latest plan, open questions and failures", () => {
     const state = longThread(1000)
     for (const budgetTokens of [16_000, 4_000]) {
-      const built = buildHandoffPayload(state, { fromOrdinal: 1, toOrdinal: 1000, strategy: "full_thread_summary", budgetTokens })
+      const built = buildHandoffPayload(state, {
+        fromOrdinal: 1,
+        toOrdinal: 1000,
+        strategy: "full_thread_summary",
+        budgetTokens
+      })
       expect(built.tokenEstimate).toBeLessThanOrEqual(budgetTokens)
       expect(built.tokenEstimate).toBeGreaterThan(budgetTokens * 0.9)
       expect(built.summaryText).toContain("OVERALL-GOAL")
@@ -193,9 +231,19 @@ describe("buildHandoffPayload: budget", () => {
 
   it("drops the least important sections first and records each omission", () => {
     const state = longThread(200)
-    const roomy = buildHandoffPayload(state, { fromOrdinal: 1, toOrdinal: 200, strategy: "full_thread_summary", budgetTokens: 64_000 })
+    const roomy = buildHandoffPayload(state, {
+      fromOrdinal: 1,
+      toOrdinal: 200,
+      strategy: "full_thread_summary",
+      budgetTokens: 64_000
+    })
     expect(roomy.payload.omitted).toEqual([])
-    const tight = buildHandoffPayload(state, { fromOrdinal: 1, toOrdinal: 200, strategy: "full_thread_summary", budgetTokens: 2_000 })
+    const tight = buildHandoffPayload(state, {
+      fromOrdinal: 1,
+      toOrdinal: 200,
+      strategy: "full_thread_summary",
+      budgetTokens: 2_000
+    })
     expect(tight.tokenEstimate).toBeLessThanOrEqual(2_000)
     const order = HandoffSectionKind.literals
     const omittedKinds = tight.payload.omitted.map((o) => o.section)
@@ -216,9 +264,20 @@ describe("buildHandoffPayload: budget", () => {
 
   it("clamps the budget into 1,024-64,000", () => {
     const state = longThread(50)
-    expect(buildHandoffPayload(state, { fromOrdinal: 1, toOrdinal: 50, strategy: "full_thread_summary", budgetTokens: 10 }).budgetTokens).toBe(1024)
-    expect(buildHandoffPayload(state, { fromOrdinal: 1, toOrdinal: 50, strategy: "full_thread_summary", budgetTokens: 1e9 }).budgetTokens).toBe(64_000)
-    const min = buildHandoffPayload(state, { fromOrdinal: 1, toOrdinal: 50, strategy: "full_thread_summary", budgetTokens: 10 })
+    expect(
+      buildHandoffPayload(state, { fromOrdinal: 1, toOrdinal: 50, strategy: "full_thread_summary", budgetTokens: 10 })
+        .budgetTokens
+    ).toBe(1024)
+    expect(
+      buildHandoffPayload(state, { fromOrdinal: 1, toOrdinal: 50, strategy: "full_thread_summary", budgetTokens: 1e9 })
+        .budgetTokens
+    ).toBe(64_000)
+    const min = buildHandoffPayload(state, {
+      fromOrdinal: 1,
+      toOrdinal: 50,
+      strategy: "full_thread_summary",
+      budgetTokens: 10
+    })
     expect(min.tokenEstimate).toBeLessThanOrEqual(1024)
     expect(min.summaryText).toContain("OVERALL-GOAL")
   })

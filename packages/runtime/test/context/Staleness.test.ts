@@ -2,10 +2,22 @@ import { describe, expect, it } from "@effect/vitest"
 import { defaultCapabilities, ProviderThreadId } from "@skein/domain"
 import { Schema } from "effect"
 import type { StalenessInput } from "../../src/context/index.js"
-import { defaultStalenessPolicy, newProviderThread, StalenessPolicy, stalenessReasons } from "../../src/context/index.js"
+import {
+  defaultStalenessPolicy,
+  newProviderThread,
+  StalenessPolicy,
+  stalenessReasons
+} from "../../src/context/index.js"
 import { AT, p, settings, THREAD } from "./builder.js"
 
-const pt = newProviderThread({ id: ProviderThreadId.make("pth_a"), threadId: THREAD, provider: p("alpha"), driver: "scripted", settings: settings("m1"), at: AT })
+const pt = newProviderThread({
+  id: ProviderThreadId.make("pth_a"),
+  threadId: THREAD,
+  provider: p("alpha"),
+  driver: "scripted",
+  settings: settings("m1"),
+  at: AT
+})
 
 const quiet: StalenessInput = {
   providerThread: pt,
@@ -23,7 +35,11 @@ const quiet: StalenessInput = {
 describe("StalenessPolicy", () => {
   it("decodes defaults and config overrides, and rejects nonsense", () => {
     expect(defaultStalenessPolicy).toEqual({ maxForeignRuns: 50, maxChainedHandoffs: 8, deltaBudgetFraction: 1 })
-    expect(Schema.decodeUnknownSync(StalenessPolicy)({ maxForeignRuns: 5 })).toEqual({ maxForeignRuns: 5, maxChainedHandoffs: 8, deltaBudgetFraction: 1 })
+    expect(Schema.decodeUnknownSync(StalenessPolicy)({ maxForeignRuns: 5 })).toEqual({
+      maxForeignRuns: 5,
+      maxChainedHandoffs: 8,
+      deltaBudgetFraction: 1
+    })
     expect(() => Schema.decodeUnknownSync(StalenessPolicy)({ maxChainedHandoffs: -1 })).toThrow()
     expect(() => Schema.decodeUnknownSync(StalenessPolicy)({ deltaBudgetFraction: 0 })).toThrow()
   })
@@ -32,7 +48,14 @@ describe("StalenessPolicy", () => {
     expect(stalenessReasons(quiet)).toEqual([])
     expect(stalenessReasons({ ...quiet, settings: settings(null) })).toEqual([])
     expect(stalenessReasons({ ...quiet, missingRuns: 50, chainedHandoffs: 8, deltaTokens: 16_000 })).toEqual([])
-    expect(stalenessReasons({ ...quiet, missingRuns: 0, capabilities: defaultCapabilities({ resume: false }), deltaTokens: 99_999 })).toEqual([])
+    expect(
+      stalenessReasons({
+        ...quiet,
+        missingRuns: 0,
+        capabilities: defaultCapabilities({ resume: false }),
+        deltaTokens: 99_999
+      })
+    ).toEqual([])
   })
 
   it.each([

@@ -181,14 +181,16 @@ export const simulateRun = (state: ThreadState, options: SimulateOptions): Simul
       statusReason: resolution.reasons.join(",")
     })
   }
-  let pt: ProviderThread = resolution.providerThread ?? newProviderThread({
-    id: ProviderThreadId.make(`pth_${options.provider}_${state.providerThreads.size + 1}`),
-    threadId: THREAD,
-    provider: p(options.provider),
-    driver: "scripted",
-    settings: options.settings ?? settings(),
-    at: AT
-  })
+  let pt: ProviderThread =
+    resolution.providerThread ??
+    newProviderThread({
+      id: ProviderThreadId.make(`pth_${options.provider}_${state.providerThreads.size + 1}`),
+      threadId: THREAD,
+      provider: p(options.provider),
+      driver: "scripted",
+      settings: options.settings ?? settings(),
+      at: AT
+    })
   if (resolution.providerThread === null) state.providerThreads.set(pt.id, pt)
 
   let handoff: ContextHandoff | null = null

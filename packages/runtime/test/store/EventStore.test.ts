@@ -16,18 +16,11 @@ import { join } from "node:path"
 import { Chunk, Effect, Either, Fiber, Option, Stream } from "effect"
 import { EventStore } from "../../src/store/EventStore.js"
 import { foldEvents, toThreadView } from "../../src/store/Projection.js"
-import {
-  itemContents,
-  makeItem,
-  makeRun,
-  makeThread,
-  makeTransfer,
-  sampleLog,
-  threadId
-} from "./builders.js"
+import { itemContents, makeItem, makeRun, makeThread, makeTransfer, sampleLog, threadId } from "./builders.js"
 import { dumpTables, storeLayer } from "./support.js"
 
-const withStore = <A, E>(effect: Effect.Effect<A, E, EventStore | SqlClient>) => effect.pipe(Effect.provide(storeLayer()))
+const withStore = <A, E>(effect: Effect.Effect<A, E, EventStore | SqlClient>) =>
+  effect.pipe(Effect.provide(storeLayer()))
 
 const created = (name: string, overrides: Parameters<typeof makeThread>[1] = {}) =>
   new ThreadCreated({ thread: makeThread(threadId(name), overrides) })
@@ -64,7 +57,8 @@ describe("EventStore", () => {
         expect(yield* store.loadThread(threadId("nope"))).toEqual(Option.none())
         expect(yield* store.threadView(threadId("nope"))).toEqual(Option.none())
       })
-    ))
+    )
+  )
 
   it.effect("listThreads filters by parent and root; getHandoff finds a handoff by id", () =>
     withStore(
@@ -88,7 +82,8 @@ describe("EventStore", () => {
         expect(yield* store.getHandoff(handoff.id)).toEqual(Option.some(handoff))
         expect(yield* store.getHandoff(ContextHandoffId.make("hof_missing"))).toEqual(Option.none())
       })
-    ))
+    )
+  )
 
   it.effect("activeRuns lists queued and running runs of every thread", () =>
     withStore(
@@ -103,7 +98,8 @@ describe("EventStore", () => {
         yield* store.append({ threadId: a, events: [new RunStarted({ run: running })] })
         expect(yield* store.activeRuns).toEqual([running, queued])
       })
-    ))
+    )
+  )
 
   it.effect("concurrent appends to one thread never interleave or reuse a sequence", () =>
     withStore(
@@ -118,20 +114,22 @@ describe("EventStore", () => {
         const results = yield* Effect.forEach(
           Array.from({ length: fibers }, (_, f) => f),
           (f) =>
-            Effect.forEach(Array.from({ length: appends }, (_, a) => a), (a) =>
-              Effect.zipRight(
-                Effect.yieldNow(),
-                store.append({
-                  threadId: t,
-                  events: Array.from(
-                    { length: perAppend },
-                    (_, k) =>
-                      new TurnItemRecorded({
-                        item: makeItem(run, f * 10_000 + a * 10 + k, itemContents(k)[1]!, `itm_${f}_${a}_${k}`)
-                      })
-                  )
-                })
-              )
+            Effect.forEach(
+              Array.from({ length: appends }, (_, a) => a),
+              (a) =>
+                Effect.zipRight(
+                  Effect.yieldNow(),
+                  store.append({
+                    threadId: t,
+                    events: Array.from(
+                      { length: perAppend },
+                      (_, k) =>
+                        new TurnItemRecorded({
+                          item: makeItem(run, f * 10_000 + a * 10 + k, itemContents(k)[1]!, `itm_${f}_${a}_${k}`)
+                        })
+                    )
+                  })
+                )
             ),
           { concurrency: "unbounded" }
         )
@@ -140,7 +138,9 @@ describe("EventStore", () => {
         expect(log.map((e) => e.threadSequence)).toEqual(Array.from({ length: total }, (_, i) => i + 1))
         expect(new Set(log.map((e) => e.sequence)).size).toBe(total)
         const byItem = new Map(
-          log.flatMap((e) => (e.event._tag === "TurnItemRecorded" ? [[e.event.item.id, e.threadSequence] as const] : []))
+          log.flatMap((e) =>
+            e.event._tag === "TurnItemRecorded" ? [[e.event.item.id, e.threadSequence] as const] : []
+          )
         )
         for (const stored of results.flat()) {
           const seqs = stored.map((e) => e.threadSequence)
@@ -153,7 +153,8 @@ describe("EventStore", () => {
         expect(state.items.get(run.id)!.length).toBe(fibers * appends * perAppend)
         expect(state).toEqual(foldEvents(log.map((e) => e.event)))
       })
-    ))
+    )
+  )
 
   it.effect("a failing append leaves no event, projection row or receipt behind", () =>
     withStore(
@@ -191,7 +192,8 @@ describe("EventStore", () => {
         const next = yield* store.append({ threadId: b, events: [new RunStarted({ run: runB })] })
         expect(next[0]!.threadSequence).toBe(2)
       })
-    ))
+    )
+  )
 
   it.effect("a duplicate receipt fails the whole append", () =>
     withStore(
@@ -208,7 +210,8 @@ describe("EventStore", () => {
         expect(error.detail).toMatch(/UNIQUE constraint failed: receipts\.command_id/)
         expect(yield* dumpTables()).toEqual(before)
       })
-    ))
+    )
+  )
 
   it.effect("refuses a first event other than ThreadCreated, and thread events for another thread", () =>
     withStore(
@@ -222,7 +225,8 @@ describe("EventStore", () => {
         expect(yield* store.readEvents(t, 0, 10)).toEqual([])
         expect(yield* dumpTables(["threads", "runs", "events"])).toEqual({ threads: [], runs: [], events: [] })
       })
-    ))
+    )
+  )
 
   it.effect("receipts: the stored result comes back with its method and payload hash", () =>
     withStore(
@@ -248,9 +252,12 @@ describe("EventStore", () => {
           events: [],
           receipt: { commandId: quiet, method: "run.interrupt", payloadHash: "h", result: null }
         })
-        expect(yield* store.receipt(quiet)).toEqual(Option.some({ method: "run.interrupt", payloadHash: "h", result: null }))
+        expect(yield* store.receipt(quiet)).toEqual(
+          Option.some({ method: "run.interrupt", payloadHash: "h", result: null })
+        )
       })
-    ))
+    )
+  )
 
   it.live("events() replays then follows live appends with no gap or duplicate", () =>
     withStore(
@@ -294,7 +301,8 @@ describe("EventStore", () => {
         const fromLog = yield* store.readEvents(t, 0, total)
         expect(all).toEqual(fromLog)
       })
-    ))
+    )
+  )
 
   it.effect("corrupt rows surface as StorageError naming the row", () =>
     withStore(
@@ -303,7 +311,10 @@ describe("EventStore", () => {
         const sql = yield* SqlClient
         const t = threadId("c")
         yield* store.append({ threadId: t, events: sampleLog(t) })
-        yield* sql.unsafe("UPDATE events SET payload = ? WHERE thread_id = ? AND thread_sequence = 2", ['{"_tag":"RunStarted","run":{}}', t])
+        yield* sql.unsafe("UPDATE events SET payload = ? WHERE thread_id = ? AND thread_sequence = 2", [
+          '{"_tag":"RunStarted","run":{}}',
+          t
+        ])
         const readError = yield* Effect.flip(store.readEvents(t, 0, 100))
         expect(readError._tag).toBe("StorageError")
         expect(readError.detail).toContain("event 2 of thread thr_c is not a valid thread event")
@@ -315,7 +326,8 @@ describe("EventStore", () => {
         const loadError = yield* Effect.flip(store.loadThread(t))
         expect(loadError.detail).toMatch(/thread thr_c: run row 1 holds invalid JSON/)
       })
-    ))
+    )
+  )
 })
 
 describe("Database", () => {
@@ -341,7 +353,8 @@ describe("Database", () => {
       expect(Option.getOrThrow(state)).toEqual(foldEvents(log))
       expect(journal[0]!.journal_mode).toBe("wal")
       expect(migrations[0]!.n).toBe(1)
-    }).pipe(Effect.scoped))
+    }).pipe(Effect.scoped)
+  )
 
   it.effect("an unusable path fails with a StorageError naming it", () =>
     Effect.gen(function* () {
@@ -355,5 +368,6 @@ describe("Database", () => {
         expect(result.left._tag).toBe("StorageError")
         expect(result.left.detail).toContain(file)
       }
-    }).pipe(Effect.scoped))
+    }).pipe(Effect.scoped)
+  )
 })

@@ -24,7 +24,14 @@ type Scenario = typeof scenario extends fc.Arbitrary<infer A> ? A : never
 
 const logsOf = (s: Scenario) => {
   const ids = s.threads.map((_, i) => ThreadId.make(`thr_p${i}`))
-  return ids.map((id, i) => ({ id, log: buildLog(id, s.threads[i]!, ids.filter((other) => other !== id)) }))
+  return ids.map((id, i) => ({
+    id,
+    log: buildLog(
+      id,
+      s.threads[i]!,
+      ids.filter((other) => other !== id)
+    )
+  }))
 }
 
 /** The append calls: each thread's log cut into batches, threads interleaved as `order` says. */

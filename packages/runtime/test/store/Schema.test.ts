@@ -21,7 +21,17 @@ import { sampleLog, threadId } from "./builders.js"
 const roundTrip = <A, I>(schema: Schema.Schema<A, I>, value: A): A =>
   Schema.decodeUnknownSync(schema)(JSON.parse(JSON.stringify(Schema.encodeSync(schema)(value))))
 
-const entities = { AppThread, Run, TurnItem, ProviderThread, ContextTransfer, ContextHandoff, Checkpoint, ThreadEvent, StoredEvent }
+const entities = {
+  AppThread,
+  Run,
+  TurnItem,
+  ProviderThread,
+  ContextTransfer,
+  ContextHandoff,
+  Checkpoint,
+  ThreadEvent,
+  StoredEvent
+}
 
 describe("Schema round trips", () => {
   for (const [name, schema] of Object.entries(entities)) {
@@ -90,7 +100,10 @@ describe("Schema round trips", () => {
 
   it("an invalid entity is refused with a StorageError, not a defect", () => {
     const [created] = sampleLog(threadId("bad"))
-    const bad = { ...created!, thread: { ...(created as { thread: AppThread }).thread, title: 42 } } as unknown as ThreadEvent
+    const bad = {
+      ...created!,
+      thread: { ...(created as { thread: AppThread }).thread, title: 42 }
+    } as unknown as ThreadEvent
     const result = encodeEvent(bad)
     expect(Either.isLeft(result)).toBe(true)
     if (Either.isLeft(result)) expect(result.left.detail).toMatch(/cannot store an invalid ThreadCreated event/)

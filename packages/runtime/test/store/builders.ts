@@ -83,10 +83,16 @@ export const itemContents = (n: number): ReadonlyArray<TurnItemContent> => [
   { type: "user_message", text: `hello ${n}` },
   { type: "assistant_message", text: `ok ${n}` },
   { type: "reasoning", text: "thinking" },
-  { type: "tool_call", name: "grep", input: "{\"q\":1}", output: null },
+  { type: "tool_call", name: "grep", input: '{"q":1}', output: null },
   { type: "command_execution", command: "npm test", exitCode: 1, output: "1 failed" },
   { type: "file_change", path: "src/a.ts", kind: "modify", summary: "+1 -1" },
-  { type: "plan", steps: [{ text: "a", status: "completed" }, { text: "b", status: "pending" }] },
+  {
+    type: "plan",
+    steps: [
+      { text: "a", status: "completed" },
+      { text: "b", status: "pending" }
+    ]
+  },
   { type: "approval_request", approvalId: ApprovalId.make(`apr_${n}`), question: "may I?", status: "open" },
   { type: "error", message: "boom", code: null },
   { type: "handoff_context", handoffId: ContextHandoffId.make(`hof_${n}`), delivery: "developer", text: "context" }
@@ -234,7 +240,11 @@ const endStatuses: ReadonlyArray<RunStatus> = ["completed", "failed", "interrupt
  * updates only of entities that exist, every id unique. `peers` are other threads a
  * transfer may come from.
  */
-export const buildLog = (id: ThreadId, ops: ReadonlyArray<Op>, peers: ReadonlyArray<ThreadId> = []): Array<ThreadEvent> => {
+export const buildLog = (
+  id: ThreadId,
+  ops: ReadonlyArray<Op>,
+  peers: ReadonlyArray<ThreadId> = []
+): Array<ThreadEvent> => {
   let thread = makeThread(id)
   const events: Array<ThreadEvent> = [new ThreadCreated({ thread })]
   const runs: Array<Run> = []
@@ -322,7 +332,11 @@ export const buildLog = (id: ThreadId, ops: ReadonlyArray<Op>, peers: ReadonlyAr
       case "checkpoint": {
         const run = pick(runs, op.pick)
         if (run === undefined) break
-        events.push(new CheckpointRecorded({ checkpoint: makeCheckpoint(run, { status: op.pick % 3 === 0 ? "pending" : "ready" }) }))
+        events.push(
+          new CheckpointRecorded({
+            checkpoint: makeCheckpoint(run, { status: op.pick % 3 === 0 ? "pending" : "ready" })
+          })
+        )
         break
       }
       case "threadUpdated": {

@@ -23,7 +23,11 @@ export interface HostServerOptions {
 }
 
 /** The host's own routes. */
-export const HostRoutes = HttpLayerRouter.add("GET", "/health", HttpServerResponse.json({ status: "ok", app: "example-host" }))
+export const HostRoutes = HttpLayerRouter.add(
+  "GET",
+  "/health",
+  HttpServerResponse.json({ status: "ok", app: "example-host" })
+)
 
 /** The whole host: its routes and Skein on one router, served on host:port (0 = a free port). */
 export const hostServerLayer = (options: HostServerOptions) =>
@@ -40,20 +44,26 @@ export const hostServerLayer = (options: HostServerOptions) =>
     ),
     { disableLogger: true, disableListenLog: true }
   ).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(() => Http.createServer(), { host: options.host ?? "127.0.0.1", port: options.port ?? 0 }))
+    Layer.provideMerge(
+      NodeHttpServer.layer(() => Http.createServer(), { host: options.host ?? "127.0.0.1", port: options.port ?? 0 })
+    )
   )
 
 /** Prints `example host listening on http://HOST:PORT` once it accepts connections. */
 const announce = Layer.effectDiscard(
   HttpServer.addressWith((address) =>
-    Console.log(`example host listening on http://${address._tag === "TcpAddress" ? `${address.hostname}:${address.port}` : address.path}`)
+    Console.log(
+      `example host listening on http://${address._tag === "TcpAddress" ? `${address.hostname}:${address.port}` : address.path}`
+    )
   )
 )
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const dataDir = process.env["SKEIN_HOME"] ?? Path.join(Os.tmpdir(), "skein-example-host")
   announce.pipe(
-    Layer.provideMerge(hostServerLayer({ port: Number(process.argv[2] ?? 8080), dataDir, dbPath: Path.join(dataDir, "skein.db") })),
+    Layer.provideMerge(
+      hostServerLayer({ port: Number(process.argv[2] ?? 8080), dataDir, dbPath: Path.join(dataDir, "skein.db") })
+    ),
     Layer.launch,
     NodeRuntime.runMain
   )
