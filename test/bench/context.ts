@@ -170,8 +170,17 @@ export async function run(): Promise<void> {
   const states = [100, 1_000, 10_000].map((runs) => [runs, threadOf(runs)] as const)
   // Warm the JIT on every size first, so that the first size measured is not penalised.
   for (let i = 0; i < 100; i++) for (const [, state] of states) resolveAndBuildDelta(state)
-  for (const [runs, state] of states) {
-    const ms = timeIt(300, () => resolveAndBuildDelta(state))
+  // Sizes take turns, so that GC and machine noise fall on all of them alike.
+  const samples = new Map<number, Array<number>>(states.map(([runs]) => [runs, []]))
+  for (let i = 0; i < 300; i++) {
+    for (const [runs, state] of states) {
+      const start = performance.now()
+      resolveAndBuildDelta(state)
+      samples.get(runs)!.push(performance.now() - start)
+    }
+  }
+  for (const [runs] of states) {
+    const ms = p50(samples.get(runs)!)
     figures.set(runs, ms)
     console.log(`  ${String(runs).padStart(6)} runs: ${ms.toFixed(3)} ms`)
   }
