@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName, ThreadId } from "@skein/domain"
-import { Chunk, Effect, Either, Fiber, Stream } from "effect"
+import { Chunk, Effect, Either, Exit, Fiber, Scope, Stream } from "effect"
 import { inTempRuntime, isAlive, waitFor } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
@@ -262,6 +262,38 @@ describe("thread actors", () => {
           o.respondApproval({ threadId: thread.id, approvalId: request.approvalId, decision: "accept" })
         )
         expect(Either.isLeft(again) && again.left._tag).toBe("ApprovalNotFound")
+      })
+    )
+  })
+
+  it("follow: replay then live to a callback, in order, no gap or duplicate, until its scope closes", async () => {
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        yield* o.startRun({ threadId: thread.id, provider: alpha, message: "one", wait: true })
+        const seen: Array<number> = []
+        const scope = yield* Scope.make()
+        // Runs race the replay: a second run starts while the follower is attaching.
+        const racing = yield* Effect.fork(
+          o.startRun({ threadId: thread.id, provider: beta, message: "two", wait: true })
+        )
+        yield* o
+          .follow(thread.id, 2, (events) => {
+            for (const e of events) seen.push(e.threadSequence)
+          })
+          .pipe(Scope.extend(scope))
+        yield* Fiber.join(racing)
+        const total = (yield* o.events(thread.id, 0).pipe(
+          Stream.takeUntil((e) => e.event._tag === "CheckpointRecorded" && e.event.checkpoint.runOrdinal === 2),
+          Stream.runCollect
+        )).length
+        expect(seen).toEqual(Array.from({ length: total - 2 }, (_, i) => i + 3))
+        yield* Scope.close(scope, Exit.void)
+        const before = seen.length
+        yield* o.startRun({ threadId: thread.id, provider: alpha, message: "three", wait: true })
+        expect(seen.length).toBe(before)
+        const missing = yield* Effect.either(Effect.scoped(o.follow("thr_nope" as ThreadId, 0, () => {})))
+        expect(Either.isLeft(missing) && missing.left._tag).toBe("ThreadNotFound")
       })
     )
   })

@@ -25,7 +25,7 @@ import type {
   ContextHandoffId
 } from "@skein/domain"
 import { Context } from "effect"
-import type { Effect, Schema, Stream } from "effect"
+import type { Effect, Schema, Scope, Stream } from "effect"
 
 type Payload<F extends Schema.Struct.Fields> = Schema.Struct.Type<F>
 
@@ -38,6 +38,16 @@ export interface OrchestratorShape {
   }) => Effect.Effect<ReadonlyArray<AppThread>, SkeinError>
   /** Replays the thread's events after `fromSequence` (a per-thread sequence), then follows live ones. */
   readonly events: (threadId: ThreadId, fromSequence?: number) => Stream.Stream<StoredEvent, SkeinError>
+  /**
+   * The same events, handed to a plain callback while the scope is open: live batches
+   * arrive synchronously right after their commit, so a server can fan them out to
+   * many followers without a fiber per follower.
+   */
+  readonly follow: (
+    threadId: ThreadId,
+    fromSequence: number,
+    onEvents: (events: ReadonlyArray<StoredEvent>) => void
+  ) => Effect.Effect<void, SkeinError, Scope.Scope>
   readonly startRun: (input: Payload<typeof StartRunFields>) => Effect.Effect<RunView, SkeinError>
   readonly interruptRun: (input: Payload<typeof InterruptRunFields>) => Effect.Effect<Run, SkeinError>
   readonly forkThread: (

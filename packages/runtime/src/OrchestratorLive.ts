@@ -96,12 +96,23 @@ export const makeOrchestrator = Effect.gen(function* () {
       return yield* Deferred.await(ticket.done)
     })
 
+  /** A thread exists once its first event (ThreadCreated) is in the log. */
+  const ensureThread = (threadId: ThreadId) =>
+    store
+      .readEvents(threadId, 0, 1)
+      .pipe(
+        Effect.flatMap((first) => (first.length === 0 ? Effect.fail(new ThreadNotFound({ threadId })) : Effect.void))
+      )
+
   const events: OrchestratorShape["events"] = (threadId, fromSequence) =>
     Stream.unwrap(
-      threadView(threadId).pipe(
+      ensureThread(threadId).pipe(
         Effect.as(store.events(threadId, fromSequence ?? 0) as Stream.Stream<StoredEvent, SkeinError>)
       )
     )
+
+  const follow: OrchestratorShape["follow"] = (threadId, fromSequence, onEvents) =>
+    Effect.zipRight(ensureThread(threadId), store.follow(threadId, fromSequence, onEvents))
 
   const listProviders: OrchestratorShape["listProviders"] = Effect.gen(function* () {
     const live = yield* sessions.list
@@ -137,6 +148,7 @@ export const makeOrchestrator = Effect.gen(function* () {
     getThread: threadView,
     listThreads: (filter) => store.listThreads(filter),
     events,
+    follow,
     startRun,
     interruptRun,
     forkThread: () => notSupported("thread.fork"),

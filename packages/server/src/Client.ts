@@ -40,7 +40,12 @@ export const makeSkeinClient = (options: SkeinClientOptions): Effect.Effect<Skei
         )
       }).pipe(Layer.provide(NodeSocket.layerWebSocket(clientUrl(options))), Layer.provide(RpcSerialization.layerJson))
     )
-    return yield* RpcClient.make(SkeinRpcs, { disableTracing: true }).pipe(Effect.provide(protocol))
+    // The server never waits for chunk acknowledgements (it streams events without
+    // them), so the client does not send any.
+    const socket = Context.get(protocol, RpcClient.Protocol)
+    return yield* RpcClient.make(SkeinRpcs, { disableTracing: true }).pipe(
+      Effect.provideService(RpcClient.Protocol, { ...socket, supportsAck: false })
+    )
   })
 
 export class SkeinClient extends Context.Tag("@skein/server/SkeinClient")<SkeinClient, SkeinClientShape>() {

@@ -12,14 +12,22 @@
  */
 import { RpcMessage, RpcSerialization, RpcServer } from "@effect/rpc"
 import { InvalidInput, SkeinError, SkeinRpcs, Unauthorized } from "@skein/domain"
-import { ServerRpcs } from "./ServerRpcs.js"
-import { Effect, Mailbox, ParseResult, Schema } from "effect"
+import { encodeSharedStoredEvent, ServerRpcs } from "./ServerRpcs.js"
+import type { StoredEvent, ThreadId } from "@skein/domain"
+import type { Orchestrator } from "@skein/runtime"
+import { Array as Arr, Effect, Exit, Fiber, FiberId, Mailbox, ParseResult, Schema, Scope } from "effect"
 
 export const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
 
 export interface GuardedProtocolOptions {
   /** Largest accepted frame in bytes (default 4 MiB). */
   readonly maxFrameBytes?: number | undefined
+  /**
+   * Serves `thread.events` here instead of through the RPC server: each follower is a
+   * callback that writes frames as events commit, with no fiber or stream per follower
+   * (see `Orchestrator.follow`). Without it, `thread.events` goes through the RPC server.
+   */
+  readonly follow?: Orchestrator["Type"]["follow"] | undefined
 }
 
 /** One client connection as the transport sees it. */
@@ -59,6 +67,15 @@ const failure = (requestId: string, error: SkeinError): FromServer => ({
 })
 
 const defect = (message: string): FromServer => RpcMessage.ResponseDefectEncoded(message)
+
+const encodeExit = Schema.encodeSync(
+  Schema.Exit({ success: Schema.Unknown, failure: Schema.Unknown, defect: Schema.Defect })
+)
+const interrupted = (requestId: string): FromServer => ({
+  _tag: "Exit",
+  requestId,
+  exit: encodeExit(Exit.interrupt(FiberId.none)) as never
+})
 
 const frameBytes = (frame: string | Uint8Array): number =>
   typeof frame === "string" ? Buffer.byteLength(frame, "utf8") : frame.byteLength
@@ -125,6 +142,7 @@ export const screenMessage = (
 export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effect.Effect<GuardedProtocol> =>
   Effect.gen(function* () {
     const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
+    const follow = options.follow
     const parser = RpcSerialization.json.unsafeMake()
     // Stream chunks fan out to every follower of a thread with the same encoded values
     // (see ServerRpcs): serialise each value once and splice it into each frame.
@@ -173,6 +191,39 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
           Effect.suspend(() => connection.write(encodeFrame(response)))
         clients.set(id, send)
 
+        // thread.events followers of this connection, by request id.
+        const follows = new Map<string, { readonly scope: Scope.CloseableScope; fiber?: Fiber.RuntimeFiber<void> }>()
+        const unfollow = (requestId: string) =>
+          Effect.suspend(() => {
+            const entry = follows.get(requestId)
+            if (entry === undefined) return Effect.void
+            follows.delete(requestId)
+            return Scope.close(entry.scope, Exit.void).pipe(
+              Effect.zipRight(entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void),
+              Effect.asVoid
+            )
+          })
+        const startFollow = (request: Extract<FromClient, { readonly _tag: "Request" }>) =>
+          Effect.gen(function* () {
+            const payload = request.payload as { readonly threadId: ThreadId; readonly fromSequence?: number }
+            const scope = yield* Scope.make()
+            const entry: { readonly scope: Scope.CloseableScope; fiber?: Fiber.RuntimeFiber<void> } = { scope }
+            follows.set(request.id, entry)
+            const onEvents = (events: ReadonlyArray<StoredEvent>) => {
+              if (follows.get(request.id) !== entry || !Arr.isNonEmptyReadonlyArray(events)) return
+              // Synchronous while the socket is open, so frames leave in commit order.
+              Effect.runFork(
+                send({ _tag: "Chunk", requestId: request.id, values: Arr.map(events, encodeSharedStoredEvent) })
+              )
+            }
+            // The replay reads the log: off the connection's frame loop.
+            entry.fiber = yield* follow!(payload.threadId, payload.fromSequence ?? 0, onEvents).pipe(
+              Scope.extend(scope),
+              Effect.catchAll((error) => unfollow(request.id).pipe(Effect.zipRight(send(failure(request.id, error))))),
+              Effect.forkDaemon
+            )
+          })
+
         const onFrame = (frame: string | Uint8Array): Effect.Effect<void> =>
           Effect.suspend(() => {
             const size = frameBytes(frame)
@@ -197,6 +248,13 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
                 const screened = screenMessage(message, connection.authorized)
                 if (screened._tag === "Reply") return send(screened.reply)
                 const forwarded = screened.message
+                if (follow !== undefined) {
+                  if (forwarded._tag === "Request" && forwarded.tag === "thread.events") return startFollow(forwarded)
+                  if (forwarded._tag === "Ack" && follows.has(forwarded.requestId)) return Effect.void
+                  if (forwarded._tag === "Interrupt" && follows.has(forwarded.requestId)) {
+                    return unfollow(forwarded.requestId).pipe(Effect.zipRight(send(interrupted(forwarded.requestId))))
+                  }
+                }
                 return writeRequest(
                   id,
                   forwarded._tag === "Request"
@@ -209,8 +267,9 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
           })
 
         const close = Effect.suspend(() => {
-          if (!clients.delete(id)) return Effect.void
-          return Effect.asVoid(disconnects.offer(id))
+          const ending = Effect.forEach(Array.from(follows.keys()), unfollow, { discard: true })
+          if (!clients.delete(id)) return ending
+          return ending.pipe(Effect.zipRight(disconnects.offer(id)), Effect.asVoid)
         })
         return { id, onFrame, close }
       })

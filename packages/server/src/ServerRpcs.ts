@@ -11,6 +11,16 @@ import { ParseResult, Schema } from "effect"
 const encodeStoredEvent = Schema.encodeSync(StoredEvent)
 const encoded = new WeakMap<StoredEvent, typeof StoredEvent.Encoded>()
 
+/** The encoded form of a stored event, computed once per event object. */
+export const encodeSharedStoredEvent = (event: StoredEvent): typeof StoredEvent.Encoded => {
+  let json = encoded.get(event)
+  if (json === undefined) {
+    json = encodeStoredEvent(event)
+    encoded.set(event, json)
+  }
+  return json
+}
+
 /** `StoredEvent` with a memoised encoding (decoding is the domain schema's). */
 export const SharedStoredEvent: Schema.Schema<StoredEvent, typeof StoredEvent.Encoded> = Schema.transformOrFail(
   Schema.encodedSchema(StoredEvent),
@@ -18,14 +28,7 @@ export const SharedStoredEvent: Schema.Schema<StoredEvent, typeof StoredEvent.En
   {
     strict: true,
     decode: (input) => ParseResult.decodeUnknown(StoredEvent)(input),
-    encode: (event) => {
-      let json = encoded.get(event)
-      if (json === undefined) {
-        json = encodeStoredEvent(event)
-        encoded.set(event, json)
-      }
-      return ParseResult.succeed(json)
-    }
+    encode: (event) => ParseResult.succeed(encodeSharedStoredEvent(event))
   }
 )
 

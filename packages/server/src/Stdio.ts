@@ -3,7 +3,7 @@
  * RPC message per line on stdin, one per line on stdout. The parent process is
  * trusted (no token); frame limits and screening are the same as over WebSocket.
  */
-import type { Orchestrator } from "@skein/runtime"
+import { Orchestrator } from "@skein/runtime"
 import { Effect, Layer, Stream } from "effect"
 import type { Scope } from "effect"
 import { makeGuardedProtocol, runSkeinRpcServer } from "./GuardedProtocol.js"
@@ -20,7 +20,8 @@ export interface StdioOptions<E, R> {
 /** Serves the RPC until stdin ends. */
 export const serveStdio = <E, R>(options: StdioOptions<E, R>): Effect.Effect<void, E, Orchestrator | Scope.Scope | R> =>
   Effect.gen(function* () {
-    const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes })
+    const orchestrator = yield* Orchestrator
+    const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes, follow: orchestrator.follow })
     const handlers = yield* Layer.build(SkeinRpcHandlers)
     yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))
     const connection = yield* guarded.connect({ authorized: true, write: options.writeLine })

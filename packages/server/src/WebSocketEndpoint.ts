@@ -4,7 +4,7 @@
  */
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import type { Orchestrator } from "@skein/runtime"
+import { Orchestrator } from "@skein/runtime"
 import { Deferred, Effect, Layer } from "effect"
 import type { Scope } from "effect"
 import { isAuthorized } from "./Auth.js"
@@ -27,7 +27,8 @@ export const makeWebSocketEndpoint = (
   options: EndpointOptions = {}
 ): Effect.Effect<HttpApp.Default, never, Orchestrator | Scope.Scope> =>
   Effect.gen(function* () {
-    const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes })
+    const orchestrator = yield* Orchestrator
+    const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes, follow: orchestrator.follow })
     const handlers = yield* Layer.build(SkeinRpcHandlers)
     yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))
     // When the scope closes, every open connection ends first (its socket closes),

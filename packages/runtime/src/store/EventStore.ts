@@ -16,7 +16,8 @@ import {
   type ThreadId,
   type ThreadView
 } from "@skein/domain"
-import { Chunk, Clock, Context, Effect, Either, Layer, Option, PubSub, Stream } from "effect"
+import { Clock, Context, Effect, Either, Layer, Option, Stream } from "effect"
+import type { Scope } from "effect"
 import { describeError, fromSqlError } from "./Codec.js"
 import { decodeEvent, encodeEvent, type StoredForm } from "./EventCodec.js"
 import { toThreadView } from "./Projection.js"
@@ -93,6 +94,16 @@ export interface EventStoreShape {
    * appended: in order, without gap or duplicate. Never ends on its own.
    */
   readonly events: (threadId: ThreadId, afterThreadSequence: number) => Stream.Stream<StoredEvent, StorageError>
+  /**
+   * The same, delivered to a plain callback for as long as the scope is open: batches
+   * in order, without gap or duplicate, the live ones synchronously right after their
+   * commit. For fan-out to many followers at once (no fiber per follower).
+   */
+  readonly follow: (
+    threadId: ThreadId,
+    afterThreadSequence: number,
+    onEvents: (events: ReadonlyArray<StoredEvent>) => void
+  ) => Effect.Effect<void, StorageError, Scope.Scope>
   /** Runs that are queued or running (after a crash: the ones to end as interrupted). */
   readonly activeRuns: Effect.Effect<ReadonlyArray<Run>, StorageError>
   /** Clears the projection tables and refolds the whole log into them, in one transaction. */
@@ -125,8 +136,18 @@ const checkEvents = (threadId: ThreadId, events: ReadonlyArray<ThreadEvent>): St
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient
-  const live = yield* PubSub.unbounded<ReadonlyArray<StoredEvent>>()
-  yield* Effect.addFinalizer(() => PubSub.shutdown(live))
+  // Live followers, by thread: a commit notifies only the followers of its thread.
+  const listeners = new Map<ThreadId, Set<(events: ReadonlyArray<StoredEvent>) => void>>()
+  const notify = (threadId: ThreadId, stored: ReadonlyArray<StoredEvent>) =>
+    Effect.sync(() => {
+      for (const listener of listeners.get(threadId) ?? []) {
+        try {
+          listener(stored)
+        } catch (error) {
+          console.error(`skein: an event follower of thread ${threadId} failed: ${describeError(error)}`)
+        }
+      }
+    })
   // One writer at a time, from the transaction to the publication, so that live
   // followers receive each thread's events in sequence order.
   const writer = yield* Effect.makeSemaphore(1)
@@ -208,7 +229,7 @@ const make = Effect.gen(function* () {
           insertEvents(threadId, input, forms, resultJson).pipe(
             sql.withTransaction,
             Effect.mapError(fromSqlError(`cannot append ${input.events.length} event(s) to thread ${threadId}`)),
-            Effect.tap((stored) => (stored.length > 0 ? PubSub.publish(live, stored) : Effect.void))
+            Effect.tap((stored) => (stored.length > 0 ? notify(threadId, stored) : Effect.void))
           )
         )
       )
@@ -274,32 +295,45 @@ const make = Effect.gen(function* () {
         )
       )
 
+  const follow = (
+    threadId: ThreadId,
+    afterThreadSequence: number,
+    onEvents: (events: ReadonlyArray<StoredEvent>) => void
+  ): Effect.Effect<void, StorageError, Scope.Scope> =>
+    Effect.gen(function* () {
+      let last = afterThreadSequence
+      const deliver = (batch: ReadonlyArray<StoredEvent>) => {
+        const fresh = batch.filter((event) => event.threadSequence > last)
+        if (fresh.length === 0) return
+        last = fresh[fresh.length - 1]!.threadSequence
+        onEvents(fresh)
+      }
+      // Listen before reading the log: what commits from now on is buffered, what
+      // committed before is in the log; `last` drops what both hold.
+      let buffered: Array<StoredEvent> | null = []
+      const listener = (batch: ReadonlyArray<StoredEvent>) => (buffered ? buffered.push(...batch) : deliver(batch))
+      const set = listeners.get(threadId) ?? new Set()
+      listeners.set(threadId, set.add(listener))
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          set.delete(listener)
+          if (set.size === 0 && listeners.get(threadId) === set) listeners.delete(threadId)
+        })
+      )
+      for (;;) {
+        const page = yield* readEvents(threadId, last, replayPageSize)
+        deliver(page)
+        if (page.length < replayPageSize) break
+      }
+      const pending = buffered
+      buffered = null
+      deliver(pending)
+    })
+
   const events = (threadId: ThreadId, afterThreadSequence: number): Stream.Stream<StoredEvent, StorageError> =>
-    Stream.unwrapScoped(
-      Effect.gen(function* () {
-        // Subscribe before reading the log: whatever commits after this point is also
-        // published to us, and whatever committed before is in the log.
-        const subscription = yield* PubSub.subscribe(live)
-        let last = afterThreadSequence
-        const fresh = (event: StoredEvent) => {
-          if (event.threadSequence <= last) return false
-          last = event.threadSequence
-          return true
-        }
-        const replay = Stream.paginateChunkEffect(afterThreadSequence, (after) =>
-          Effect.map(readEvents(threadId, after, replayPageSize), (page) => {
-            const next = page[page.length - 1]
-            return [
-              Chunk.unsafeFromArray(page as Array<StoredEvent>),
-              page.length < replayPageSize || next === undefined ? Option.none() : Option.some(next.threadSequence)
-            ] as const
-          })
-        )
-        const following = Stream.fromQueue(subscription).pipe(
-          Stream.mapConcat((batch) => (batch[0]?.threadId === threadId ? batch : []))
-        )
-        return Stream.concat(replay, following).pipe(Stream.filter(fresh))
-      })
+    Stream.asyncPush<StoredEvent, StorageError>(
+      (emit) => follow(threadId, afterThreadSequence, (batch) => void emit.array(batch)),
+      { bufferSize: "unbounded" }
     )
 
   const activeRuns = activeRunRows(sql)
@@ -344,6 +378,7 @@ const make = Effect.gen(function* () {
     getHandoff: (id) => handoffRow(sql, id),
     readEvents,
     events,
+    follow,
     activeRuns,
     rebuildProjections
   })
