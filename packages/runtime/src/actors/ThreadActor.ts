@@ -140,7 +140,6 @@ export const makeThreadActor = (
               Effect.tap((stored) =>
                 Effect.sync(() => {
                   for (const e of stored) state = applyEvent(state, e.event)
-                  state.lastThreadSequence = stored[stored.length - 1]!.threadSequence
                 })
               ),
               Effect.asVoid
@@ -397,5 +396,3 @@ export const makeThreadActor = (
       active: Effect.sync(() => (current ? Option.some(ticketOf(current)) : Option.none()))
     } satisfies ThreadActor
   })
-
-export { StopRun }
