@@ -13,13 +13,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { performance } from "node:perf_hooks"
 import { removeDir, tempDir } from "../support/runtime.js"
-
-const nowMs = () => performance.timeOrigin + performance.now()
-
-const percentile = (values: ReadonlyArray<number>, p: number): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
-}
+import { nowMs, percentile } from "./stats.js"
 
 const fmt = (n: number, digits = 2) => n.toFixed(digits)
 

@@ -15,6 +15,7 @@ import {
 } from "@skein/domain"
 import type { ThreadState } from "@skein/runtime"
 import { buildHandoffPayload, defaultStalenessPolicy, emptyThreadState, resolveStartContext } from "@skein/runtime"
+import { percentile } from "./stats.js"
 
 const AT = "2026-01-01T00:00:00.000Z"
 const GAP = 20
@@ -126,10 +127,7 @@ const threadOf = (runs: number): ThreadState => {
   return state
 }
 
-const p50 = (samples: Array<number>): number => {
-  const sorted = [...samples].sort((x, y) => x - y)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
+const p50 = (samples: ReadonlyArray<number>): number => percentile(samples, 50)
 
 const timeIt = (iterations: number, f: () => void): number => {
   for (let i = 0; i < Math.min(10, iterations); i++) f() // warm-up

@@ -16,9 +16,7 @@ import { demoRegistryLayer, makeSkeinClient, serveWebSocket } from "@skein/serve
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
 import WebSocket from "ws"
 import { Context, Deferred, Effect, Exit, Layer } from "effect"
-
-const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
-  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+import { nowMs as now, percentile } from "./stats.js"
 
 const bench = Effect.gen(function* () {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-bench-server-"))
@@ -124,8 +122,6 @@ const bench = Effect.gen(function* () {
 
 type WorkerMessage =
   { readonly tag: "ready" } | { readonly tag: "done"; readonly seen: ReadonlyArray<ReadonlyArray<[number, number]>> }
-
-const now = () => performance.timeOrigin + performance.now()
 
 /**
  * The worker side: `count` raw WebSocket clients follow the thread and note when each

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Scope, Stream } from "effect"
 import { LineProcess, scopedEnv } from "../src/process/LineProcess.js"
+import { isAlive } from "./support.js"
 
 const node = (script: string, extra: { env?: Record<string, string>; graceMs?: number } = {}) =>
   LineProcess.spawn({
@@ -14,15 +15,6 @@ const node = (script: string, extra: { env?: Record<string, string>; graceMs?: n
     graceMs: extra.graceMs,
     provider: "test"
   })
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 const ECHO = `
 let buf = ""
@@ -104,9 +96,9 @@ describe("LineProcess", () => {
     Effect.gen(function* () {
       const scope = yield* Scope.make()
       const proc = yield* Scope.extend(node(ECHO), scope)
-      expect(alive(proc.pid)).toBe(true)
+      expect(isAlive(proc.pid)).toBe(true)
       yield* Scope.close(scope, Exit.void)
-      expect(alive(proc.pid)).toBe(false)
+      expect(isAlive(proc.pid)).toBe(false)
     })
   )
 
@@ -127,7 +119,7 @@ describe("LineProcess", () => {
       const started = Date.now()
       yield* Scope.close(scope, Exit.void)
       const elapsed = Date.now() - started
-      expect(alive(proc.pid)).toBe(false)
+      expect(isAlive(proc.pid)).toBe(false)
       expect(yield* proc.exited).toEqual({ code: null, signal: "SIGKILL" })
       expect(elapsed).toBeGreaterThanOrEqual(250)
       expect(elapsed).toBeLessThan(3000)

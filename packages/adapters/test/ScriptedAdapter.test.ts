@@ -13,6 +13,7 @@ import type { HandoffBlock, ProviderCapabilities, ProviderEvent, ProviderSession
 import { ContextHandoffId, defaultCapabilities, makeId, ProviderName } from "@skein/domain"
 import { makeScriptedAdapter, scriptedServerPath } from "../src/scripted/ScriptedAdapter.js"
 import { alphaCapabilities, betaCapabilities } from "../src/ProviderConfig.js"
+import { isAlive } from "./support.js"
 
 const roots: Array<string> = []
 const tempDir = (): string => {
@@ -23,15 +24,6 @@ const tempDir = (): string => {
 afterAll(() => {
   for (const dir of roots) Fs.rmSync(dir, { recursive: true, force: true })
 })
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 const adapterWith = (capabilities: ProviderCapabilities, stateDir = tempDir(), name = "alpha") =>
   makeScriptedAdapter({ name: ProviderName.make(name), capabilities, stateDir })
@@ -200,7 +192,7 @@ describe("scripted adapter", () => {
       const { nativeRef } = yield* session1.startThread({ workspace: null, model: null })
       yield* turn(session1, nativeRef, "remember the otter")
       yield* Scope.close(first, Exit.void)
-      expect(alive(session1.pid!)).toBe(false)
+      expect(isAlive(session1.pid!)).toBe(false)
 
       yield* Effect.scoped(
         Effect.gen(function* () {
@@ -382,7 +374,7 @@ describe("scripted adapter", () => {
         expect(error.kind).toBe("crash")
         expect(error.detail).toContain("code 70")
         expect(yield* session.exited).toEqual({ code: 70, signal: null })
-        expect(alive(session.pid!)).toBe(false)
+        expect(isAlive(session.pid!)).toBe(false)
         const after = yield* Effect.flip(session.startThread({ workspace: null, model: null }))
         expect(after.kind).toBe("crash")
       })
@@ -398,9 +390,9 @@ describe("scripted adapter", () => {
       const fiber = yield* Effect.fork(Effect.either(turn(session, nativeRef, "[[sleep:10000]]")))
       yield* Effect.sleep("200 millis")
       const pid = session.pid!
-      expect(alive(pid)).toBe(true)
+      expect(isAlive(pid)).toBe(true)
       yield* Scope.close(scope, Exit.void)
-      expect(alive(pid)).toBe(false)
+      expect(isAlive(pid)).toBe(false)
       const result = yield* Fiber.join(fiber).pipe(Effect.timeout("2 seconds"))
       expect(result._tag).toBe("Left")
     })
@@ -421,13 +413,13 @@ describe("scripted adapter", () => {
       const childPid = yield* Effect.async<number>((resume) => {
         parent.stdout.once("data", (chunk: Buffer) => resume(Effect.succeed(Number(String(chunk).trim()))))
       }).pipe(Effect.timeout("10 seconds"))
-      expect(alive(childPid)).toBe(true)
+      expect(isAlive(childPid)).toBe(true)
       parent.kill("SIGKILL")
       let gone = false
       // The provider may still be loading its modules; it sees EOF on stdin as soon as it reads.
       for (let i = 0; i < 750 && !gone; i++) {
         yield* Effect.sleep("20 millis")
-        gone = !alive(childPid)
+        gone = !isAlive(childPid)
       }
       if (!gone) process.kill(childPid, "SIGKILL")
       expect(gone).toBe(true)
