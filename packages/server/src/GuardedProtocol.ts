@@ -11,11 +11,10 @@
  * - an unknown method or a payload that does not decode gets `InvalidInput`.
  */
 import { RpcMessage, RpcSerialization, RpcServer } from "@effect/rpc"
-import { InvalidInput, SkeinError, SkeinRpcs, Unauthorized } from "@skein/domain"
-import { encodeSharedStoredEvent, ServerRpcs } from "./ServerRpcs.js"
-import type { StoredEvent, ThreadId } from "@skein/domain"
+import { InvalidInput, SkeinError, SkeinRpcs, StoredEvent, Unauthorized } from "@skein/domain"
+import type { ThreadId } from "@skein/domain"
 import type { Orchestrator } from "@skein/runtime"
-import { Array as Arr, Effect, Exit, Fiber, FiberId, Mailbox, ParseResult, Schema, Scope } from "effect"
+import { Effect, Exit, Fiber, FiberId, Mailbox, ParseResult, Schema, Scope } from "effect"
 
 export const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
 
@@ -23,11 +22,11 @@ export interface GuardedProtocolOptions {
   /** Largest accepted frame in bytes (default 4 MiB). */
   readonly maxFrameBytes?: number | undefined
   /**
-   * Serves `thread.events` here instead of through the RPC server: each follower is a
+   * Serves `thread.events`, here rather than through the RPC server: each follower is a
    * callback that writes frames as events commit, with no fiber or stream per follower
-   * (see `Orchestrator.follow`). Without it, `thread.events` goes through the RPC server.
+   * (see `Orchestrator.follow`).
    */
-  readonly follow?: Orchestrator["Type"]["follow"] | undefined
+  readonly follow: Orchestrator["Type"]["follow"]
 }
 
 /** One client connection as the transport sees it. */
@@ -42,6 +41,11 @@ export interface Connection {
 export interface ConnectOptions {
   /** Writes one encoded frame to the client. */
   readonly write: (frame: string) => Effect.Effect<void>
+  /**
+   * Writes one frame synchronously, for transports that can: event fan-out then
+   * runs no fiber per frame. Without it, fan-out frames go through `write`.
+   */
+  readonly writeNow?: ((frame: string) => void) | undefined
   /** Whether the connection presented the right token (or none was required). */
   readonly authorized: boolean
   /** Headers of the transport (e.g. the HTTP upgrade request), passed to handlers. */
@@ -58,6 +62,7 @@ type FromServer = RpcMessage.FromServerEncoded
 
 const clientTags = new Set(["Request", "Ack", "Interrupt", "Ping", "Eof"])
 const encodeError = Schema.encodeSync(SkeinError)
+const encodeStoredEvent = Schema.encodeSync(StoredEvent)
 const requestIdPattern = /"id"\s*:\s*"([0-9]{1,30})"/
 
 const failure = (requestId: string, error: SkeinError): FromServer => ({
@@ -139,29 +144,32 @@ export const screenMessage = (
   return { _tag: "Forward", message: { ...msg, headers } }
 }
 
-export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effect.Effect<GuardedProtocol> =>
+export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Effect<GuardedProtocol> =>
   Effect.gen(function* () {
     const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
     const follow = options.follow
     const parser = RpcSerialization.json.unsafeMake()
-    // Stream chunks fan out to every follower of a thread with the same encoded values
-    // (see ServerRpcs): serialise each value once and splice it into each frame.
-    const valueJson = new WeakMap<object, string>()
-    const jsonOf = (value: unknown): string => {
-      if (typeof value !== "object" || value === null) return JSON.stringify(value)
-      let json = valueJson.get(value)
-      if (json === undefined) {
-        json = JSON.stringify(value)
-        valueJson.set(value, json)
+    // A live commit reaches every follower of its thread as the same batch: its frame
+    // is built once per request id (clients that follow with the same id share it).
+    const chunkFrames = new WeakMap<
+      ReadonlyArray<StoredEvent>,
+      { readonly values: string; readonly frames: Map<string, string> }
+    >()
+    const chunkFrame = (requestId: string, events: ReadonlyArray<StoredEvent>): string => {
+      let batch = chunkFrames.get(events)
+      if (batch === undefined) {
+        const values = events.map((event) => JSON.stringify(encodeStoredEvent(event))).join(",")
+        batch = { values, frames: new Map() }
+        chunkFrames.set(events, batch)
       }
-      return json
+      let frame = batch.frames.get(requestId)
+      if (frame === undefined) {
+        frame = `{"_tag":"Chunk","requestId":${JSON.stringify(requestId)},"values":[${batch.values}]}`
+        batch.frames.set(requestId, frame)
+      }
+      return frame
     }
-    const encodeFrame = (response: FromServer): string => {
-      if (response._tag !== "Chunk") return parser.encode(response) as string
-      const { values, ...rest } = response
-      const head = JSON.stringify(rest)
-      return `${head.slice(0, -1)},"values":[${values.map(jsonOf).join(",")}]}`
-    }
+    const encodeFrame = (response: FromServer): string => parser.encode(response) as string
     const disconnects = yield* Mailbox.make<number>()
     const clients = new Map<number, (response: FromServer) => Effect.Effect<void>>()
     let nextId = 0
@@ -187,6 +195,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
       Effect.sync(() => {
         const id = nextId++
         const transportHeaders = connection.headers ?? []
+        const writeNow = connection.writeNow
         const send = (response: FromServer): Effect.Effect<void> =>
           Effect.suspend(() => connection.write(encodeFrame(response)))
         clients.set(id, send)
@@ -210,14 +219,14 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
             const entry: { readonly scope: Scope.CloseableScope; fiber?: Fiber.RuntimeFiber<void> } = { scope }
             follows.set(request.id, entry)
             const onEvents = (events: ReadonlyArray<StoredEvent>) => {
-              if (follows.get(request.id) !== entry || !Arr.isNonEmptyReadonlyArray(events)) return
-              // Synchronous while the socket is open, so frames leave in commit order.
-              Effect.runFork(
-                send({ _tag: "Chunk", requestId: request.id, values: Arr.map(events, encodeSharedStoredEvent) })
-              )
+              if (follows.get(request.id) !== entry || events.length === 0) return
+              // Synchronous, so frames leave in commit order.
+              const frame = chunkFrame(request.id, events)
+              if (writeNow !== undefined) writeNow(frame)
+              else Effect.runFork(connection.write(frame))
             }
             // The replay reads the log: off the connection's frame loop.
-            entry.fiber = yield* follow!(payload.threadId, payload.fromSequence ?? 0, onEvents).pipe(
+            entry.fiber = yield* follow(payload.threadId, payload.fromSequence ?? 0, onEvents).pipe(
               Scope.extend(scope),
               Effect.catchAll((error) => unfollow(request.id).pipe(Effect.zipRight(send(failure(request.id, error))))),
               Effect.forkDaemon
@@ -248,12 +257,10 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
                 const screened = screenMessage(message, connection.authorized)
                 if (screened._tag === "Reply") return send(screened.reply)
                 const forwarded = screened.message
-                if (follow !== undefined) {
-                  if (forwarded._tag === "Request" && forwarded.tag === "thread.events") return startFollow(forwarded)
-                  if (forwarded._tag === "Ack" && follows.has(forwarded.requestId)) return Effect.void
-                  if (forwarded._tag === "Interrupt" && follows.has(forwarded.requestId)) {
-                    return unfollow(forwarded.requestId).pipe(Effect.zipRight(send(interrupted(forwarded.requestId))))
-                  }
+                if (forwarded._tag === "Request" && forwarded.tag === "thread.events") return startFollow(forwarded)
+                if (forwarded._tag === "Ack" && follows.has(forwarded.requestId)) return Effect.void
+                if (forwarded._tag === "Interrupt" && follows.has(forwarded.requestId)) {
+                  return unfollow(forwarded.requestId).pipe(Effect.zipRight(send(interrupted(forwarded.requestId))))
                 }
                 return writeRequest(
                   id,
@@ -279,7 +286,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions = {}): Effec
 
 /** Runs the Skein RPC server over a guarded protocol until the scope closes. */
 export const runSkeinRpcServer = (protocol: RpcServer.Protocol["Type"]) =>
-  RpcServer.make(ServerRpcs, { disableTracing: true, concurrency: "unbounded" }).pipe(
+  RpcServer.make(SkeinRpcs, { disableTracing: true, concurrency: "unbounded" }).pipe(
     Effect.provideService(RpcServer.Protocol, protocol),
     Effect.interruptible,
     Effect.forkScoped

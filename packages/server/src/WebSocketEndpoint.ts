@@ -3,7 +3,7 @@
  * an embedding host mounts it on its router.
  */
 import type { HttpApp } from "@effect/platform"
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse, Socket } from "@effect/platform"
 import { Orchestrator } from "@skein/runtime"
 import { Deferred, Effect, Layer } from "effect"
 import type { Scope } from "effect"
@@ -16,6 +16,11 @@ export interface EndpointOptions {
   readonly token?: string | undefined
   /** Largest accepted frame in bytes (default 4 MiB). */
   readonly maxFrameBytes?: number | undefined
+  /**
+   * How many bytes may wait unsent to one client before it is disconnected as too
+   * slow (default 64 MiB). It reconnects and resumes from its last sequence.
+   */
+  readonly maxBufferedBytes?: number | undefined
 }
 
 /**
@@ -28,6 +33,7 @@ export const makeWebSocketEndpoint = (
 ): Effect.Effect<HttpApp.Default, never, Orchestrator | Scope.Scope> =>
   Effect.gen(function* () {
     const orchestrator = yield* Orchestrator
+    const maxBufferedBytes = options.maxBufferedBytes ?? 64 * 1024 * 1024
     const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes, follow: orchestrator.follow })
     const handlers = yield* Layer.build(SkeinRpcHandlers)
     yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))
@@ -44,12 +50,27 @@ export const makeWebSocketEndpoint = (
       const authorized = isAuthorized(options.token, request.headers, request.url)
       const socket = yield* Effect.orDie(request.upgrade)
       const write = yield* socket.writer
+      // The open socket itself, for synchronous event fan-out (known from the first frame).
+      let open: globalThis.WebSocket | undefined
       const connection = yield* guarded.connect({
         authorized,
         headers: Object.entries(request.headers).filter(([name]) => name !== "authorization"),
-        write: (frame) => Effect.orDie(write(frame))
+        write: (frame) => Effect.orDie(write(frame)),
+        writeNow: (frame) => {
+          if (open === undefined || open.readyState !== 1) return void Effect.runFork(Effect.orDie(write(frame)))
+          if (open.bufferedAmount > maxBufferedBytes) {
+            // A follower that does not read would hold server memory without bound.
+            return open.close(1008, "Skein: events are read too slowly; reconnect from the last sequence seen")
+          }
+          open.send(frame)
+        }
       })
-      yield* socket.runRaw(connection.onFrame).pipe(
+      const onFrame = (frame: string | Uint8Array) =>
+        Effect.flatMap(Effect.serviceOption(Socket.WebSocket), (ws) => {
+          if (ws._tag === "Some") open = ws.value
+          return connection.onFrame(frame)
+        })
+      yield* socket.runRaw(onFrame).pipe(
         Effect.catchIf(
           (error) => error.reason === "Close",
           () => Effect.void

@@ -303,7 +303,12 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       let last = afterThreadSequence
       const deliver = (batch: ReadonlyArray<StoredEvent>) => {
-        const fresh = batch.filter((event) => event.threadSequence > last)
+        // A live commit reaches every follower as the same array (so a transport can
+        // encode it once for all of them); only overlap with the replay is filtered.
+        const fresh =
+          batch.length > 0 && batch[0]!.threadSequence > last
+            ? batch
+            : batch.filter((event) => event.threadSequence > last)
         if (fresh.length === 0) return
         last = fresh[fresh.length - 1]!.threadSequence
         onEvents(fresh)
