@@ -2,8 +2,8 @@
  * @skein/server: Skein as a daemon, a CLI, a typed RPC service and an embeddable Layer.
  */
 export { checkBind, InsecureBind, isAuthorized, isLoopbackHost, presentedToken, tokenMatches } from "./Auth.js"
-export { clientUrl, makeSkeinClient, SkeinClient } from "./Client.js"
-export type { SkeinClientOptions, SkeinClientShape } from "./Client.js"
+export { clientUrl, followThread, makeSkeinClient, SkeinClient } from "./Client.js"
+export type { FollowOptions, SkeinClientOptions, SkeinClientShape } from "./Client.js"
 export { defaultDataDir, resolvePaths, startDaemon } from "./Daemon.js"
 export type { DaemonOptions, StartedDaemon } from "./Daemon.js"
 export { coverageSummary, demoRegistryLayer, driveSeed, matchesSeed, seedExpectedCoverage, seedScript } from "./Demo.js"
