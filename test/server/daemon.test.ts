@@ -5,19 +5,10 @@
  */
 import { spawn } from "node:child_process"
 import * as Path from "node:path"
-import { afterEach, describe, expect, it } from "vitest"
-import { binPath, childEnv, type DaemonProcess, runSkein, startDaemon, tempDir } from "./support.js"
+import { describe, expect, it } from "vitest"
+import { binPath, childEnv, runSkein, tempDir, trackDaemons } from "./support.js"
 
-const daemons: Array<DaemonProcess> = []
-afterEach(() => {
-  for (const d of daemons.splice(0)) d.kill()
-})
-
-const start = async (args: ReadonlyArray<string>, env: Record<string, string>) => {
-  const d = await startDaemon(args, env)
-  daemons.push(d)
-  return d
-}
+const start = trackDaemons()
 
 const callJson = async (env: Record<string, string>, ...args: Array<string>) => {
   const result = await runSkein(["call", ...args], env)

@@ -7,22 +7,11 @@ import * as Path from "node:path"
 import { createRequire } from "node:module"
 import { describe, expect, it } from "@effect/vitest"
 import { CommandId, ProviderName, type StoredEvent, type ThreadId } from "@skein/domain"
-import { makeRuntimeLayer } from "@skein/runtime"
-import { demoRegistryLayer, followThread, makeSkeinClient, serveWebSocket } from "@skein/server"
-import { Effect, Fiber, Layer, Schedule, Stream } from "effect"
-import { afterEach } from "vitest"
-import { childEnv, type DaemonProcess, requestFrame, startDaemon, tempDir } from "./support.js"
+import { followThread, makeSkeinClient } from "@skein/server"
+import { Effect, Fiber, Schedule, Stream } from "effect"
+import { childEnv, requestFrame, tempDir, trackDaemons, withServer } from "./support.js"
 
-const daemons: Array<DaemonProcess> = []
-afterEach(() => {
-  for (const d of daemons.splice(0)) d.kill()
-})
-
-const start = async (args: ReadonlyArray<string>, env: Record<string, string>) => {
-  const d = await startDaemon(args, env)
-  daemons.push(d)
-  return d
-}
+const start = trackDaemons()
 
 describe("resilience", () => {
   it.live(
@@ -85,11 +74,7 @@ describe("resilience", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const dir = tempDir("skein-slow-")
-          const runtime = yield* Layer.build(
-            makeRuntimeLayer({ dbPath: Path.join(dir, "skein.db") }).pipe(Layer.provide(demoRegistryLayer(dir)))
-          )
-          const server = yield* serveWebSocket({ port: 0, maxBufferedBytes: 256 * 1024 }).pipe(Effect.provide(runtime))
+          const server = yield* withServer({ maxBufferedBytes: 256 * 1024 })
           const client = yield* makeSkeinClient({ url: server.url })
           const thread = yield* client.thread.create({ title: "slow reader" })
 

@@ -3,31 +3,11 @@
  * temp dir, scripted providers as child processes): the seed example through the
  * typed client, tokens, bad frames, and 50 followers of one thread.
  */
-import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { ProviderName, type StoredEvent, ThreadId } from "@skein/domain"
-import { makeRuntimeLayer } from "@skein/runtime"
-import {
-  coverageLines,
-  coverageSummary,
-  demoRegistryLayer,
-  driveSeed,
-  makeSkeinClient,
-  seedExpectedCoverage,
-  serveWebSocket
-} from "@skein/server"
-import { Chunk, Effect, Layer, Stream } from "effect"
-import { rawExchange, requestFrame, tempDir } from "./support.js"
-
-/** A runtime with the demo's codex and claude instances, served on a free port. */
-const withServer = (options: { readonly token?: string } = {}) =>
-  Effect.gen(function* () {
-    const dir = tempDir("skein-rpc-")
-    const runtime = yield* Layer.build(
-      makeRuntimeLayer({ dbPath: Path.join(dir, "skein.db") }).pipe(Layer.provide(demoRegistryLayer(dir)))
-    )
-    return yield* serveWebSocket({ port: 0, ...options }).pipe(Effect.provide(runtime))
-  })
+import { coverageLines, coverageSummary, driveSeed, makeSkeinClient, seedExpectedCoverage } from "@skein/server"
+import { Chunk, Effect, Stream } from "effect"
+import { rawExchange, requestFrame, withServer } from "./support.js"
 
 describe("RPC over WebSocket", () => {
   it.live(

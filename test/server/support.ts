@@ -9,6 +9,10 @@ import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { makeRuntimeLayer } from "@skein/runtime"
+import { demoRegistryLayer, serveWebSocket, type WebSocketServerOptions } from "@skein/server"
+import { Effect, Layer } from "effect"
+import { afterEach } from "vitest"
 
 export const binPath = fileURLToPath(new URL("../../packages/server/dist/src/bin.js", import.meta.url))
 
@@ -93,6 +97,29 @@ export const startDaemon = (
       clearTimeout(timer)
       reject(new Error(`daemon exited (${code}) before listening; stderr: ${stderr}`))
     })
+  })
+
+/** `startDaemon` for a test file: every daemon it started is killed by PID after each test. */
+export const trackDaemons = () => {
+  const daemons: Array<DaemonProcess> = []
+  afterEach(() => {
+    for (const d of daemons.splice(0)) d.kill()
+  })
+  return async (args: ReadonlyArray<string>, env: Record<string, string>): Promise<DaemonProcess> => {
+    const d = await startDaemon(args, env)
+    daemons.push(d)
+    return d
+  }
+}
+
+/** A runtime with the demo's codex and claude instances, served in-process on a free port. */
+export const withServer = (options: Omit<WebSocketServerOptions, "port"> = {}) =>
+  Effect.gen(function* () {
+    const dir = tempDir("skein-rpc-")
+    const runtime = yield* Layer.build(
+      makeRuntimeLayer({ dbPath: Path.join(dir, "skein.db") }).pipe(Layer.provide(demoRegistryLayer(dir)))
+    )
+    return yield* serveWebSocket({ ...options, port: 0 }).pipe(Effect.provide(runtime))
   })
 
 /** `ws`, which @effect/platform-node already depends on; tests use it untyped for raw frames. */
