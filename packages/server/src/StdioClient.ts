@@ -1,0 +1,218 @@
+/**
+ * The typed client over stdio, for a host that spawns Skein as a child process
+ * (`skein stdio`): the same `SkeinClientShape` as the WebSocket client, one JSON RPC
+ * message per line on the child's stdin and stdout.
+ *
+ * The child lives as long as the scope: closing it ends the child's stdin, waits a
+ * bounded time for it to exit, then kills it by PID. If the child dies, pending and
+ * later requests fail with an `RpcClientError` saying how it ended and what it last
+ * wrote on stderr.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import { RpcClient } from "@effect/rpc"
+import { RpcClientError } from "@effect/rpc/RpcClientError"
+import type { FromServerEncoded } from "@effect/rpc/RpcMessage"
+import { SkeinRpcs } from "@skein/domain"
+import { Context, Data, Effect, Layer, Mailbox, Stream } from "effect"
+import type { Scope } from "effect"
+import type { SkeinClientShape } from "./Client.js"
+
+export interface SkeinStdioClientOptions {
+  /** The executable, e.g. `process.execPath` or `skein` (never run through a shell). */
+  readonly command: string
+  /** Its arguments, e.g. `[binPath, "stdio"]`. */
+  readonly args: ReadonlyArray<string>
+  /** The child's whole environment when given (nothing is inherited); else the parent's. */
+  readonly env?: Record<string, string> | undefined
+  readonly cwd?: string | undefined
+  /** How long closing the scope waits for the child to exit before killing it (default 5000 ms). */
+  readonly closeTimeoutMs?: number | undefined
+}
+
+/** The child process could not be started. */
+export class SkeinStdioClientError extends Data.TaggedError("SkeinStdioClientError")<{
+  readonly command: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `Could not start ${JSON.stringify(this.command)} for the Skein stdio client: ${this.detail}`
+  }
+}
+
+const STDERR_TAIL_CHARS = 4096
+const KILL_WAIT_MS = 2000
+
+/** What the child's end looks like to a caller. */
+const exitDescription = (
+  pid: number | undefined,
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  stderrTail: string
+): string => {
+  const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`
+  const tail = stderrTail.trim()
+  return `The Skein stdio child process (pid ${pid}) ${how}${tail === "" ? " (no stderr output)" : `; its stderr ended with:\n${tail}`}`
+}
+
+/** Starts the child and resolves once it is running (or fails if it cannot start). */
+const spawnChild = (
+  options: SkeinStdioClientOptions
+): Effect.Effect<ChildProcessWithoutNullStreams, SkeinStdioClientError> =>
+  Effect.async<ChildProcessWithoutNullStreams, SkeinStdioClientError>((resume) => {
+    let child: ChildProcessWithoutNullStreams
+    try {
+      child = spawn(options.command, [...options.args], {
+        stdio: ["pipe", "pipe", "pipe"],
+        ...(options.env === undefined ? {} : { env: options.env }),
+        ...(options.cwd === undefined ? {} : { cwd: options.cwd })
+      })
+    } catch (cause) {
+      return resume(Effect.fail(new SkeinStdioClientError({ command: options.command, detail: String(cause) })))
+    }
+    const onSpawn = () => {
+      child.off("error", onError)
+      resume(Effect.succeed(child))
+    }
+    const onError = (error: Error) => {
+      child.off("spawn", onSpawn)
+      resume(Effect.fail(new SkeinStdioClientError({ command: options.command, detail: error.message })))
+    }
+    child.once("spawn", onSpawn)
+    child.once("error", onError)
+  })
+
+/** Ends stdin, waits up to `timeoutMs` for the child to exit, then SIGKILLs it by PID. */
+const stopChild = (child: ChildProcessWithoutNullStreams, timeoutMs: number): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    const running = () => child.exitCode === null && child.signalCode === null
+    let released = false
+    const release = () => {
+      if (released) return
+      released = true
+      clearTimeout(graceTimer)
+      clearTimeout(killTimer)
+      // Drop the pipes even if a grandchild still holds them open.
+      child.stdout.destroy()
+      child.stderr.destroy()
+      resume(Effect.void)
+    }
+    let killTimer: ReturnType<typeof setTimeout> | undefined
+    const graceTimer = setTimeout(() => {
+      if (running() && child.pid !== undefined) {
+        try {
+          process.kill(child.pid, "SIGKILL")
+        } catch {
+          // already gone
+        }
+      }
+      killTimer = setTimeout(release, KILL_WAIT_MS)
+    }, timeoutMs)
+    if (!running()) return release()
+    child.once("exit", release)
+    child.stdin.end()
+  })
+
+/** The RPC client protocol over the child's stdin (requests) and stdout (responses). */
+const makeStdioProtocol = (
+  child: ChildProcessWithoutNullStreams
+): Effect.Effect<RpcClient.Protocol["Type"], never, Scope.Scope> =>
+  RpcClient.Protocol.make((writeResponse) =>
+    Effect.gen(function* () {
+      // Node callbacks feed this mailbox; one fiber hands responses on in arrival order.
+      const inbox = yield* Mailbox.make<FromServerEncoded>()
+      yield* Mailbox.toStream(inbox).pipe(Stream.runForEach(writeResponse), Effect.interruptible, Effect.forkScoped)
+
+      let stderrTail = ""
+      child.stderr.setEncoding("utf8")
+      child.stderr.on("data", (text: string) => {
+        stderrTail = (stderrTail + text).slice(-STDERR_TAIL_CHARS)
+      })
+
+      let pending = ""
+      const onLine = (line: string) => {
+        if (line.trim() === "") return
+        let decoded: unknown
+        try {
+          decoded = JSON.parse(line)
+        } catch (cause) {
+          inbox.unsafeOffer({
+            _tag: "ClientProtocolError",
+            error: new RpcClientError({
+              reason: "Protocol",
+              message: `The Skein stdio child wrote a line that is not JSON: ${line.slice(0, 200)}`,
+              cause
+            })
+          })
+          return
+        }
+        for (const message of Array.isArray(decoded) ? decoded : [decoded]) {
+          inbox.unsafeOffer(message as FromServerEncoded)
+        }
+      }
+      child.stdout.setEncoding("utf8")
+      child.stdout.on("data", (text: string) => {
+        pending += text
+        let newline = pending.indexOf("\n")
+        if (newline === -1) return
+        let start = 0
+        while (newline !== -1) {
+          onLine(pending.slice(start, newline))
+          start = newline + 1
+          newline = pending.indexOf("\n", start)
+        }
+        pending = pending.slice(start)
+      })
+
+      // Set before pending requests are failed, so a request racing the death fails in `send`.
+      let deathError: RpcClientError | undefined
+      const onDeath = (message: string, cause?: unknown) => {
+        if (deathError !== undefined) return
+        deathError = new RpcClientError({ reason: "Protocol", message, cause })
+        inbox.unsafeOffer({ _tag: "ClientProtocolError", error: deathError })
+      }
+      // "close": the process exited and its stdout is fully read.
+      child.on("close", (code: number | null, signal: NodeJS.Signals | null) => {
+        if (pending !== "") onLine(pending)
+        pending = ""
+        onDeath(exitDescription(child.pid, code, signal, stderrTail))
+      })
+      child.on("error", (error) => onDeath(`The Skein stdio child process failed: ${error.message}`, error))
+      // Writes to a dead child fail here (EPIPE); the death itself is reported by "close".
+      child.stdin.on("error", () => {})
+
+      return {
+        send: (request) =>
+          Effect.suspend(() => {
+            if (deathError !== undefined) return Effect.fail(deathError)
+            // JSON.stringify escapes newlines inside strings: one message, one line.
+            child.stdin.write(`${JSON.stringify(request)}\n`)
+            return Effect.void
+          }),
+        // The server never waits for chunk acknowledgements, so the client sends none.
+        supportsAck: false,
+        supportsTransferables: false
+      }
+    })
+  )
+
+/** A client over a `skein stdio` child process that lives as long as the scope. */
+export const makeSkeinStdioClient = (
+  options: SkeinStdioClientOptions
+): Effect.Effect<SkeinClientShape, SkeinStdioClientError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const child = yield* Effect.acquireRelease(spawnChild(options), (child) =>
+      stopChild(child, options.closeTimeoutMs ?? 5000)
+    )
+    const protocol = yield* makeStdioProtocol(child)
+    return yield* RpcClient.make(SkeinRpcs, { disableTracing: true }).pipe(
+      Effect.provideService(RpcClient.Protocol, protocol)
+    )
+  })
+
+export class SkeinStdioClient extends Context.Tag("@skein/server/SkeinStdioClient")<
+  SkeinStdioClient,
+  SkeinClientShape
+>() {
+  static readonly layer = (options: SkeinStdioClientOptions): Layer.Layer<SkeinStdioClient, SkeinStdioClientError> =>
+    Layer.scoped(SkeinStdioClient, makeSkeinStdioClient(options))
+}
