@@ -195,7 +195,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
       Effect.sync(() => {
         const id = nextId++
         const transportHeaders = connection.headers ?? []
-        const writeNow = connection.writeNow
+        const writeNow = connection.writeNow ?? ((frame: string) => void Effect.runFork(connection.write(frame)))
         const send = (response: FromServer): Effect.Effect<void> =>
           Effect.suspend(() => connection.write(encodeFrame(response)))
         clients.set(id, send)
@@ -221,9 +221,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
             const onEvents = (events: ReadonlyArray<StoredEvent>) => {
               if (follows.get(request.id) !== entry || events.length === 0) return
               // Synchronous, so frames leave in commit order.
-              const frame = chunkFrame(request.id, events)
-              if (writeNow !== undefined) writeNow(frame)
-              else Effect.runFork(connection.write(frame))
+              writeNow(chunkFrame(request.id, events))
             }
             // The replay reads the log: off the connection's frame loop.
             entry.fiber = yield* follow(payload.threadId, payload.fromSequence ?? 0, onEvents).pipe(

@@ -18,6 +18,8 @@ export const SkeinRpcHandlers = SkeinRpcs.toLayer(
       "thread.create": (payload) => orchestrator.createThread(payload),
       "thread.get": ({ threadId }) => orchestrator.getThread(threadId),
       "thread.list": (payload) => orchestrator.listThreads(defined(payload)),
+      // Skein's own transports serve thread.events in the guarded protocol (a callback
+      // per follower); this stream serves it for any other protocol a host runs these on.
       "thread.events": ({ fromSequence, threadId }) => orchestrator.events(threadId, fromSequence),
       "run.start": (payload) => orchestrator.startRun(payload),
       "run.interrupt": (payload) => orchestrator.interruptRun(payload),

@@ -57,7 +57,9 @@ export const makeWebSocketEndpoint = (
         headers: Object.entries(request.headers).filter(([name]) => name !== "authorization"),
         write: (frame) => Effect.orDie(write(frame)),
         writeNow: (frame) => {
-          if (open === undefined || open.readyState !== 1) return void Effect.runFork(Effect.orDie(write(frame)))
+          if (open === undefined) return void Effect.runFork(Effect.orDie(write(frame)))
+          // Closing: nothing more reaches this client; it resumes from its last sequence.
+          if (open.readyState !== 1) return
           if (open.bufferedAmount > maxBufferedBytes) {
             // A follower that does not read would hold server memory without bound.
             return open.close(1008, "Skein: events are read too slowly; reconnect from the last sequence seen")

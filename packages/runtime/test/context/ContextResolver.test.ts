@@ -11,7 +11,7 @@ import {
 } from "../../src/context/index.js"
 import type { ThreadState } from "../../src/store/ThreadState.js"
 import type { SimulateOptions } from "./builder.js"
-import { coverageMultiplicity, newState, p, settings, simulateRun } from "./builder.js"
+import { coverageMultiplicity, newState, p, resolveInput, settings, simulateRun } from "./builder.js"
 
 const ptOf = (state: ThreadState, id: string | null | undefined): ProviderThread => {
   const pt = id ? state.providerThreads.get(id as ProviderThread["id"]) : undefined
@@ -227,16 +227,7 @@ describe("resolveStartContext: unsupported and the other shapes", () => {
     // The delta that told alpha about run 2 is superseded (e.g. regenerated elsewhere).
     const h = three.handoff!
     state.handoffs.set(h.id, { ...h, status: "superseded" })
-    const five = resolveStartContext({
-      state,
-      provider: p("alpha"),
-      capabilities: defaultCapabilities(),
-      settings: settings(),
-      cleanContext: false,
-      resumeFailed: false,
-      budgetTokens: 16_000,
-      policy: defaultStalenessPolicy
-    })
+    const five = resolveStartContext(resolveInput(state, { provider: "alpha" }))
     expect(five).toMatchObject({
       _tag: "portable",
       into: "existing",
@@ -248,16 +239,7 @@ describe("resolveStartContext: unsupported and the other shapes", () => {
 
   it("is deterministic", () => {
     const { state } = baseline()
-    const input = {
-      state,
-      provider: p("alpha"),
-      capabilities: defaultCapabilities(),
-      settings: settings(),
-      cleanContext: false,
-      resumeFailed: false,
-      budgetTokens: 16_000,
-      policy: defaultStalenessPolicy
-    }
+    const input = resolveInput(state, { provider: "alpha" })
     expect(resolveStartContext(input)).toEqual(resolveStartContext(input))
   })
 })

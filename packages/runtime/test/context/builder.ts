@@ -146,18 +146,24 @@ export interface Simulated {
  * resolution (retire / create the provider thread, build and record the handoff), then
  * record the run's items and outcome and the provider thread's new coverage. Mutates.
  */
+/** The resolver input the actor would build for a run on `options.provider`, with its defaults. */
+export const resolveInput = (
+  state: ThreadState,
+  options: Omit<SimulateOptions, "message">
+): Parameters<typeof resolveStartContext>[0] => ({
+  state,
+  provider: p(options.provider),
+  capabilities: options.capabilities ?? defaultCapabilities(),
+  settings: options.settings ?? settings(),
+  cleanContext: options.cleanContext ?? false,
+  resumeFailed: options.resumeFailed ?? false,
+  budgetTokens: options.budgetTokens ?? 16_000,
+  policy: options.policy ?? defaultStalenessPolicy
+})
+
 export const simulateRun = (state: ThreadState, options: SimulateOptions): Simulated => {
   const run = addRun(state, { ...options, status: "queued" })
-  const resolution = resolveStartContext({
-    state,
-    provider: p(options.provider),
-    capabilities: options.capabilities ?? defaultCapabilities(),
-    settings: options.settings ?? settings(),
-    cleanContext: options.cleanContext ?? false,
-    resumeFailed: options.resumeFailed ?? false,
-    budgetTokens: options.budgetTokens ?? 16_000,
-    policy: options.policy ?? defaultStalenessPolicy
-  })
+  const resolution = resolveStartContext(resolveInput(state, options))
   const finish = (patch: Partial<Run>): Run => {
     const ended: Run = { ...run, status: options.status ?? "completed", ...patch }
     state.runs[run.ordinal - 1] = ended
