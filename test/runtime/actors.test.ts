@@ -266,6 +266,66 @@ describe("thread actors", () => {
     )
   })
 
+  it("records provider events that arrive together in one commit, and events that trickle in as they come", async () => {
+    // Batches as live followers see them: one per commit.
+    const batchesOf = (o: Parameters<Parameters<typeof inTempRuntime>[0]>[0], threadId: ThreadId, message: string) =>
+      Effect.gen(function* () {
+        const batches: Array<ReadonlyArray<string>> = []
+        const items = (e: { readonly event: { readonly _tag: string } }) =>
+          e.event._tag === "TurnItemRecorded"
+            ? `item:${(e.event as unknown as { item: { type: string } }).item.type}`
+            : e.event._tag
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            yield* o.follow(threadId, (yield* o.getThread(threadId)).runs.length === 0 ? 1 : 1e9, (events) =>
+              batches.push(events.map(items))
+            )
+            yield* o.startRun({ threadId, provider: alpha, message, wait: true })
+          })
+        )
+        return batches
+      })
+    // The whole turn reaches the run's fiber at once (as a provider that answers in one burst).
+    const together = await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          const batches = yield* batchesOf(o, thread.id, "burst [[cmd:ls:0]] [[plan:a;b]]")
+          const view = yield* o.getThread(thread.id)
+          return { batches, items: view.runs[0]!.items.map((i) => [i.seq, i.type]) }
+        }),
+      {
+        mapAdapter: (adapter) => ({
+          ...adapter,
+          openSession: (options) =>
+            Effect.map(adapter.openSession(options), (handle) => ({
+              ...handle,
+              runTurn: (input) => Stream.unwrap(Effect.map(Stream.runCollect(handle.runTurn(input)), Stream.fromChunk))
+            }))
+        })
+      }
+    )
+    const ending = together.batches.find((b) => b.includes("RunEnded"))!
+    expect(ending.slice(0, 3)).toEqual(["item:command_execution", "item:plan", "item:assistant_message"])
+    expect(
+      together.batches.filter((b) => b.some((tag) => tag.startsWith("item:") && tag !== "item:user_message"))
+    ).toEqual([ending])
+    expect(together.items.map(([seq]) => seq)).toEqual(together.items.map((_, i) => i))
+    expect(together.items.map(([, type]) => type)).toContain("plan")
+
+    // The command's item is committed while the turn still runs, not held back for its end.
+    const trickle = await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        return yield* batchesOf(o, thread.id, "slow [[cmd:ls:0]] [[sleep:300]]")
+      })
+    )
+    const commandAt = trickle.findIndex((b) => b.includes("item:command_execution"))
+    const endAt = trickle.findIndex((b) => b.includes("RunEnded"))
+    expect(commandAt).toBeGreaterThanOrEqual(0)
+    expect(commandAt).toBeLessThan(endAt)
+  })
+
   it("follow: replay then live to a callback, in order, no gap or duplicate, until its scope closes", async () => {
     await inTempRuntime((o) =>
       Effect.gen(function* () {

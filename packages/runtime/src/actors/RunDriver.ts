@@ -14,12 +14,14 @@ import type {
   ProviderThread,
   Run,
   RunFailure,
-  SkeinError
+  SkeinError,
+  TurnItemContent
 } from "@skein/domain"
-import { Deferred, Duration, Effect, Either, Stream } from "effect"
+import { Array as Arr, Deferred, Duration, Effect, Either, Stream } from "effect"
+import type { Chunk } from "effect"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
 import type { StartPlan } from "./ThreadPlanner.js"
-import { BindNativeThread, FinishRun, RecordItem, ResumeFailed } from "./ThreadMessages.js"
+import { BindNativeThread, FinishRun, RecordItems, ResumeFailed } from "./ThreadMessages.js"
 import type { ThreadMessage } from "./ThreadMessages.js"
 
 export type StopReason = "user_interrupt" | "shutdown"
@@ -94,32 +96,51 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
       return { nativeRef, handoff }
     })
 
-  const onEvent = (event: ProviderEvent): Effect.Effect<void, SkeinError> => {
-    switch (event._tag) {
-      case "TurnStarted":
-        turnRef = event.turnRef
-        return Effect.void
-      case "Item":
-        return Effect.asVoid(ask(new RecordItem({ runId: run.id, item: event.item })))
-      case "SubagentRequested":
-        return Effect.asVoid(
-          ask(
-            new RecordItem({
-              runId: run.id,
-              item: {
-                type: "tool_call",
-                name: "spawn_subagent",
-                input: JSON.stringify({ provider: event.provider, prompt: event.prompt }),
-                output: null
-              }
-            })
-          )
-        )
-      case "TurnCompleted":
-      case "TurnInterrupted":
-        turnRef = event.turnRef
-        return Effect.void
+  /** Items that came with the end of the turn: they go with FinishRun, in its commit. */
+  let tail: Array<TurnItemContent> = []
+  let outcome: TurnResult["outcome"] = "completed"
+
+  /**
+   * Whatever the provider had reported when the fiber read it arrives as one chunk,
+   * and its items are recorded in one commit (one batch for live followers): under a
+   * burst of events that means fewer transactions and fewer frames, and with events
+   * that trickle in, one commit each as before.
+   */
+  const onChunk = (events: Chunk.Chunk<ProviderEvent>): Effect.Effect<void, SkeinError> => {
+    const items: Array<TurnItemContent> = []
+    let ended = false
+    for (const event of events) {
+      switch (event._tag) {
+        case "TurnStarted":
+          turnRef = event.turnRef
+          break
+        case "Item":
+          items.push(event.item)
+          break
+        case "SubagentRequested":
+          items.push({
+            type: "tool_call",
+            name: "spawn_subagent",
+            input: JSON.stringify({ provider: event.provider, prompt: event.prompt }),
+            output: null
+          })
+          break
+        case "TurnInterrupted":
+          outcome = "interrupted"
+          turnRef = event.turnRef
+          ended = true
+          break
+        case "TurnCompleted":
+          turnRef = event.turnRef
+          ended = true
+          break
+      }
     }
+    if (ended) {
+      tail = items
+      return Effect.void
+    }
+    return Arr.isNonEmptyArray(items) ? Effect.asVoid(ask(new RecordItems({ runId: run.id, items }))) : Effect.void
   }
 
   const turn = (lease: SessionLease) =>
@@ -127,7 +148,6 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
       const { handoff, nativeRef } = yield* ensureThread(lease)
       if (yield* Deferred.isDone(input.stop)) return { outcome: "interrupted", turnRef: null } satisfies TurnResult
       turnSent = true
-      let outcome: TurnResult["outcome"] = "completed"
       const consume = lease.handle
         .runTurn({
           nativeRef,
@@ -137,12 +157,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
           model: run.model,
           workspace: input.workspace
         })
-        .pipe(
-          Stream.tap((event) =>
-            event._tag === "TurnInterrupted" ? Effect.sync(() => (outcome = "interrupted")) : Effect.void
-          ),
-          Stream.runForEach(onEvent)
-        )
+        .pipe(Stream.runForEachChunk(onChunk))
       const stopper = Deferred.await(input.stop).pipe(
         Effect.zipRight(Effect.ignore(lease.handle.interrupt(nativeRef))),
         Effect.zipRight(Effect.sleep(Duration.millis(input.graceMs))),
@@ -175,7 +190,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
               outcome === "interrupted"
                 ? { reason: stopReason ?? "user_interrupt", message: "The run was interrupted" }
                 : null,
-            turnRef: result.right.turnRef
+            turnRef: result.right.turnRef,
+            items: tail
           })
         }
         if (stopReason !== null) {
@@ -184,10 +200,17 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
             runId: run.id,
             outcome: "interrupted",
             failure: { reason: stopReason, message: "The run was interrupted" },
-            turnRef
+            turnRef,
+            items: tail
           })
         }
-        return new FinishRun({ runId: run.id, outcome: "failed", failure: failureOf(result.left), turnRef })
+        return new FinishRun({
+          runId: run.id,
+          outcome: "failed",
+          failure: failureOf(result.left),
+          turnRef,
+          items: tail
+        })
       })
     ),
     Effect.flatMap((finish) => ask(finish)),

@@ -39,14 +39,14 @@ import { ProviderSessions } from "./ProviderSessions.js"
 import { driveRun } from "./RunDriver.js"
 import type { StopReason } from "./RunDriver.js"
 import { payloadHash } from "./Receipts.js"
-import type { BindNativeThread, FinishRun, RecordItem, ResumeFailed, ThreadMessage } from "./ThreadMessages.js"
+import type { BindNativeThread, FinishRun, RecordItems, ResumeFailed, ThreadMessage } from "./ThreadMessages.js"
 import { Inspect, StopRun } from "./ThreadMessages.js"
 import type { ProviderInfo, StartPlan } from "./ThreadPlanner.js"
 import {
   planApproval,
   planBindNativeThread,
   planFinish,
-  planItem,
+  planItems,
   planResumeFallback,
   planRunStart
 } from "./ThreadPlanner.js"
@@ -351,8 +351,10 @@ export const makeThreadActor = (
           return handleStop(message.reason, undefined)
         case "RespondApproval":
           return handleApproval(message)
-        case "RecordItem":
-          return commit([planItem(state, (message as RecordItem).runId, (message as RecordItem).item, now())])
+        case "RecordItems": {
+          const record = message as RecordItems
+          return commit(planItems(state, record.runId, record.items, now()))
+        }
         case "BindNativeThread": {
           const bind = message as BindNativeThread
           return commit(planBindNativeThread(state, bind.providerThreadId, bind.nativeRef, bind.strength, now()))

@@ -15,10 +15,13 @@ import {
 } from "@skein/domain"
 import { Schema } from "effect"
 
-/** A provider event that becomes a turn item of the run. */
-export class RecordItem extends Schema.TaggedClass<RecordItem>()("RecordItem", {
+/**
+ * Provider events that become turn items of the run: all those that had arrived when
+ * the run's fiber read them, recorded in one commit.
+ */
+export class RecordItems extends Schema.TaggedClass<RecordItems>()("RecordItems", {
   runId: RunId,
-  item: TurnItemContent
+  items: Schema.NonEmptyArray(TurnItemContent)
 }) {}
 
 /** The run's provider thread now has a native ref (a new provider thread was started). */
@@ -42,7 +45,9 @@ export class FinishRun extends Schema.TaggedClass<FinishRun>()("FinishRun", {
   outcome: RunOutcome,
   failure: Schema.NullOr(RunFailure),
   /** The provider's turn handle, when the turn reached the provider. */
-  turnRef: Schema.NullOr(Schema.String)
+  turnRef: Schema.NullOr(Schema.String),
+  /** Items that arrived together with the end of the turn, recorded in the same commit. */
+  items: Schema.Array(TurnItemContent)
 }) {}
 
 /** Ask the active run to stop, with the reason recorded on the run. */
@@ -57,7 +62,7 @@ export const ThreadMessage = Schema.Union(
   StartRun,
   InterruptRun,
   RespondApproval,
-  RecordItem,
+  RecordItems,
   BindNativeThread,
   ResumeFailed,
   FinishRun,

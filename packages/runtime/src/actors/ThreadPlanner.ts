@@ -372,8 +372,16 @@ export const planResumeFallback = (
   return { run: updated, providerThread, handoff: recorded.handoff, events }
 }
 
-export const planItem = (state: ThreadState, runId: RunId, content: TurnItemContent, now: string): TurnItemRecorded =>
-  new TurnItemRecorded({ item: item(state, runId, itemsOf(state, runId).length, content, now) })
+/** Turn items the provider reported together, numbered after the run's items so far. */
+export const planItems = (
+  state: ThreadState,
+  runId: RunId,
+  contents: ReadonlyArray<TurnItemContent>,
+  now: string
+): Array<TurnItemRecorded> => {
+  const first = itemsOf(state, runId).length
+  return contents.map((content, i) => new TurnItemRecorded({ item: item(state, runId, first + i, content, now) }))
+}
 
 export const planBindNativeThread = (
   state: ThreadState,
@@ -417,13 +425,17 @@ export const planFinish = (
     readonly outcome: "completed" | "failed" | "interrupted"
     readonly failure: RunFailure | null
     readonly turnRef: string | null
+    /** Items that arrived with the end of the turn: recorded first, in the same commit. */
+    readonly items?: ReadonlyArray<TurnItemContent> | undefined
     readonly now: string
   }
 ): ReadonlyArray<ThreadEvent> => {
   const { now } = input
   const run = runById(state, input.runId)
   if (!run || (run.status !== "running" && run.status !== "queued")) return []
-  const events: Array<ThreadEvent> = []
+  const recorded = planItems(state, run.id, input.items ?? [], now)
+  const events: Array<ThreadEvent> = [...recorded]
+  const runItems = [...itemsOf(state, run.id), ...recorded.map((e) => e.item)]
   const kept = input.turnRef !== null && input.outcome !== "failed"
   const pt = run.providerThreadId ? state.providerThreads.get(run.providerThreadId) : undefined
   const handoff: ContextHandoff | undefined = run.contextHandoffId
@@ -474,7 +486,7 @@ export const planFinish = (
       kind: "logical",
       gitRef: null,
       treeSha: null,
-      diffSummary: diffOf(itemsOf(state, run.id)),
+      diffSummary: diffOf(runItems),
       status: "ready",
       createdAt: now
     }
