@@ -42,10 +42,12 @@ export interface ConnectOptions {
   /** Writes one encoded frame to the client. */
   readonly write: (frame: string) => Effect.Effect<void>
   /**
-   * Writes one frame synchronously, for transports that can: event fan-out then
-   * runs no fiber per frame. Without it, fan-out frames go through `write`.
+   * Writes one frame synchronously, as UTF-8 bytes, for transports that can: event
+   * fan-out then runs no fiber per frame. The bytes are shared by every connection
+   * that follows the same commit and must not be modified. Without it, fan-out frames
+   * go through `write`.
    */
-  readonly writeNow?: ((frame: string) => void) | undefined
+  readonly writeNow?: ((frame: Uint8Array) => void) | undefined
   /** Whether the connection presented the right token (or none was required). */
   readonly authorized: boolean
   /** Headers of the transport (e.g. the HTTP upgrade request), passed to handlers. */
@@ -144,18 +146,28 @@ export const screenMessage = (
   return { _tag: "Forward", message: { ...msg, headers } }
 }
 
+/** A fan-out frame: its text, and its UTF-8 bytes encoded on first use. */
+class ChunkFrame {
+  #bytes: Uint8Array | undefined
+  constructor(readonly text: string) {}
+  get bytes(): Uint8Array {
+    return (this.#bytes ??= Buffer.from(this.text, "utf8"))
+  }
+}
+
 export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Effect<GuardedProtocol> =>
   Effect.gen(function* () {
     const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
     const follow = options.follow
     const parser = RpcSerialization.json.unsafeMake()
     // A live commit reaches every follower of its thread as the same batch: its frame
-    // is built once per request id (clients that follow with the same id share it).
+    // is built (and encoded to bytes) once per request id, and clients that follow
+    // with the same id share it.
     const chunkFrames = new WeakMap<
       ReadonlyArray<StoredEvent>,
-      { readonly values: string; readonly frames: Map<string, string> }
+      { readonly values: string; readonly frames: Map<string, ChunkFrame> }
     >()
-    const chunkFrame = (requestId: string, events: ReadonlyArray<StoredEvent>): string => {
+    const chunkFrame = (requestId: string, events: ReadonlyArray<StoredEvent>): ChunkFrame => {
       let batch = chunkFrames.get(events)
       if (batch === undefined) {
         const values = events.map((event) => JSON.stringify(encodeStoredEvent(event))).join(",")
@@ -164,7 +176,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
       }
       let frame = batch.frames.get(requestId)
       if (frame === undefined) {
-        frame = `{"_tag":"Chunk","requestId":${JSON.stringify(requestId)},"values":[${batch.values}]}`
+        frame = new ChunkFrame(`{"_tag":"Chunk","requestId":${JSON.stringify(requestId)},"values":[${batch.values}]}`)
         batch.frames.set(requestId, frame)
       }
       return frame
@@ -195,7 +207,10 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
       Effect.sync(() => {
         const id = nextId++
         const transportHeaders = connection.headers ?? []
-        const writeNow = connection.writeNow ?? ((frame: string) => void Effect.runFork(connection.write(frame)))
+        const { writeNow } = connection
+        const writeChunk = writeNow
+          ? (frame: ChunkFrame) => writeNow(frame.bytes)
+          : (frame: ChunkFrame) => void Effect.runFork(connection.write(frame.text))
         const send = (response: FromServer): Effect.Effect<void> =>
           Effect.suspend(() => connection.write(encodeFrame(response)))
         clients.set(id, send)
@@ -221,7 +236,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
             const onEvents = (events: ReadonlyArray<StoredEvent>) => {
               if (follows.get(request.id) !== entry || events.length === 0) return
               // Synchronous, so frames leave in commit order.
-              writeNow(chunkFrame(request.id, events))
+              writeChunk(chunkFrame(request.id, events))
             }
             // The replay reads the log: off the connection's frame loop.
             entry.fiber = yield* follow(payload.threadId, payload.fromSequence ?? 0, onEvents).pipe(

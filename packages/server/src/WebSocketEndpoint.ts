@@ -11,6 +11,13 @@ import { isAuthorized } from "./Auth.js"
 import { makeGuardedProtocol, runSkeinRpcServer } from "./GuardedProtocol.js"
 import { SkeinRpcHandlers } from "./RpcHandlers.js"
 
+const utf8 = new TextDecoder()
+
+/** The `send` of the `ws` socket behind `Socket.WebSocket` on Node (a text frame from bytes). */
+interface NodeWebSocket {
+  readonly send: (data: Uint8Array, options: { readonly binary: boolean }) => void
+}
+
 export interface EndpointOptions {
   /** Required on every connection when set (`Authorization: Bearer T` or `?token=T`). */
   readonly token?: string | undefined
@@ -57,14 +64,16 @@ export const makeWebSocketEndpoint = (
         headers: Object.entries(request.headers).filter(([name]) => name !== "authorization"),
         write: (frame) => Effect.orDie(write(frame)),
         writeNow: (frame) => {
-          if (open === undefined) return void Effect.runFork(Effect.orDie(write(frame)))
+          // (Not reached in practice: a follow starts from a request, which sets `open`.)
+          if (open === undefined) return void Effect.runFork(Effect.orDie(write(utf8.decode(frame))))
           // Closing: nothing more reaches this client; it resumes from its last sequence.
           if (open.readyState !== 1) return
           if (open.bufferedAmount > maxBufferedBytes) {
             // A follower that does not read would hold server memory without bound.
             return open.close(1008, "Skein: events are read too slowly; reconnect from the last sequence seen")
           }
-          open.send(frame)
+          // A text frame from the shared bytes: `ws` frames them without a copy.
+          ;(open as unknown as NodeWebSocket).send(frame, { binary: false })
         }
       })
       const onFrame = (frame: string | Uint8Array) =>
