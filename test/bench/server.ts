@@ -26,7 +26,7 @@ import { fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Context, Deferred, Effect, Exit, Layer } from "effect"
 import { nowMs as now, percentile } from "./stats.js"
-import type { SubscribersMessage, SubscribersStart } from "./subscribers.js"
+import type { SubscribersMark, SubscribersMessage, SubscribersStart } from "./subscribers.js"
 
 const bench = Effect.gen(function* () {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-bench-server-"))
@@ -109,11 +109,14 @@ const bench = Effect.gen(function* () {
         commits++
         for (const e of events) written.set(e.threadSequence, now())
       })
+      const cpuBefore = cpuTimes(child.pid)
+      child.mark()
       const started = now()
       yield* paced(warmup + 1, runs)
-      const elapsed = now() - started
       yield* Deferred.await(reachedEnd)
-      const { seen } = yield* child.await("done")
+      const cpuAfter = cpuTimes(child.pid)
+      const elapsed = now() - started
+      const { cpuMs, seen } = yield* child.await("done")
       const latencies: Array<number> = []
       const serverSide: Array<number> = []
       let missing = 0
@@ -129,9 +132,13 @@ const bench = Effect.gen(function* () {
       }
       const p99 = percentile(latencies, 99)
       const ms = (x: number) => `${x.toFixed(2)} ms`
+      const cpu =
+        cpuBefore && cpuAfter
+          ? `; CPU meanwhile: runtime ${cpuAfter.runtime - cpuBefore.runtime} ms, subscribers ${cpuMs} ms, providers ${cpuAfter.providers - cpuBefore.providers} ms, in ${Math.round(elapsed)} ms on ${Os.availableParallelism()} cores`
+          : ""
       const perSecond = (n: number) => Math.round((n / elapsed) * 1000).toLocaleString("en-US")
       console.log(
-        `server: fan-out of ${serverSide.length} live events to ${subscribers} WebSocket subscriber(s), ${options.runs} runs started every ${intervalMs} ms (${perSecond(commits)} commits/s, ${perSecond(commits * subscribers)} frames/s), commit to receipt: p50 ${ms(percentile(latencies, 50))}, p99 ${ms(p99)}, max ${ms(Math.max(...latencies))}${subscribers === 50 ? ` (goal p99 < 10 ms: ${p99 < 10 ? "met" : "missed"})` : ""}; commit to all frames written: p50 ${ms(percentile(serverSide, 50))}, p99 ${ms(percentile(serverSide, 99))}; missing ${missing}`
+        `server: fan-out of ${serverSide.length} live events to ${subscribers} WebSocket subscriber(s), ${options.runs} runs started every ${intervalMs} ms (${perSecond(commits)} commits/s, ${perSecond(commits * subscribers)} frames/s), commit to receipt: p50 ${ms(percentile(latencies, 50))}, p99 ${ms(p99)}, max ${ms(Math.max(...latencies))}${subscribers === 50 ? ` (goal p99 < 10 ms: ${p99 < 10 ? "met" : "missed"})` : ""}; commit to all frames written: p50 ${ms(percentile(serverSide, 50))}, p99 ${ms(percentile(serverSide, 99))}; missing ${missing}${cpu}`
       )
     })
   yield* fanOut({ subscribers: 1, runs: 10, warmup: 5, intervalMs: 50 })
@@ -164,8 +171,37 @@ const startSubscribers = (start: SubscribersStart) =>
         check()
         return Effect.sync(() => waiting.delete(check))
       }).pipe(Effect.timeout("60 seconds"), Effect.orDie)
-    return { await: await_ }
+    return { await: await_, pid: child.pid, mark: () => void child.send({ tag: "mark" } satisfies SubscribersMark) }
   })
+
+/**
+ * CPU time (user + system, ms) of this process and of its child processes other than
+ * `exceptPid` (the providers), from /proc: Linux only, null elsewhere. With the
+ * subscribers' own figure it shows how busy the cores were during the measurement.
+ */
+const cpuTimes = (exceptPid: number | undefined) => {
+  const read = (pid: string) => {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    // utime + stime, in clock ticks of 10 ms (USER_HZ is 100 on Linux).
+    return { ppid: Number(fields[1]), ms: (Number(fields[11]) + Number(fields[12])) * 10 }
+  }
+  try {
+    let providers = 0
+    for (const entry of Fs.readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry) || Number(entry) === exceptPid) continue
+      try {
+        const { ms, ppid } = read(entry)
+        if (ppid === process.pid) providers += ms
+      } catch {
+        // The process ended meanwhile.
+      }
+    }
+    return { runtime: read(String(process.pid)).ms, providers }
+  } catch {
+    return null
+  }
+}
 
 export async function run(): Promise<void> {
   await Effect.runPromise(Effect.scoped(bench).pipe(Effect.timeout("120 seconds")))

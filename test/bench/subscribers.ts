@@ -5,8 +5,9 @@
  * arrives, on the wall clock shared with the server process (`nowMs`).
  *
  * Protocol with the parent (IPC): the parent sends `{ url, threadId, count, runs }`;
- * this process answers `{ tag: "ready" }` once every client has its replay, then
- * `{ tag: "done", seen }` once every client has seen run `runs` end, and exits.
+ * this process answers `{ tag: "ready" }` once every client has its replay; the parent
+ * may send `{ tag: "mark" }` when its measurement starts; this process answers
+ * `{ tag: "done", seen, cpuMs }` once every client has seen run `runs` end, and exits.
  * Like the typed client, the clients send no chunk acknowledgements.
  */
 import WebSocket from "ws"
@@ -22,7 +23,17 @@ export interface SubscribersStart {
 
 export type SubscribersMessage =
   | { readonly tag: "ready" }
-  | { readonly tag: "done"; readonly seen: ReadonlyArray<ReadonlyArray<readonly [number, number]>> }
+  | {
+      readonly tag: "done"
+      readonly seen: ReadonlyArray<ReadonlyArray<readonly [number, number]>>
+      /** CPU time (user + system) of this process since the parent's `mark`. */
+      readonly cpuMs: number
+    }
+
+/** Sent by the parent when the measured window starts. */
+export interface SubscribersMark {
+  readonly tag: "mark"
+}
 
 // Only the fields the clients read; the rest of each event is left unparsed by shape.
 interface Frame {
@@ -82,7 +93,11 @@ const main = (start: SubscribersStart): void => {
     )
   }
   void Promise.all(clients).then(
-    (seen) => process.send!({ tag: "done", seen } satisfies SubscribersMessage, () => process.exit(0)),
+    (seen) => {
+      const cpu = process.cpuUsage(marked)
+      const cpuMs = Math.round((cpu.user + cpu.system) / 1000)
+      process.send!({ tag: "done", seen, cpuMs } satisfies SubscribersMessage, () => process.exit(0))
+    },
     (error: unknown) => {
       console.error(`subscribers: ${String(error)}`)
       process.exit(1)
@@ -90,8 +105,15 @@ const main = (start: SubscribersStart): void => {
   )
 }
 
+let marked = process.cpuUsage()
+
 if (process.send !== undefined) {
-  process.once("message", (start: SubscribersStart) => main(start))
+  process.once("message", (start: SubscribersStart) => {
+    process.on("message", (message: SubscribersMark) => {
+      if (message.tag === "mark") marked = process.cpuUsage()
+    })
+    main(start)
+  })
   // Bounded: a bench that never finishes must not leave this process behind.
   setTimeout(() => process.exit(2), 120_000).unref()
   process.once("disconnect", () => process.exit(0))
