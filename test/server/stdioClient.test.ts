@@ -5,11 +5,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ProviderName, ThreadId } from "@skein/domain"
+import type { StoredEvent } from "@skein/domain"
 import { Cause, Chunk, Effect, Exit, Fiber, Option, Schedule, Scope, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
-import { makeSkeinStdioClient, SkeinStdioClientError } from "@skein/server"
+import { followThread, makeSkeinStdioClient, SkeinStdioClientError } from "@skein/server"
 import { isAlive } from "../support/runtime.js"
 import { binPath, childEnv, tempDir } from "./support.js"
 
@@ -132,6 +133,50 @@ describe("makeSkeinStdioClient", () => {
           // Still serving after a typed error.
           const again = yield* client.thread.get({ threadId: thread.id })
           expect(again.thread.id).toBe(thread.id)
+        })
+      ),
+    60_000
+  )
+
+  it.live(
+    "with restart, the next request after a child's death starts a new child; followThread resumes with no gap or duplicate",
+    () =>
+      withHome(({ options, pid }) =>
+        Effect.gen(function* () {
+          const client = yield* makeSkeinStdioClient({ ...options, restart: true })
+          const thread = yield* client.thread.create({ title: "survives its child" })
+          const run = (message: string) =>
+            client.run.start({ threadId: thread.id, provider: ProviderName.make("alpha"), message, wait: true }).pipe(
+              // A request made while the death is being reported fails with it; the next one restarts.
+              Effect.retry({
+                while: (error) => error._tag === "RpcClientError",
+                schedule: Schedule.spaced("100 millis").pipe(Schedule.intersect(Schedule.recurs(50)))
+              })
+            )
+          expect((yield* run("before")).status).toBe("completed")
+
+          const seen: Array<StoredEvent> = []
+          const following = yield* followThread(client, { threadId: thread.id, resumeFor: "30 seconds" }).pipe(
+            Stream.runForEach((e) => Effect.sync(() => void seen.push(e))),
+            Effect.fork
+          )
+          const ended = (n: number) => () => seen.filter((e) => e.event._tag === "RunEnded").length >= n
+          expect(yield* waitUntil(ended(1), 10_000)).toBe(true)
+
+          const firstPid = yield* pid
+          process.kill(firstPid, "SIGKILL")
+          expect(yield* waitUntil(() => !isAlive(firstPid), 5_000)).toBe(true)
+
+          expect((yield* run("after")).status).toBe("completed")
+          const secondPid = yield* pid
+          expect(secondPid).not.toBe(firstPid)
+          expect(isAlive(secondPid)).toBe(true)
+
+          expect(yield* waitUntil(ended(2), 20_000)).toBe(true)
+          yield* Fiber.interrupt(following)
+          expect(seen.map((e) => e.threadSequence)).toEqual(seen.map((_, i) => i + 1))
+          const view = yield* client.thread.get({ threadId: thread.id })
+          expect(view.runs.map((r) => r.status)).toEqual(["completed", "completed"])
         })
       ),
     60_000

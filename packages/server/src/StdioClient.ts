@@ -4,9 +4,10 @@
  * message per line on the child's stdin and stdout.
  *
  * The child lives as long as the scope: closing it ends the child's stdin, waits a
- * bounded time for it to exit, then kills it by PID. If the child dies, pending and
- * later requests fail with an `RpcClientError` saying how it ended and what it last
- * wrote on stderr.
+ * bounded time for it to exit, then kills it by PID. If the child dies, pending
+ * requests fail with an `RpcClientError` saying how it ended and what it last wrote
+ * on stderr; so do later ones, unless `restart` is set, in which case the next request
+ * starts a new child.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { RpcClient } from "@effect/rpc"
@@ -27,6 +28,13 @@ export interface SkeinStdioClientOptions {
   readonly cwd?: string | undefined
   /** How long closing the scope waits for the child to exit before killing it (default 5000 ms). */
   readonly closeTimeoutMs?: number | undefined
+  /**
+   * Start a new child, with the same command, when a request is made after the child
+   * died (default false). What was pending when it died still fails; `followThread`
+   * then resumes from the last sequence it delivered, provided the child keeps its
+   * database in a file (the `skein stdio` default).
+   */
+  readonly restart?: boolean | undefined
 }
 
 /** The child process could not be started. */
@@ -112,81 +120,141 @@ const stopChild = (child: ChildProcessWithoutNullStreams, timeoutMs: number): Ef
     child.stdin.end()
   })
 
-/** The RPC client protocol over the child's stdin (requests) and stdout (responses). */
+/** One child process as the protocol sees it. */
+interface Attached {
+  readonly child: ChildProcessWithoutNullStreams
+  /** Set once the child is gone; requests then fail with it (or start a new child). */
+  deathError: RpcClientError | undefined
+  /** True once the RPC client has failed the requests that were pending at the death. */
+  deathDelivered: boolean
+}
+
+/**
+ * The RPC client protocol over a child's stdin (requests) and stdout (responses).
+ * `current` holds the live child; with `respawn`, a request made after its death
+ * starts a new one first.
+ */
 const makeStdioProtocol = (
-  child: ChildProcessWithoutNullStreams
+  first: ChildProcessWithoutNullStreams,
+  respawn: Effect.Effect<ChildProcessWithoutNullStreams, SkeinStdioClientError> | undefined,
+  onChild: (child: ChildProcessWithoutNullStreams) => void
 ): Effect.Effect<RpcClient.Protocol["Type"], never, Scope.Scope> =>
   RpcClient.Protocol.make((writeResponse) =>
     Effect.gen(function* () {
       // Node callbacks feed this mailbox; one fiber hands responses on in arrival order.
       const inbox = yield* Mailbox.make<FromServerEncoded>()
-      yield* Mailbox.toStream(inbox).pipe(Stream.runForEach(writeResponse), Effect.interruptible, Effect.forkScoped)
-
-      let stderrTail = ""
-      child.stderr.setEncoding("utf8")
-      child.stderr.on("data", (text: string) => {
-        stderrTail = (stderrTail + text).slice(-STDERR_TAIL_CHARS)
-      })
-
-      let pending = ""
-      const onLine = (line: string) => {
-        if (line.trim() === "") return
-        let decoded: unknown
-        try {
-          decoded = JSON.parse(line)
-        } catch (cause) {
-          inbox.unsafeOffer({
-            _tag: "ClientProtocolError",
-            error: new RpcClientError({
-              reason: "Protocol",
-              message: `The Skein stdio child wrote a line that is not JSON: ${line.slice(0, 200)}`,
-              cause
+      const deaths = new Map<RpcClientError, Attached>()
+      yield* Mailbox.toStream(inbox).pipe(
+        Stream.runForEach((message) =>
+          Effect.ensuring(
+            writeResponse(message),
+            Effect.sync(() => {
+              if (message._tag !== "ClientProtocolError") return
+              const attached = deaths.get(message.error)
+              if (attached === undefined) return
+              deaths.delete(message.error)
+              attached.deathDelivered = true
             })
-          })
-          return
-        }
-        for (const message of Array.isArray(decoded) ? decoded : [decoded]) {
-          inbox.unsafeOffer(message as FromServerEncoded)
-        }
-      }
-      child.stdout.setEncoding("utf8")
-      child.stdout.on("data", (text: string) => {
-        pending += text
-        let newline = pending.indexOf("\n")
-        if (newline === -1) return
-        let start = 0
-        while (newline !== -1) {
-          onLine(pending.slice(start, newline))
-          start = newline + 1
-          newline = pending.indexOf("\n", start)
-        }
-        pending = pending.slice(start)
-      })
+          )
+        ),
+        Effect.interruptible,
+        Effect.forkScoped
+      )
 
-      // Set before pending requests are failed, so a request racing the death fails in `send`.
-      let deathError: RpcClientError | undefined
-      const onDeath = (message: string, cause?: unknown) => {
-        if (deathError !== undefined) return
-        deathError = new RpcClientError({ reason: "Protocol", message, cause })
-        inbox.unsafeOffer({ _tag: "ClientProtocolError", error: deathError })
+      const attach = (child: ChildProcessWithoutNullStreams): Attached => {
+        const attached: Attached = { child, deathError: undefined, deathDelivered: false }
+        let stderrTail = ""
+        child.stderr.setEncoding("utf8")
+        child.stderr.on("data", (text: string) => {
+          stderrTail = (stderrTail + text).slice(-STDERR_TAIL_CHARS)
+        })
+
+        let pending = ""
+        const onLine = (line: string) => {
+          if (line.trim() === "") return
+          let decoded: unknown
+          try {
+            decoded = JSON.parse(line)
+          } catch (cause) {
+            inbox.unsafeOffer({
+              _tag: "ClientProtocolError",
+              error: new RpcClientError({
+                reason: "Protocol",
+                message: `The Skein stdio child wrote a line that is not JSON: ${line.slice(0, 200)}`,
+                cause
+              })
+            })
+            return
+          }
+          for (const message of Array.isArray(decoded) ? decoded : [decoded]) {
+            inbox.unsafeOffer(message as FromServerEncoded)
+          }
+        }
+        child.stdout.setEncoding("utf8")
+        child.stdout.on("data", (text: string) => {
+          pending += text
+          let newline = pending.indexOf("\n")
+          if (newline === -1) return
+          let start = 0
+          while (newline !== -1) {
+            onLine(pending.slice(start, newline))
+            start = newline + 1
+            newline = pending.indexOf("\n", start)
+          }
+          pending = pending.slice(start)
+        })
+
+        // Set before pending requests are failed, so a request racing the death fails in `send`.
+        const onDeath = (message: string, cause?: unknown) => {
+          if (attached.deathError !== undefined) return
+          attached.deathError = new RpcClientError({ reason: "Protocol", message, cause })
+          deaths.set(attached.deathError, attached)
+          inbox.unsafeOffer({ _tag: "ClientProtocolError", error: attached.deathError })
+        }
+        // "close": the process exited and its stdout is fully read.
+        child.on("close", (code: number | null, signal: NodeJS.Signals | null) => {
+          if (pending !== "") onLine(pending)
+          pending = ""
+          onDeath(exitDescription(child.pid, code, signal, stderrTail))
+        })
+        child.on("error", (error) => onDeath(`The Skein stdio child process failed: ${error.message}`, error))
+        // Writes to a dead child fail here (EPIPE); the death itself is reported by "close".
+        child.stdin.on("error", () => {})
+        return attached
       }
-      // "close": the process exited and its stdout is fully read.
-      child.on("close", (code: number | null, signal: NodeJS.Signals | null) => {
-        if (pending !== "") onLine(pending)
-        pending = ""
-        onDeath(exitDescription(child.pid, code, signal, stderrTail))
+
+      let current = attach(first)
+      // One replacement at a time, however many requests find the child dead.
+      const replacing = yield* Effect.makeSemaphore(1)
+      const live: Effect.Effect<Attached, RpcClientError> = Effect.suspend(() => {
+        const dead = current.deathError
+        if (dead === undefined) return Effect.succeed(current)
+        // Until the RPC client has failed what was pending at the death, a request may
+        // be among those: it fails too (never to run on a new child unseen).
+        if (respawn === undefined || !current.deathDelivered) return Effect.fail(dead)
+        return replacing.withPermits(1)(
+          Effect.suspend(() => {
+            if (current.deathError === undefined) return Effect.succeed(current)
+            return respawn.pipe(
+              Effect.map((child) => {
+                onChild(child)
+                current = attach(child)
+                return current
+              }),
+              Effect.mapError(
+                (error) =>
+                  new RpcClientError({ reason: "Protocol", message: `${dead.message}; ${error.message}`, cause: error })
+              )
+            )
+          })
+        )
       })
-      child.on("error", (error) => onDeath(`The Skein stdio child process failed: ${error.message}`, error))
-      // Writes to a dead child fail here (EPIPE); the death itself is reported by "close".
-      child.stdin.on("error", () => {})
 
       return {
         send: (request) =>
-          Effect.suspend(() => {
-            if (deathError !== undefined) return Effect.fail(deathError)
+          Effect.map(live, ({ child }) => {
             // JSON.stringify escapes newlines inside strings: one message, one line.
             child.stdin.write(`${JSON.stringify(request)}\n`)
-            return Effect.void
           }),
         // The server never waits for chunk acknowledgements, so the client sends none.
         supportsAck: false,
@@ -200,10 +268,22 @@ export const makeSkeinStdioClient = (
   options: SkeinStdioClientOptions
 ): Effect.Effect<SkeinClientShape, SkeinStdioClientError, Scope.Scope> =>
   Effect.gen(function* () {
-    const child = yield* Effect.acquireRelease(spawnChild(options), (child) =>
-      stopChild(child, options.closeTimeoutMs ?? 5000)
+    // The live child (a new one after a restart); closing the scope stops whichever it is.
+    const holder = yield* Effect.acquireRelease(
+      Effect.map(spawnChild(options), (child) => ({ child, closed: false })),
+      (holder) =>
+        Effect.suspend(() => {
+          holder.closed = true
+          return stopChild(holder.child, options.closeTimeoutMs ?? 5000)
+        })
     )
-    const protocol = yield* makeStdioProtocol(child)
+    // Uninterruptible: a child that was started is always handed over (or stopped).
+    const respawn = options.restart === true ? Effect.uninterruptible(spawnChild(options)) : undefined
+    const protocol = yield* makeStdioProtocol(holder.child, respawn, (child) => {
+      // A replacement that finished starting after the scope closed does not outlive it.
+      if (holder.closed && child.pid !== undefined) process.kill(child.pid, "SIGKILL")
+      holder.child = child
+    })
     return yield* RpcClient.make(SkeinRpcs, { disableTracing: true }).pipe(
       Effect.provideService(RpcClient.Protocol, protocol)
     )
