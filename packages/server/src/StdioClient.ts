@@ -281,7 +281,13 @@ export const makeSkeinStdioClient = (
     const respawn = options.restart === true ? Effect.uninterruptible(spawnChild(options)) : undefined
     const protocol = yield* makeStdioProtocol(holder.child, respawn, (child) => {
       // A replacement that finished starting after the scope closed does not outlive it.
-      if (holder.closed && child.pid !== undefined) process.kill(child.pid, "SIGKILL")
+      if (holder.closed && child.pid !== undefined) {
+        try {
+          process.kill(child.pid, "SIGKILL")
+        } catch {
+          // already gone
+        }
+      }
       holder.child = child
     })
     return yield* RpcClient.make(SkeinRpcs, { disableTracing: true }).pipe(
