@@ -42,12 +42,12 @@ export interface ConnectOptions {
   /** Writes one encoded frame to the client. */
   readonly write: (frame: string) => Effect.Effect<void>
   /**
-   * Writes one frame synchronously, as UTF-8 bytes, for transports that can: event
-   * fan-out then runs no fiber per frame. The bytes are shared by every connection
-   * that follows the same commit and must not be modified. Without it, fan-out frames
-   * go through `write`.
+   * Writes one fan-out frame synchronously, for transports that can: event fan-out
+   * then runs no fiber per frame. The frame is shared by every connection that
+   * follows the same commit (its bytes must not be modified). Without it, fan-out
+   * frames go through `write`.
    */
-  readonly writeNow?: ((frame: Uint8Array) => void) | undefined
+  readonly writeNow?: ((frame: FanOutFrame) => void) | undefined
   /** Whether the connection presented the right token (or none was required). */
   readonly authorized: boolean
   /** Headers of the transport (e.g. the HTTP upgrade request), passed to handlers. */
@@ -147,7 +147,7 @@ export const screenMessage = (
 }
 
 /** A fan-out frame: its text, and its UTF-8 bytes encoded on first use. */
-class ChunkFrame {
+export class FanOutFrame {
   #bytes: Uint8Array | undefined
   constructor(readonly text: string) {}
   get bytes(): Uint8Array {
@@ -165,9 +165,9 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
     // with the same id share it.
     const chunkFrames = new WeakMap<
       ReadonlyArray<StoredEvent>,
-      { readonly values: string; readonly frames: Map<string, ChunkFrame> }
+      { readonly values: string; readonly frames: Map<string, FanOutFrame> }
     >()
-    const chunkFrame = (requestId: string, events: ReadonlyArray<StoredEvent>): ChunkFrame => {
+    const chunkFrame = (requestId: string, events: ReadonlyArray<StoredEvent>): FanOutFrame => {
       let batch = chunkFrames.get(events)
       if (batch === undefined) {
         const values = events.map((event) => JSON.stringify(encodeStoredEvent(event))).join(",")
@@ -176,7 +176,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
       }
       let frame = batch.frames.get(requestId)
       if (frame === undefined) {
-        frame = new ChunkFrame(`{"_tag":"Chunk","requestId":${JSON.stringify(requestId)},"values":[${batch.values}]}`)
+        frame = new FanOutFrame(`{"_tag":"Chunk","requestId":${JSON.stringify(requestId)},"values":[${batch.values}]}`)
         batch.frames.set(requestId, frame)
       }
       return frame
@@ -207,10 +207,8 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
       Effect.sync(() => {
         const id = nextId++
         const transportHeaders = connection.headers ?? []
-        const { writeNow } = connection
-        const writeChunk = writeNow
-          ? (frame: ChunkFrame) => writeNow(frame.bytes)
-          : (frame: ChunkFrame) => void Effect.runFork(connection.write(frame.text))
+        const writeChunk =
+          connection.writeNow ?? ((frame: FanOutFrame) => void Effect.runFork(connection.write(frame.text)))
         const send = (response: FromServer): Effect.Effect<void> =>
           Effect.suspend(() => connection.write(encodeFrame(response)))
         clients.set(id, send)

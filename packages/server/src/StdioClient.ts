@@ -125,8 +125,6 @@ interface Attached {
   readonly child: ChildProcessWithoutNullStreams
   /** Set once the child is gone; requests then fail with it (or start a new child). */
   deathError: RpcClientError | undefined
-  /** True once the RPC client has failed the requests that were pending at the death. */
-  deathDelivered: boolean
 }
 
 /**
@@ -143,18 +141,13 @@ const makeStdioProtocol = (
     Effect.gen(function* () {
       // Node callbacks feed this mailbox; one fiber hands responses on in arrival order.
       const inbox = yield* Mailbox.make<FromServerEncoded>()
-      const deaths = new Map<RpcClientError, Attached>()
+      // Deaths whose error the RPC client has not yet handed to the pending requests.
+      const undelivered = new Set<RpcClientError>()
       yield* Mailbox.toStream(inbox).pipe(
         Stream.runForEach((message) =>
           Effect.ensuring(
             writeResponse(message),
-            Effect.sync(() => {
-              if (message._tag !== "ClientProtocolError") return
-              const attached = deaths.get(message.error)
-              if (attached === undefined) return
-              deaths.delete(message.error)
-              attached.deathDelivered = true
-            })
+            Effect.sync(() => message._tag === "ClientProtocolError" && undelivered.delete(message.error))
           )
         ),
         Effect.interruptible,
@@ -162,7 +155,7 @@ const makeStdioProtocol = (
       )
 
       const attach = (child: ChildProcessWithoutNullStreams): Attached => {
-        const attached: Attached = { child, deathError: undefined, deathDelivered: false }
+        const attached: Attached = { child, deathError: undefined }
         let stderrTail = ""
         child.stderr.setEncoding("utf8")
         child.stderr.on("data", (text: string) => {
@@ -208,7 +201,7 @@ const makeStdioProtocol = (
         const onDeath = (message: string, cause?: unknown) => {
           if (attached.deathError !== undefined) return
           attached.deathError = new RpcClientError({ reason: "Protocol", message, cause })
-          deaths.set(attached.deathError, attached)
+          undelivered.add(attached.deathError)
           inbox.unsafeOffer({ _tag: "ClientProtocolError", error: attached.deathError })
         }
         // "close": the process exited and its stdout is fully read.
@@ -231,7 +224,7 @@ const makeStdioProtocol = (
         if (dead === undefined) return Effect.succeed(current)
         // Until the RPC client has failed what was pending at the death, a request may
         // be among those: it fails too (never to run on a new child unseen).
-        if (respawn === undefined || !current.deathDelivered) return Effect.fail(dead)
+        if (respawn === undefined || undelivered.has(dead)) return Effect.fail(dead)
         return replacing.withPermits(1)(
           Effect.suspend(() => {
             if (current.deathError === undefined) return Effect.succeed(current)

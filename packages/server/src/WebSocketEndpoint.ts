@@ -11,8 +11,6 @@ import { isAuthorized } from "./Auth.js"
 import { makeGuardedProtocol, runSkeinRpcServer } from "./GuardedProtocol.js"
 import { SkeinRpcHandlers } from "./RpcHandlers.js"
 
-const utf8 = new TextDecoder()
-
 /** The `send` of the `ws` socket behind `Socket.WebSocket` on Node (a text frame from bytes). */
 interface NodeWebSocket {
   readonly send: (data: Uint8Array, options: { readonly binary: boolean }) => void
@@ -64,8 +62,8 @@ export const makeWebSocketEndpoint = (
         headers: Object.entries(request.headers).filter(([name]) => name !== "authorization"),
         write: (frame) => Effect.orDie(write(frame)),
         writeNow: (frame) => {
-          // (Not reached in practice: a follow starts from a request, which sets `open`.)
-          if (open === undefined) return void Effect.runFork(Effect.orDie(write(utf8.decode(frame))))
+          // Without the raw socket, through the platform's writer.
+          if (open === undefined) return void Effect.runFork(Effect.orDie(write(frame.text)))
           // Closing: nothing more reaches this client; it resumes from its last sequence.
           if (open.readyState !== 1) return
           if (open.bufferedAmount > maxBufferedBytes) {
@@ -73,7 +71,7 @@ export const makeWebSocketEndpoint = (
             return open.close(1008, "Skein: events are read too slowly; reconnect from the last sequence seen")
           }
           // A text frame from the shared bytes: `ws` frames them without a copy.
-          ;(open as unknown as NodeWebSocket).send(frame, { binary: false })
+          ;(open as unknown as NodeWebSocket).send(frame.bytes, { binary: false })
         }
       })
       const onFrame = (frame: string | Uint8Array) =>
