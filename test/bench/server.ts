@@ -8,8 +8,10 @@
  *   and the server's share: commit until every frame of it has been handed to the
  *   sockets.
  *
- * The runs start on a fixed schedule (one every `intervalMs`), after warm-up runs and a
- * full collection, so the figure is the latency at a known load. Back to back, runs
+ * The runs start on a fixed schedule (one every `intervalMs`), after warm-up runs, so
+ * the figure is the latency at a known load. (No forced collection before the measured
+ * runs: `gc()` there made V8 re-optimise about 55 more functions during them, 89
+ * TurboFan compilations instead of 34, on the same cores.) Back to back, runs
  * offer more frames than one process of 50 clients can read on a 2-core machine: its
  * backlog, and so the "latency", then grows with the number of runs (measured: p99
  * about 20 ms after 20 runs, 130-200 ms after 200), which says how fast the clients
@@ -26,7 +28,7 @@ import { fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Context, Deferred, Effect, Exit, Layer } from "effect"
 import { nowMs as now, percentile } from "./stats.js"
-import type { SubscribersMark, SubscribersMessage, SubscribersStart } from "./subscribers.js"
+import type { SubscribersControl, SubscribersMessage, SubscribersStart } from "./subscribers.js"
 
 const bench = Effect.gen(function* () {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-bench-server-"))
@@ -82,7 +84,7 @@ const bench = Effect.gen(function* () {
           if (e.event._tag === "RunEnded" && e.event.run.ordinal === runs) Deferred.unsafeDone(reachedEnd, Exit.void)
         }
       })
-      const child = yield* startSubscribers({ url: server.url, threadId: fan.id, count: subscribers, runs })
+      const child = yield* startSubscribers({ url: server.url, threadId: fan.id, count: subscribers })
       yield* child.await("ready")
       const paced = (from: number, to: number) =>
         Effect.gen(function* () {
@@ -99,7 +101,6 @@ const bench = Effect.gen(function* () {
           }
         })
       yield* paced(1, warmup)
-      globalThis.gc?.()
       const firstLive = committed.size + 1
       // A second in-process follower, called after the server's: when the commit's
       // frames have all been handed to the sockets.
@@ -116,6 +117,7 @@ const bench = Effect.gen(function* () {
       yield* Deferred.await(reachedEnd)
       const cpuAfter = cpuTimes(child.pid)
       const elapsed = now() - started
+      child.last(Math.max(...committed.keys()))
       const { cpuMs, seen } = yield* child.await("done")
       const latencies: Array<number> = []
       const serverSide: Array<number> = []
@@ -171,7 +173,13 @@ const startSubscribers = (start: SubscribersStart) =>
         check()
         return Effect.sync(() => waiting.delete(check))
       }).pipe(Effect.timeout("60 seconds"), Effect.orDie)
-    return { await: await_, pid: child.pid, mark: () => void child.send({ tag: "mark" } satisfies SubscribersMark) }
+    const control = (message: SubscribersControl) => void child.send(message)
+    return {
+      await: await_,
+      pid: child.pid,
+      mark: () => control({ tag: "mark" }),
+      last: (threadSequence: number) => control({ tag: "last", threadSequence })
+    }
   })
 
 /**
