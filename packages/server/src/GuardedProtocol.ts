@@ -13,6 +13,7 @@
 import { RpcMessage, RpcSerialization, RpcServer } from "@effect/rpc"
 import { InvalidInput, SkeinError, SkeinRpcs, StoredEvent, Unauthorized } from "@skein/domain"
 import type { ThreadId } from "@skein/domain"
+import { storedEventJson } from "@skein/runtime"
 import type { Orchestrator } from "@skein/runtime"
 import { Effect, Exit, Fiber, FiberId, Mailbox, ParseResult, Schema, Scope } from "effect"
 
@@ -64,7 +65,6 @@ type FromServer = RpcMessage.FromServerEncoded
 
 const clientTags = new Set(["Request", "Ack", "Interrupt", "Ping", "Eof"])
 const encodeError = Schema.encodeSync(SkeinError)
-const encodeStoredEvent = Schema.encodeSync(StoredEvent)
 const requestIdPattern = /"id"\s*:\s*"([0-9]{1,30})"/
 
 const failure = (requestId: string, error: SkeinError): FromServer => ({
@@ -170,7 +170,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
     const chunkFrame = (requestId: string, events: ReadonlyArray<StoredEvent>): FanOutFrame => {
       let batch = chunkFrames.get(events)
       if (batch === undefined) {
-        const values = events.map((event) => JSON.stringify(encodeStoredEvent(event))).join(",")
+        const values = events.map(storedEventJson).join(",")
         batch = { values, frames: new Map() }
         chunkFrames.set(events, batch)
       }

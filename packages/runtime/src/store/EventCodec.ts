@@ -7,6 +7,7 @@
  */
 import {
   CheckpointRecorded,
+  type StoredEvent,
   HandoffRecorded,
   ProviderThreadRecorded,
   RunEnded,
@@ -75,7 +76,20 @@ export interface StoredForm {
 
 const formatError = (error: ParseResult.ParseError) => ParseResult.TreeFormatter.formatErrorSync(error)
 
+/**
+ * The log payload of each event the store has written or read back, by event: a
+ * transport sends that text instead of encoding the event again (`storedEventJson`).
+ * Events are immutable, so the text stays true for as long as the event lives.
+ */
+const payloads = new WeakMap<ThreadEvent, string>()
+
 export const encodeEvent = (event: ThreadEvent): Either.Either<StoredForm, StorageError> => {
+  const form = encodeForm(event)
+  if (Either.isRight(form)) payloads.set(event, form.right.payload)
+  return form
+}
+
+const encodeForm = (event: ThreadEvent): Either.Either<StoredForm, StorageError> => {
   const codec = codecs.get(event._tag)
   if (codec === undefined) {
     return Either.left(new StorageError({ detail: `cannot store an event of unknown type ${String(event._tag)}` }))
@@ -108,8 +122,21 @@ export const decodeEvent = (payload: string, what: string): Either.Either<Thread
   const tag = typeof value === "object" && value !== null ? (value as { _tag?: unknown })._tag : undefined
   const codec = typeof tag === "string" ? codecs.get(tag) : undefined
   const decoded = codec !== undefined ? codec.decode(value) : decodeUnion(value)
+  if (Either.isRight(decoded)) payloads.set(decoded.right, payload)
   return Either.mapLeft(
     decoded,
     (error) => new StorageError({ detail: `${what} is not a valid thread event: ${formatError(error)}` })
   )
+}
+
+/**
+ * The JSON of a stored event, the same JSON value as `Schema.encodeSync(StoredEvent)`
+ * gives: for an event the store wrote or read, its payload as stored, with no encoding
+ * (fan-out sends every commit to many followers, and encoding was a visible share of
+ * each run's time). Throws on an event the schema refuses, as `encodeSync` would.
+ */
+export const storedEventJson = (stored: StoredEvent): string => {
+  let payload = payloads.get(stored.event)
+  if (payload === undefined) payload = Either.getOrThrowWith(encodeEvent(stored.event), (error) => error).payload
+  return `{"sequence":${stored.sequence},"threadId":${JSON.stringify(stored.threadId)},"threadSequence":${stored.threadSequence},"commandId":${JSON.stringify(stored.commandId)},"createdAt":${JSON.stringify(stored.createdAt)},"event":${payload}}`
 }

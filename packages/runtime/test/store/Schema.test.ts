@@ -15,7 +15,7 @@ import {
   TurnItem
 } from "@skein/domain"
 import { Arbitrary, Either, FastCheck, ParseResult, Schema } from "effect"
-import { decodeEvent, encodeEvent } from "../../src/store/EventCodec.js"
+import { decodeEvent, encodeEvent, storedEventJson } from "../../src/store/EventCodec.js"
 import { sampleLog, threadId } from "./builders.js"
 
 const roundTrip = <A, I>(schema: Schema.Schema<A, I>, value: A): A =>
@@ -57,6 +57,39 @@ describe("Schema round trips", () => {
       }),
       { numRuns: 200 }
     )
+  })
+
+  it("storedEventJson is the StoredEvent encoding, whether or not the codec has seen the event", () => {
+    FastCheck.assert(
+      FastCheck.property(Arbitrary.make(StoredEvent), (stored) => {
+        const expected = Schema.encodeSync(StoredEvent)(stored)
+        // Never seen: encoded on the spot.
+        expect(JSON.parse(storedEventJson(stored))).toEqual(expected)
+        // Encoded for the log, then decoded back from it: the stored text is reused.
+        const form = Either.getOrThrow(encodeEvent(stored.event))
+        expect(JSON.parse(storedEventJson(stored))).toEqual(expected)
+        const decoded = Either.getOrThrow(decodeEvent(form.payload, "event"))
+        expect(JSON.parse(storedEventJson({ ...stored, event: decoded }))).toEqual(expected)
+      }),
+      { numRuns: 200 }
+    )
+  })
+
+  it("storedEventJson refuses an invalid event with the store's error", () => {
+    const [created] = sampleLog(threadId("bad-json"))
+    const bad = {
+      ...created!,
+      thread: { ...(created as { thread: AppThread }).thread, title: 42 }
+    } as unknown as ThreadEvent
+    const stored = {
+      sequence: 1,
+      threadId: threadId("bad-json"),
+      threadSequence: 1,
+      commandId: null,
+      createdAt: "now",
+      event: bad
+    }
+    expect(() => storedEventJson(stored)).toThrow(/cannot store an invalid ThreadCreated event/)
   })
 
   it("every event type of a realistic log round-trips through the codec", () => {
