@@ -6,6 +6,7 @@
  */
 import { Schema } from "effect"
 import { ApprovalId, CheckpointId, CommandId, ProviderName, RunId, ThreadId } from "./Ids.js"
+import { ValidatedTaggedClass } from "./ValidatedClass.js"
 
 const commandId = Schema.optional(CommandId)
 
@@ -24,7 +25,7 @@ export const CreateThreadFields = {
   workspace: Schema.optional(Schema.String),
   commandId
 }
-export class CreateThread extends Schema.TaggedClass<CreateThread>()("CreateThread", CreateThreadFields) {}
+export class CreateThread extends ValidatedTaggedClass<CreateThread>()("CreateThread", CreateThreadFields) {}
 
 export const StartRunFields = {
   threadId: ThreadId,
@@ -38,10 +39,10 @@ export const StartRunFields = {
   handoffBudgetTokens: Schema.optional(HandoffBudgetTokens),
   commandId
 }
-export class StartRun extends Schema.TaggedClass<StartRun>()("StartRun", StartRunFields) {}
+export class StartRun extends ValidatedTaggedClass<StartRun>()("StartRun", StartRunFields) {}
 
 export const InterruptRunFields = { threadId: ThreadId, commandId }
-export class InterruptRun extends Schema.TaggedClass<InterruptRun>()("InterruptRun", InterruptRunFields) {}
+export class InterruptRun extends ValidatedTaggedClass<InterruptRun>()("InterruptRun", InterruptRunFields) {}
 
 export const SourcePointSpec = Schema.Union(
   Schema.Literal("latest_stable"),
@@ -57,10 +58,10 @@ export const ForkThreadFields = {
   title: Schema.optional(Title),
   commandId
 }
-export class ForkThread extends Schema.TaggedClass<ForkThread>()("ForkThread", ForkThreadFields) {}
+export class ForkThread extends ValidatedTaggedClass<ForkThread>()("ForkThread", ForkThreadFields) {}
 
 export const MergeBackFields = { forkThreadId: ThreadId, commandId }
-export class MergeBack extends Schema.TaggedClass<MergeBack>()("MergeBack", MergeBackFields) {}
+export class MergeBack extends ValidatedTaggedClass<MergeBack>()("MergeBack", MergeBackFields) {}
 
 export const RollbackFields = {
   threadId: ThreadId,
@@ -68,7 +69,7 @@ export const RollbackFields = {
   restoreFiles: Schema.optional(Schema.Boolean),
   commandId
 }
-export class Rollback extends Schema.TaggedClass<Rollback>()("Rollback", RollbackFields) {}
+export class Rollback extends ValidatedTaggedClass<Rollback>()("Rollback", RollbackFields) {}
 
 export const SpawnSubagentFields = {
   parentThreadId: ThreadId,
@@ -76,7 +77,7 @@ export const SpawnSubagentFields = {
   prompt: Message,
   commandId
 }
-export class SpawnSubagent extends Schema.TaggedClass<SpawnSubagent>()("SpawnSubagent", SpawnSubagentFields) {}
+export class SpawnSubagent extends ValidatedTaggedClass<SpawnSubagent>()("SpawnSubagent", SpawnSubagentFields) {}
 
 export const ApprovalDecision = Schema.Literal("accept", "decline", "cancel")
 export type ApprovalDecision = typeof ApprovalDecision.Type
@@ -87,7 +88,10 @@ export const RespondApprovalFields = {
   decision: ApprovalDecision,
   commandId
 }
-export class RespondApproval extends Schema.TaggedClass<RespondApproval>()("RespondApproval", RespondApprovalFields) {}
+export class RespondApproval extends ValidatedTaggedClass<RespondApproval>()(
+  "RespondApproval",
+  RespondApprovalFields
+) {}
 
 export const ThreadCommand = Schema.Union(
   CreateThread,

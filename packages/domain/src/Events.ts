@@ -12,23 +12,26 @@ import { ProviderThread } from "./ProviderThread.js"
 import { ContextTransfer } from "./Transfer.js"
 import { ContextHandoff } from "./Handoff.js"
 import { Checkpoint } from "./Checkpoint.js"
+import { ValidatedTaggedClass } from "./ValidatedClass.js"
 
-export class ThreadCreated extends Schema.TaggedClass<ThreadCreated>()("ThreadCreated", { thread: AppThread }) {}
-export class ThreadUpdated extends Schema.TaggedClass<ThreadUpdated>()("ThreadUpdated", { thread: AppThread }) {}
-export class RunStarted extends Schema.TaggedClass<RunStarted>()("RunStarted", { run: Run }) {}
-export class RunUpdated extends Schema.TaggedClass<RunUpdated>()("RunUpdated", { run: Run }) {}
-export class RunEnded extends Schema.TaggedClass<RunEnded>()("RunEnded", { run: Run }) {}
-export class TurnItemRecorded extends Schema.TaggedClass<TurnItemRecorded>()("TurnItemRecorded", { item: TurnItem }) {}
-export class ProviderThreadRecorded extends Schema.TaggedClass<ProviderThreadRecorded>()("ProviderThreadRecorded", {
+export class ThreadCreated extends ValidatedTaggedClass<ThreadCreated>()("ThreadCreated", { thread: AppThread }) {}
+export class ThreadUpdated extends ValidatedTaggedClass<ThreadUpdated>()("ThreadUpdated", { thread: AppThread }) {}
+export class RunStarted extends ValidatedTaggedClass<RunStarted>()("RunStarted", { run: Run }) {}
+export class RunUpdated extends ValidatedTaggedClass<RunUpdated>()("RunUpdated", { run: Run }) {}
+export class RunEnded extends ValidatedTaggedClass<RunEnded>()("RunEnded", { run: Run }) {}
+export class TurnItemRecorded extends ValidatedTaggedClass<TurnItemRecorded>()("TurnItemRecorded", {
+  item: TurnItem
+}) {}
+export class ProviderThreadRecorded extends ValidatedTaggedClass<ProviderThreadRecorded>()("ProviderThreadRecorded", {
   providerThread: ProviderThread
 }) {}
-export class TransferRecorded extends Schema.TaggedClass<TransferRecorded>()("TransferRecorded", {
+export class TransferRecorded extends ValidatedTaggedClass<TransferRecorded>()("TransferRecorded", {
   transfer: ContextTransfer
 }) {}
-export class HandoffRecorded extends Schema.TaggedClass<HandoffRecorded>()("HandoffRecorded", {
+export class HandoffRecorded extends ValidatedTaggedClass<HandoffRecorded>()("HandoffRecorded", {
   handoff: ContextHandoff
 }) {}
-export class CheckpointRecorded extends Schema.TaggedClass<CheckpointRecorded>()("CheckpointRecorded", {
+export class CheckpointRecorded extends ValidatedTaggedClass<CheckpointRecorded>()("CheckpointRecorded", {
   checkpoint: Checkpoint
 }) {}
 

@@ -1,4 +1,5 @@
 export * from "./Ids.js"
+export * from "./ValidatedClass.js"
 export * from "./Capabilities.js"
 export * from "./Thread.js"
 export * from "./Run.js"

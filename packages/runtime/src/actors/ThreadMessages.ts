@@ -11,7 +11,8 @@ import {
   RunFailure,
   RunId,
   StartRun,
-  TurnItemContent
+  TurnItemContent,
+  ValidatedTaggedClass
 } from "@skein/domain"
 import { Schema } from "effect"
 
@@ -19,13 +20,13 @@ import { Schema } from "effect"
  * Provider events that become turn items of the run: all those that had arrived when
  * the run's fiber read them, recorded in one commit.
  */
-export class RecordItems extends Schema.TaggedClass<RecordItems>()("RecordItems", {
+export class RecordItems extends ValidatedTaggedClass<RecordItems>()("RecordItems", {
   runId: RunId,
   items: Schema.NonEmptyArray(TurnItemContent)
 }) {}
 
 /** The run's provider thread now has a native ref (a new provider thread was started). */
-export class BindNativeThread extends Schema.TaggedClass<BindNativeThread>()("BindNativeThread", {
+export class BindNativeThread extends ValidatedTaggedClass<BindNativeThread>()("BindNativeThread", {
   runId: RunId,
   providerThreadId: ProviderThreadId,
   nativeRef: Schema.String,
@@ -33,14 +34,14 @@ export class BindNativeThread extends Schema.TaggedClass<BindNativeThread>()("Bi
 }) {}
 
 /** Resuming the target provider thread failed: re-plan with a full summary into a new one. */
-export class ResumeFailed extends Schema.TaggedClass<ResumeFailed>()("ResumeFailed", {
+export class ResumeFailed extends ValidatedTaggedClass<ResumeFailed>()("ResumeFailed", {
   runId: RunId,
   detail: Schema.String
 }) {}
 
 export const RunOutcome = Schema.Literal("completed", "failed", "interrupted")
 
-export class FinishRun extends Schema.TaggedClass<FinishRun>()("FinishRun", {
+export class FinishRun extends ValidatedTaggedClass<FinishRun>()("FinishRun", {
   runId: RunId,
   outcome: RunOutcome,
   failure: Schema.NullOr(RunFailure),
@@ -51,12 +52,12 @@ export class FinishRun extends Schema.TaggedClass<FinishRun>()("FinishRun", {
 }) {}
 
 /** Ask the active run to stop, with the reason recorded on the run. */
-export class StopRun extends Schema.TaggedClass<StopRun>()("StopRun", {
+export class StopRun extends ValidatedTaggedClass<StopRun>()("StopRun", {
   reason: Schema.Literal("user_interrupt", "shutdown")
 }) {}
 
 /** Read the actor's current state (for tests, benchmarks and waiting). */
-export class Inspect extends Schema.TaggedClass<Inspect>()("Inspect", {}) {}
+export class Inspect extends ValidatedTaggedClass<Inspect>()("Inspect", {}) {}
 
 export const ThreadMessage = Schema.Union(
   StartRun,
