@@ -27,7 +27,7 @@ import { demoRegistryLayer, makeSkeinClient, serveWebSocket } from "@skein/serve
 import { fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Context, Deferred, Effect, Exit, Layer } from "effect"
-import { nowMs as now, percentile } from "./stats.js"
+import { monotonicMs as now, percentile } from "./stats.js"
 import type { SubscribersControl, SubscribersMessage, SubscribersStart } from "./subscribers.js"
 
 const bench = Effect.gen(function* () {
@@ -63,7 +63,7 @@ const bench = Effect.gen(function* () {
   )
 
   // ---- fan-out: the subscribers run in a small process of their own (see
-  // subscribers.ts); times are on the wall clock both processes share (timeOrigin + now).
+  // subscribers.ts); times are on the monotonic clock both processes share.
   const fanOut = (options: {
     readonly subscribers: number
     readonly runs: number

@@ -2,7 +2,7 @@
  * The subscriber side of the fan-out bench, run as its own small process (it imports
  * `ws` and nothing of Skein, so its heap and collector stay out of the server's way):
  * `count` raw WebSocket clients follow one thread and note when each event's frame
- * arrives, on the wall clock shared with the server process (`nowMs`).
+ * arrives, on the monotonic clock it shares with the server process (`monotonicMs`).
  *
  * Protocol with the parent (IPC): the parent sends `{ url, threadId, count }`; this
  * process answers `{ tag: "ready" }` once every client has its replay; the parent may
@@ -18,7 +18,7 @@
  * with pauses of 1-4 ms that landed in the latency of whichever commit was in flight.
  */
 import WebSocket from "ws"
-import { nowMs as now } from "./stats.js"
+import { monotonicMs as now } from "./stats.js"
 
 export interface SubscribersStart {
   readonly url: string
