@@ -21,6 +21,15 @@ import { sampleLog, threadId } from "./builders.js"
 const roundTrip = <A, I>(schema: Schema.Schema<A, I>, value: A): A =>
   Schema.decodeUnknownSync(schema)(JSON.parse(JSON.stringify(Schema.encodeSync(schema)(value))))
 
+/** A ThreadCreated event whose thread has a numeric title. */
+const invalidThreadCreated = (name: string): ThreadEvent => {
+  const [created] = sampleLog(threadId(name))
+  return {
+    ...created!,
+    thread: { ...(created as { thread: AppThread }).thread, title: 42 }
+  } as unknown as ThreadEvent
+}
+
 const entities = {
   AppThread,
   Run,
@@ -76,11 +85,7 @@ describe("Schema round trips", () => {
   })
 
   it("storedEventJson refuses an invalid event with the store's error", () => {
-    const [created] = sampleLog(threadId("bad-json"))
-    const bad = {
-      ...created!,
-      thread: { ...(created as { thread: AppThread }).thread, title: 42 }
-    } as unknown as ThreadEvent
+    const bad = invalidThreadCreated("bad-json")
     const stored = {
       sequence: 1,
       threadId: threadId("bad-json"),
@@ -132,12 +137,7 @@ describe("Schema round trips", () => {
   })
 
   it("an invalid entity is refused with a StorageError, not a defect", () => {
-    const [created] = sampleLog(threadId("bad"))
-    const bad = {
-      ...created!,
-      thread: { ...(created as { thread: AppThread }).thread, title: 42 }
-    } as unknown as ThreadEvent
-    const result = encodeEvent(bad)
+    const result = encodeEvent(invalidThreadCreated("bad"))
     expect(Either.isLeft(result)).toBe(true)
     if (Either.isLeft(result)) expect(result.left.detail).toMatch(/cannot store an invalid ThreadCreated event/)
   })
