@@ -1,10 +1,10 @@
 /**
  * Tagged Schema classes whose constructor validates with a validator compiled once per
- * class. `new C(props)` on a plain `Schema.TaggedClass` derives its validator again on
- * every call, which cost about twice the validation itself (22 µs against 11 µs for a
- * `TransferRecorded`); the runtime builds a dozen events and messages per run, so that
- * was a visible share of each run. Same checks, same `ParseError` on bad props, same
- * `new C(props, true)` to skip validation.
+ * class. `new C(props)` on a plain `Schema.TaggedClass` derives the type side of its
+ * schema again on every call, a walk over every nested field, before it validates:
+ * 11-22 µs against 8-11 µs here for a `TransferRecorded`. The runtime builds a dozen
+ * events and messages per run, so that was a visible share of each run. Same checks,
+ * same `ParseError` on bad props, same `new C(props, true)` to skip validation.
  */
 import { ParseResult, Schema } from "effect"
 
