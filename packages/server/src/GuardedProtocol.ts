@@ -11,8 +11,8 @@
  * - an unknown method or a payload that does not decode gets `InvalidInput`.
  */
 import { RpcMessage, RpcSerialization, RpcServer } from "@effect/rpc"
-import { InvalidInput, SkeinError, SkeinRpcs, StoredEvent, Unauthorized } from "@skein/domain"
-import type { ThreadId } from "@skein/domain"
+import { InvalidInput, SkeinError, SkeinRpcs, Unauthorized } from "@skein/domain"
+import type { StoredEvent, ThreadId } from "@skein/domain"
 import { storedEventJson } from "@skein/runtime"
 import type { Orchestrator } from "@skein/runtime"
 import { Effect, Exit, Fiber, FiberId, Mailbox, ParseResult, Schema, Scope } from "effect"

@@ -7,7 +7,6 @@
  */
 import {
   CheckpointRecorded,
-  type StoredEvent,
   HandoffRecorded,
   ProviderThreadRecorded,
   RunEnded,
@@ -20,6 +19,7 @@ import {
   TransferRecorded,
   TurnItemRecorded
 } from "@skein/domain"
+import type { StoredEvent } from "@skein/domain"
 import { Either, ParseResult, Schema } from "effect"
 import { describeError } from "./Codec.js"
 
