@@ -95,7 +95,7 @@ const dispatch = (dir: string) => {
     const actorRate = yield* actors.use(big.id, (actor) =>
       Effect.gen(function* () {
         const t = performance.now()
-        for (let i = 0; i < N; i++) yield* actor.inspect
+        for (let i = 0; i < N; i++) yield* actor.ask("Status", undefined)
         return N / ((performance.now() - t) / 1000)
       })
     )

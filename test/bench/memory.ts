@@ -24,12 +24,15 @@ try {
       const actors = yield* ThreadActors
       // Warm the code paths once so that the baseline includes loaded code, not data.
       const warm = yield* o.createThread({ title: "warm" })
-      yield* actors.use(warm.id, (a) => a.inspect)
+      yield* actors.use(warm.id, (a) => a.ask("Status", undefined))
       const base = rss()
       const ids: Array<ThreadId> = []
       for (let i = 0; i < 10_000; i++) ids.push((yield* o.createThread({ title: `idle ${i}` })).id)
       const created = rss()
-      yield* Effect.forEach(ids, (id) => actors.use(id, (a) => a.inspect), { concurrency: 50, discard: true })
+      yield* Effect.forEach(ids, (id) => actors.use(id, (a) => a.ask("Status", undefined)), {
+        concurrency: 50,
+        discard: true
+      })
       const live = rss()
       console.log(
         `memory, 10,000 created idle threads: +${mb(created - base)} MB RSS above baseline (goal < 100 MB); with all 10,000 thread actors activated and not yet passivated: +${mb(live - base)} MB${gc ? "" : " [run with --expose-gc for steadier figures]"}`

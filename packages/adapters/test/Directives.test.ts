@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { parseDirectives, recalls, stripRecallNoise } from "../src/scripted/Directives.js"
+import { parseDirectives, reasoningText, recalls, stripRecallNoise } from "../src/scripted/Directives.js"
 
 describe("parseDirectives", () => {
   it("finds every directive, in order, with their arguments", () => {
@@ -21,6 +21,11 @@ describe("parseDirectives", () => {
       { _tag: "Crash" },
       { _tag: "Forget" }
     ])
+  })
+
+  it("derives the reasoning text, so the secret is never the user's own words", () => {
+    expect(reasoningText("abc")).toBe("secret-cba")
+    expect(reasoningText("think hard")).toBe("secret-drah kniht")
   })
 
   it("keeps the colons of a command and takes the exit code from the last one", () => {

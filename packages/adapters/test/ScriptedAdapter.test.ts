@@ -113,7 +113,7 @@ describe("scripted adapter", () => {
           { workspace }
         )
         const got = items(events)
-        expect(got[0]).toEqual({ type: "reasoning", text: "secret thoughts" })
+        expect(got[0]).toEqual({ type: "reasoning", text: "secret-sthguoht terces" })
         expect(got[1]).toEqual({ type: "command_execution", command: "npm test", exitCode: 1, output: "ran npm test" })
         expect(got[2]).toMatchObject({ type: "file_change", path: "src/new.ts", kind: "add" })
         expect(got[3]).toMatchObject({ type: "file_change", path: "existing.txt", kind: "modify" })
@@ -324,7 +324,7 @@ describe("scripted adapter", () => {
         const events = yield* Fiber.join(fiber)
         expect(Date.now() - started).toBeLessThan(1000)
         expect(events.map((e) => e._tag)).toEqual(["TurnStarted", "Item", "TurnInterrupted"])
-        expect(items(events)).toEqual([{ type: "reasoning", text: "before" }])
+        expect(items(events)).toEqual([{ type: "reasoning", text: "secret-erofeb" }])
         // The interrupted turn is part of the native history.
         expect(replyOf(yield* turn(session, nativeRef, "[[recall:lemur]]"))).toBe("ok\nrecall:lemur=yes")
         // Uninterrupted, a sleep just delays the answer.

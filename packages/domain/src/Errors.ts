@@ -97,7 +97,19 @@ export class ApprovalNotFound extends Schema.TaggedError<ApprovalNotFound>()("Ap
   }
 }
 
-export const ProviderFailureKind = Schema.Literal("error", "crash", "resume_failed", "unsupported", "timeout", "spawn")
+/**
+ * `crash`: the process exited; `timeout`: a call passed the runtime's deadline;
+ * `defect`: the adapter died with a defect (a bug or a surprise) instead of failing.
+ */
+export const ProviderFailureKind = Schema.Literal(
+  "error",
+  "crash",
+  "resume_failed",
+  "unsupported",
+  "timeout",
+  "spawn",
+  "defect"
+)
 export type ProviderFailureKind = typeof ProviderFailureKind.Type
 
 /** Anything a provider adapter reports as going wrong. */
@@ -116,6 +128,32 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
 }) {
   override get message() {
     return `Storage failed: ${this.detail}. The command was not recorded; retry it with the same commandId.`
+  }
+}
+
+/**
+ * A writer appended to a thread whose log had moved on since it last read it: the
+ * append was refused and nothing was written (optimistic concurrency on the per-thread
+ * sequence). The thread's actor reloads from storage; the command can be retried.
+ */
+export class SequenceConflict extends Schema.TaggedError<SequenceConflict>()("SequenceConflict", {
+  threadId: Schema.String,
+  expected: Schema.Int,
+  actual: Schema.Int
+}) {
+  override get message() {
+    return `Thread ${this.threadId} changed under this writer (it expected to append after event ${this.expected}, the log ends at ${this.actual}); nothing was written. Retry the command with the same commandId.`
+  }
+}
+
+/** The thread's actor died while handling a command; it was restarted from storage. */
+export class ActorFailed extends Schema.TaggedError<ActorFailed>()("ActorFailed", {
+  threadId: Schema.String,
+  command: Schema.String,
+  detail: Schema.String
+}) {
+  override get message() {
+    return `Thread ${this.threadId} failed while handling ${this.command} (${this.detail}) and was restarted from storage; what was recorded before the failure is kept. Retry with the same commandId to learn whether the command took effect.`
   }
 }
 
@@ -148,6 +186,8 @@ export const SkeinError = Schema.Union(
   ApprovalNotFound,
   ProviderFailure,
   StorageError,
+  SequenceConflict,
+  ActorFailed,
   ActorStopped,
   Unauthorized
 )

@@ -7,10 +7,17 @@ export type RunStatus = typeof RunStatus.Type
 export const terminalRunStatuses: ReadonlyArray<RunStatus> = ["completed", "failed", "interrupted", "rolled_back"]
 export const isTerminalRunStatus = (status: RunStatus): boolean => terminalRunStatuses.includes(status)
 
-/** Why a run did not complete. */
+/**
+ * Why a run did not complete. `provider_timeout`: a provider call passed its deadline;
+ * `provider_defect`: the adapter died with a defect; `runtime_error`: Skein itself
+ * failed while driving the run (the message says where).
+ */
 export const RunFailureReason = Schema.Literal(
   "provider_error",
   "provider_crash",
+  "provider_timeout",
+  "provider_defect",
+  "runtime_error",
   "user_interrupt",
   "runtime_restart",
   "shutdown",

@@ -2,30 +2,28 @@
  * The local runtime: the Orchestrator over thread actors, provider sessions and the
  * SQLite event store. `makeRuntimeLayer` is what a host (or the daemon) provides.
  */
-import type { AppThread, ProviderInstanceInfo, SkeinError, StoredEvent, ThreadId } from "@skein/domain"
+import type { AppThread, ProviderInstanceInfo, Run, SkeinError, StoredEvent, ThreadId } from "@skein/domain"
 import {
   CommandConflict,
   HandoffNotFound,
-  InterruptRun,
   NotSupportedYet,
   ProviderRegistry,
-  RespondApproval,
-  StartRun,
   ThreadCreated,
   ThreadNotFound,
+  isTerminalRunStatus,
   makeId
 } from "@skein/domain"
 import type { StorageError } from "@skein/domain"
-import { Deferred, Duration, Effect, Layer, Option, Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, Layer, Option, Stream } from "effect"
 import { ProviderSessions } from "./actors/ProviderSessions.js"
 import { payloadHash } from "./actors/Receipts.js"
 import { ThreadActors } from "./actors/ThreadActors.js"
-import { StopRun } from "./actors/ThreadMessages.js"
+import type { RunAccepted } from "./actors/ThreadProtocol.js"
 import { Orchestrator } from "./Orchestrator.js"
 import type { OrchestratorShape } from "./Orchestrator.js"
 import { recoverInterruptedRuns } from "./Recovery.js"
 import { RuntimeConfig } from "./RuntimeConfig.js"
-import type { RuntimeOptions } from "./RuntimeConfig.js"
+import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
 import { EventStore } from "./store/EventStore.js"
 
@@ -70,6 +68,7 @@ export const makeOrchestrator = Effect.gen(function* () {
       }
       yield* store.append({
         threadId: id,
+        expectedSequence: 0,
         events: [new ThreadCreated({ thread })],
         commandId: input.commandId,
         receipt: input.commandId
@@ -79,21 +78,38 @@ export const makeOrchestrator = Effect.gen(function* () {
       return thread
     })
 
+  /**
+   * The run once it is terminal: its RunEnded, followed from the store after the
+   * sequence the actor answered at (a cluster could wait the same way, from any node).
+   */
+  const awaitEnd = (threadId: ThreadId, accepted: RunAccepted): Effect.Effect<Run, SkeinError> =>
+    isTerminalRunStatus(accepted.run.status)
+      ? Effect.succeed(accepted.run)
+      : Effect.scoped(
+          Effect.gen(function* () {
+            const ended = yield* Deferred.make<Run>()
+            yield* store.follow(threadId, accepted.sequence, (events) => {
+              for (const { event } of events) {
+                if (event._tag === "RunEnded" && event.run.id === accepted.run.id) {
+                  Deferred.unsafeDone(ended, Exit.succeed(event.run))
+                }
+              }
+            })
+            return yield* Deferred.await(ended)
+          })
+        )
+
   const startRun: OrchestratorShape["startRun"] = (input) =>
     Effect.gen(function* () {
-      return yield* actors.use(input.threadId, (actor) =>
-        Effect.gen(function* () {
-          const ticket = yield* actor.startRun(StartRun.make(input))
-          if (input.wait) yield* Deferred.await(ticket.done)
-          return yield* actor.runView(ticket.run.id)
-        })
-      )
+      const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("StartRun", input))
+      if (input.wait) yield* awaitEnd(input.threadId, accepted)
+      return yield* actors.use(input.threadId, (actor) => actor.ask("GetRun", { runId: accepted.run.id }))
     })
 
   const interruptRun: OrchestratorShape["interruptRun"] = (input) =>
     Effect.gen(function* () {
-      const ticket = yield* actors.use(input.threadId, (actor) => actor.interruptRun(InterruptRun.make(input)))
-      return yield* Deferred.await(ticket.done)
+      const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("InterruptRun", input))
+      return yield* awaitEnd(input.threadId, accepted)
     })
 
   /** A thread exists once its first event (ThreadCreated) is in the log. */
@@ -125,22 +141,28 @@ export const makeOrchestrator = Effect.gen(function* () {
     }))
   })
 
+  /**
+   * Every active run is stopped (reason `shutdown`) and awaited, all at once, for at
+   * most 4 s in all: whatever is left then is cut short when the actors' scopes close,
+   * and ends `interrupted` at the next start (crash recovery).
+   */
   const shutdown: OrchestratorShape["shutdown"] = Effect.gen(function* () {
     const threads = yield* actors.activeThreads
     yield* Effect.forEach(
       threads,
       (threadId) =>
-        actors
-          .use(threadId, (actor) =>
-            Effect.gen(function* () {
-              if (Option.isNone(yield* actor.active)) return
-              const ticket = yield* actor.interruptRun(new StopRun({ reason: "shutdown" }))
-              yield* Deferred.await(ticket.done)
+        actors.use(threadId, (actor) =>
+          Effect.gen(function* () {
+            const status = yield* actor.ask("Status", undefined)
+            if (status.activeRunId === null) return
+            const accepted = yield* actor.ask("StopRun", {
+              failure: { reason: "shutdown", message: "Skein is shutting down" }
             })
-          )
-          .pipe(Effect.timeout(Duration.seconds(5)), Effect.ignore),
+            yield* awaitEnd(threadId, accepted)
+          })
+        ),
       { concurrency: "unbounded", discard: true }
-    )
+    ).pipe(Effect.timeout(Duration.seconds(4)), Effect.ignore)
   })
 
   return {
@@ -163,8 +185,7 @@ export const makeOrchestrator = Effect.gen(function* () {
             Option.match({ onNone: () => Effect.fail(new HandoffNotFound({ handoffId })), onSome: Effect.succeed })
           )
         ),
-    respondApproval: (input) =>
-      actors.use(input.threadId, (actor) => actor.respondApproval(RespondApproval.make(input))),
+    respondApproval: (input) => actors.use(input.threadId, (actor) => actor.respondApproval(input)),
     listProviders,
     shutdown
   } satisfies OrchestratorShape
@@ -188,7 +209,7 @@ export const orchestratorLayer: Layer.Layer<
 
 /** Everything a host needs: SQLite at `dbPath`, the actor runtime and the Orchestrator. */
 export const makeRuntimeLayer = (
-  options: { readonly dbPath: string } & Partial<RuntimeOptions>
+  options: { readonly dbPath: string } & RuntimeOverrides
 ): Layer.Layer<Orchestrator | ThreadActors, StorageError, ProviderRegistry> => {
   const { dbPath, ...tunables } = options
   const config = RuntimeConfig.layer(tunables)

@@ -3,6 +3,7 @@
  * `interrupted` with reason `runtime_restart`. Their provider processes died with
  * that process (a provider child exits when its stdin closes).
  */
+import { StorageError } from "@skein/domain"
 import { Effect, Option } from "effect"
 import { planRecovery } from "./actors/ThreadPlanner.js"
 import { EventStore } from "./store/EventStore.js"
@@ -20,7 +21,13 @@ export const recoverInterruptedRuns = Effect.gen(function* () {
             onNone: () => Effect.void,
             onSome: (state) => {
               const events = planRecovery(state, new Date().toISOString())
-              return events.length === 0 ? Effect.void : Effect.asVoid(store.append({ threadId, events }))
+              return events.length === 0
+                ? Effect.void
+                : store.append({ threadId, events, expectedSequence: state.lastThreadSequence }).pipe(
+                    Effect.asVoid,
+                    // Another process is writing this database: not one we can recover under.
+                    Effect.catchTag("SequenceConflict", (e) => Effect.fail(new StorageError({ detail: e.message })))
+                  )
             }
           })
         )

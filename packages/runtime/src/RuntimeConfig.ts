@@ -1,8 +1,12 @@
 /** Tunables of the runtime, with defaults a host can override. */
 import { DEFAULT_HANDOFF_BUDGET_TOKENS } from "@skein/domain"
 import { Context, Layer } from "effect"
+import type { ProviderDeadlines } from "./actors/ProviderGuard.js"
+import { defaultDeadlines } from "./actors/ProviderGuard.js"
 import type { StalenessPolicy } from "./context/Staleness.js"
 import { defaultStalenessPolicy } from "./context/Staleness.js"
+
+export type { ProviderDeadlines } from "./actors/ProviderGuard.js"
 
 export type SummarySource =
   | { readonly _tag: "local" }
@@ -20,7 +24,11 @@ export interface RuntimeOptions {
   readonly handoffBudgetTokens: number
   /** Who writes handoff summaries; the local deterministic summariser is always the fallback. */
   readonly summarySource: SummarySource
-  readonly summaryTimeoutMs: number
+  /**
+   * Per-call deadlines for provider adapters: a call that passes its deadline ends
+   * the run as `failed` (`provider_timeout`) and its session is closed.
+   */
+  readonly deadlines: ProviderDeadlines
   /** Thresholds of the staleness policy (see context/Staleness). */
   readonly staleness: StalenessPolicy
 }
@@ -31,11 +39,21 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   interruptGraceMs: 500,
   handoffBudgetTokens: DEFAULT_HANDOFF_BUDGET_TOKENS,
   summarySource: { _tag: "local" },
-  summaryTimeoutMs: 10_000,
+  deadlines: defaultDeadlines,
   staleness: defaultStalenessPolicy
 }
 
+/** Options a host may give: any subset, deadlines too (`{ deadlines: { callMs: 5000 } }`). */
+export type RuntimeOverrides = Partial<Omit<RuntimeOptions, "deadlines">> & {
+  readonly deadlines?: Partial<ProviderDeadlines> | undefined
+}
+
+export const runtimeOptions = (overrides: RuntimeOverrides = {}): RuntimeOptions => ({
+  ...defaultRuntimeOptions,
+  ...overrides,
+  deadlines: { ...defaultDeadlines, ...overrides.deadlines }
+})
+
 export class RuntimeConfig extends Context.Tag("@skein/runtime/RuntimeConfig")<RuntimeConfig, RuntimeOptions>() {
-  static layer = (options: Partial<RuntimeOptions> = {}) =>
-    Layer.succeed(RuntimeConfig, { ...defaultRuntimeOptions, ...options })
+  static layer = (options: RuntimeOverrides = {}) => Layer.succeed(RuntimeConfig, runtimeOptions(options))
 }

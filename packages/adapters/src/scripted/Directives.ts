@@ -92,6 +92,14 @@ export const parseDirectives = (message: string): ReadonlyArray<Directive> => {
 }
 
 /**
+ * The hidden reasoning text `[[reason:TEXT]]` produces: `secret-` and TEXT reversed
+ * (`abc` gives `secret-cba`). Derived, so the secret is never in the user's own
+ * message: a test recalls the derived word, and the runtime needs to know nothing of
+ * this syntax to keep reasoning out of handoffs.
+ */
+export const reasoningText = (text: string): string => `secret-${[...text].reverse().join("")}`
+
+/**
  * Removes recall questions and answers (`[[recall:W]]`, `recall:W=yes|no`) from
  * context text: asking about a word, or having answered about it, is not knowing it.
  */

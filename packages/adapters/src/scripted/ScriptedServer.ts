@@ -8,7 +8,7 @@ import * as Path from "node:path"
 import { Schema } from "effect"
 import type { ProviderCapabilities, ProviderEvent, ProviderFailureKind, TurnItemContent } from "@skein/domain"
 import { makeId, ProviderEvent as ProviderEventSchema } from "@skein/domain"
-import { parseDirectives, recalls } from "./Directives.js"
+import { parseDirectives, reasoningText, recalls } from "./Directives.js"
 import type { Method, ParamsOf, ResultOf } from "./Protocol.js"
 import { Methods, Request } from "./Protocol.js"
 import type { NativeThread, NativeTurn } from "./NativeThread.js"
@@ -136,7 +136,7 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
             outputs.push(`decision: ${directive.text}`)
             break
           case "Reason":
-            item({ type: "reasoning", text: directive.text })
+            item({ type: "reasoning", text: reasoningText(directive.text) })
             break
           case "Cmd":
             item({

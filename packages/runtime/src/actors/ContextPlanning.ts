@@ -1,17 +1,19 @@
 /**
- * The shell around the context core for one run: ask the resolver, and when a
- * handoff is needed build it — locally, or by the configured summary provider with a
- * timeout and the local deterministic summariser as the fallback.
+ * The actor's questions to the context core for one run, as pure functions: the
+ * decision (the resolver, given what the runtime knows of the target provider), the
+ * local handoff assembled from the decision's own material, and who, if anyone, should
+ * write the summary instead of the local summariser. Asking that provider is the run
+ * driver's work, outside the actor's message handler.
  */
-import type { ProviderName, Run } from "@skein/domain"
-import { Duration, Effect, Either } from "effect"
-import { buildHandoffPayload } from "../context/HandoffBuilder.js"
+import type { ProviderName, ProviderThread, RunId } from "@skein/domain"
+import type { BuiltHandoff } from "../context/HandoffBuilder.js"
+import { assembleHandoff } from "../context/HandoffBuilder.js"
+import type { ContextDecision } from "../context/ContextResolver.js"
 import { resolveStartContext } from "../context/ContextResolver.js"
-import { estimateTokens } from "../context/Tokens.js"
 import type { RuntimeOptions } from "../RuntimeConfig.js"
 import type { ThreadState } from "../store/ThreadState.js"
-import type { ProviderSessionsShape } from "./ProviderSessions.js"
-import type { ContextDecision, HandoffDraft, ProviderInfo } from "./ThreadPlanner.js"
+import { runById } from "../store/ThreadState.js"
+import type { ProviderInfo } from "./ThreadPlanner.js"
 
 export const decideContext = (
   state: ThreadState,
@@ -23,10 +25,11 @@ export const decideContext = (
     readonly budgetTokens: number
     readonly options: RuntimeOptions
     /** Re-planning a run already recorded (resume fallback). */
-    readonly forRun?: Run
+    readonly forRun?: RunId
   }
-): Either.Either<ContextDecision, string> => {
-  const resolution = resolveStartContext({
+): ContextDecision => {
+  const run = input.forRun === undefined ? undefined : runById(state, input.forRun)
+  return resolveStartContext({
     state,
     provider: input.provider.name,
     capabilities: input.provider.capabilities,
@@ -35,117 +38,44 @@ export const decideContext = (
     resumeFailed: input.resumeFailed,
     budgetTokens: input.budgetTokens,
     policy: input.options.staleness,
-    ...(input.forRun ? { runOrdinal: input.forRun.ordinal } : {})
+    ...(run ? { runOrdinal: run.ordinal } : {})
   })
-  switch (resolution._tag) {
-    case "unsupported":
-      return Either.left(resolution.detail)
-    case "none":
-      return Either.right({
-        kind: "none",
-        reuse: resolution.providerThread,
-        retire: resolution.replaces,
-        reasons: resolution.reasons,
-        handoff: null
-      })
-    case "native":
-      return Either.right({
-        kind: "none",
-        reuse: resolution.providerThread,
-        retire: null,
-        reasons: resolution.reasons,
-        handoff: null
-      })
-    case "delta":
-      return Either.right({
-        kind: "delta",
-        reuse: resolution.providerThread,
-        retire: null,
-        reasons: resolution.reasons,
-        handoff: {
-          kind: "delta_context",
-          strategy: resolution.strategy,
-          from: resolution.covered.from,
-          to: resolution.covered.to
-        }
-      })
-    case "portable":
-      return Either.right({
-        kind: "portable",
-        reuse: resolution.into === "existing" ? resolution.providerThread : null,
-        retire: resolution.into === "new" ? resolution.replaces : null,
-        reasons: resolution.reasons,
-        handoff: {
-          kind: "portable_context",
-          strategy: resolution.strategy,
-          from: resolution.covered.from,
-          to: resolution.covered.to
-        }
-      })
-  }
 }
 
-/** Which provider instance should write the summary, if not the local summariser. */
-const summaryWriter = (
+/** The handoff the local summariser writes for a decision, from the material it carries. */
+export const localHandoff = (decision: ContextDecision, budgetTokens: number): BuiltHandoff | null =>
+  decision._tag === "delta" || decision._tag === "portable" ? assembleHandoff(decision.material, budgetTokens) : null
+
+/**
+ * Which provider instance should write the summary, if not the local summariser: only
+ * one that is configured and says it can (`capabilities.summarise`).
+ */
+export const summaryWriter = (
   state: ThreadState,
   decision: ContextDecision,
   target: ProviderInfo,
-  options: RuntimeOptions
-) => {
+  options: RuntimeOptions,
+  canSummarise: (provider: string) => boolean
+): ProviderName | null => {
+  if (decision._tag !== "delta" && decision._tag !== "portable") return null
+  let writer: string | null
   switch (options.summarySource._tag) {
     case "local":
-      return null
+      writer = null
+      break
     case "entering":
-      return target.name
+      writer = target.name
+      break
     case "provider":
-      return options.summarySource.provider as ProviderName
+      writer = options.summarySource.provider
+      break
     case "leaving":
-      return state.runs[(decision.handoff?.to ?? 0) - 1]?.provider ?? null
+      writer = state.runs[decision.covered.to - 1]?.provider ?? null
+      break
   }
+  return writer !== null && canSummarise(writer) ? (writer as ProviderName) : null
 }
 
-export const draftHandoff = (
-  state: ThreadState,
-  decision: ContextDecision,
-  input: {
-    readonly budgetTokens: number
-    readonly target: ProviderInfo
-    readonly sessions: ProviderSessionsShape
-    readonly options: RuntimeOptions
-    readonly workspace: string | null
-  }
-): Effect.Effect<HandoffDraft | null> =>
-  Effect.gen(function* () {
-    const spec = decision.handoff
-    if (!spec) return null
-    const built = buildHandoffPayload(state, {
-      fromOrdinal: spec.from,
-      toOrdinal: spec.to,
-      strategy: spec.strategy,
-      budgetTokens: input.budgetTokens
-    })
-    const local: HandoffDraft = { ...built, createdByProvider: null }
-    const writer = summaryWriter(state, decision, input.target, input.options)
-    if (writer === null) return local
-    const adapter = yield* Effect.either(input.sessions.adapter(writer))
-    if (Either.isLeft(adapter) || !adapter.right.capabilities.summarise) return local
-    return yield* input.sessions
-      .use(writer, input.workspace, (lease) =>
-        lease.handle.summarise({ payload: built.payload, budgetTokens: built.budgetTokens })
-      )
-      .pipe(
-        Effect.timeoutFail({
-          duration: Duration.millis(input.options.summaryTimeoutMs),
-          onTimeout: () => "timeout" as const
-        }),
-        Effect.map((text): HandoffDraft => ({
-          ...built,
-          summaryText: text,
-          tokenEstimate: estimateTokens(text),
-          createdByProvider: adapter.right.name
-        })),
-        Effect.catchAll((error) =>
-          Effect.logWarning(`summary by ${writer} failed, using the local summariser`, error).pipe(Effect.as(local))
-        )
-      )
-  })
+/** The provider thread a decision continues, when it continues one. */
+export const reusedProviderThread = (decision: ContextDecision): ProviderThread | null =>
+  decision._tag === "unsupported" ? null : decision.providerThread

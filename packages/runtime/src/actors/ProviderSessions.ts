@@ -2,18 +2,26 @@
  * Provider sessions: one live provider process per (provider instance, workspace),
  * shared by the threads that use it, opened on first use and closed after an idle
  * period. Each session owns its process in a Scope; killing a session closes that
- * scope at once (the escalation after a turn ignores an interrupt).
+ * scope at once (the escalation after a turn ignores an interrupt, or after a
+ * provider call timed out or died).
  *
- * A session whose process exits is dropped from the pool, so the next run opens a
- * new one and resumes its provider thread natively.
+ * The handle a lease gives is guarded (see ProviderGuard): every call ends in a typed
+ * failure naming its method, within its deadline. Opening is guarded the same way; a
+ * failed open leaves nothing behind, so the next use tries again. A session whose
+ * process exits is dropped from the pool, so the next run opens a new one and
+ * resumes its provider thread natively.
  */
 import type { ProviderAdapter, ProviderName, ProviderSession, ProviderSessionHandle } from "@skein/domain"
 import type { ProviderFailure } from "@skein/domain"
 import { makeId, ProviderNotFound, ProviderRegistry } from "@skein/domain"
-import { Context, Duration, Effect, Exit, Layer, RcMap, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
+import type { ProviderDeadlines } from "./ProviderGuard.js"
+import { guardCall, guardSession } from "./ProviderGuard.js"
+import * as RcRegistry from "./RcRegistry.js"
 
 export interface SessionLease {
+  /** The guarded handle: typed failures only, each call within its deadline. */
   readonly handle: ProviderSessionHandle
   readonly info: ProviderSession
   /** Native threads started or resumed in this process: no need to resume them again. */
@@ -40,13 +48,24 @@ export class ProviderSessions extends Context.Tag("@skein/runtime/ProviderSessio
 >() {
   static layer: Layer.Layer<ProviderSessions, never, ProviderRegistry | RuntimeConfig> = Layer.scoped(
     ProviderSessions,
-    Effect.flatMap(RuntimeConfig, (config) => make({ idleTimeToLive: Duration.millis(config.sessionIdleMs) }))
+    Effect.flatMap(RuntimeConfig, (config) =>
+      make({ idleTimeToLive: Duration.millis(config.sessionIdleMs), deadlines: config.deadlines })
+    )
   )
 }
 
-const keyOf = (provider: string, workspace: string | null) => `${provider}\u0000${workspace ?? ""}`
+interface Key {
+  readonly provider: string
+  readonly workspace: string | null
+}
 
-const make = (options: { readonly idleTimeToLive?: Duration.DurationInput }) =>
+const keyOf = (provider: string, workspace: string | null) => `${provider}\u0000${workspace ?? ""}`
+const parseKey = (key: string): Key => {
+  const [provider, workspace] = key.split("\u0000") as [string, string]
+  return { provider, workspace: workspace === "" ? null : workspace }
+}
+
+const make = (options: { readonly idleTimeToLive: Duration.DurationInput; readonly deadlines: ProviderDeadlines }) =>
   Effect.gen(function* () {
     const { adapters } = yield* ProviderRegistry
     const byName = new Map(adapters.map((a) => [a.name as string, a]))
@@ -59,66 +78,55 @@ const make = (options: { readonly idleTimeToLive?: Duration.DurationInput }) =>
         : Effect.fail(new ProviderNotFound({ provider: name, available: [...byName.keys()] }))
     }
 
-    const sessions: RcMap.RcMap<string, SessionLease, ProviderFailure | ProviderNotFound> = yield* RcMap.make({
-      idleTimeToLive: options.idleTimeToLive ?? Duration.minutes(2),
-      lookup: (key: string) =>
-        Effect.gen(function* (): Effect.fn.Return<SessionLease, ProviderFailure | ProviderNotFound, Scope.Scope> {
-          const [provider, workspaceKey] = key.split("\u0000") as [string, string]
-          const workspace = workspaceKey === "" ? null : workspaceKey
-          const found = yield* adapter(provider)
-          // The process lives in a scope of its own, closed with the pool entry or by `kill`.
-          const processScope = yield* Scope.make()
-          yield* Effect.addFinalizer(() => Scope.close(processScope, Exit.void))
-          const handle = yield* found.openSession({ workspace }).pipe(Scope.extend(processScope))
-          const info: ProviderSession = {
-            id: makeId.providerSession(),
-            provider: found.name,
-            pid: handle.pid,
-            status: "ready",
-            workspace,
-            startedAt: new Date().toISOString()
-          }
-          const lease: SessionLease = {
-            handle,
-            info,
-            loadedRefs: new Set(),
-            // Uninterruptible: the turn it cuts short fails at once, and whoever raced the
-            // kill against that turn must not cancel the kill half-way.
-            kill: Effect.uninterruptible(
-              Effect.suspend(() => {
-                live.delete(key)
-                return RcMap.invalidate(sessions, key).pipe(Effect.zipRight(Scope.close(processScope, Exit.void)))
-              })
-            )
-          }
-          live.set(key, lease)
-          yield* Effect.addFinalizer(() => Effect.sync(() => live.get(key) === lease && live.delete(key)))
-          // A process that exits on its own leaves the pool, so the next use opens a fresh
-          // one; runs still holding it see the adapter's own crash failure first.
-          // (A daemon: invalidating may close the scope this watcher lives in.)
-          yield* handle.exited.pipe(
-            Effect.zipRight(
-              Effect.forkDaemon(
-                Effect.suspend(() => {
-                  if (live.get(key) !== lease) return Effect.void
-                  live.delete(key)
-                  return RcMap.invalidate(sessions, key)
-                })
-              )
-            ),
-            Effect.forkIn(processScope)
-          )
-          return lease
+    // Set right below: a lease's kill and its exit watcher drop it from the pool.
+    // eslint-disable-next-line prefer-const
+    let sessions: RcRegistry.RcRegistry<string, SessionLease, ProviderFailure | ProviderNotFound>
+
+    const open = (key: string): Effect.Effect<SessionLease, ProviderFailure | ProviderNotFound, Scope.Scope> =>
+      Effect.gen(function* () {
+        const { provider, workspace } = parseKey(key)
+        const found = yield* adapter(provider)
+        // The process lives in a scope of its own, closed with the pool entry or by `kill`.
+        const processScope = yield* Scope.make()
+        yield* Effect.addFinalizer(() => Scope.close(processScope, Exit.void))
+        const raw = yield* guardCall(provider, "openSession", options.deadlines.callMs, () =>
+          found.openSession({ workspace }).pipe(Scope.extend(processScope))
+        )
+        const handle = guardSession(provider, raw, options.deadlines)
+        const info: ProviderSession = {
+          id: makeId.providerSession(),
+          provider: found.name,
+          pid: raw.pid,
+          status: "ready",
+          workspace,
+          startedAt: new Date().toISOString()
+        }
+        const drop = Effect.suspend(() => {
+          if (live.get(key) !== lease) return Effect.void
+          live.delete(key)
+          return sessions.invalidate(key)
         })
-    })
+        const lease: SessionLease = {
+          handle,
+          info,
+          loadedRefs: new Set(),
+          // Uninterruptible: the turn it cuts short fails at once, and whoever raced the
+          // kill against that turn must not cancel the kill half-way.
+          kill: Effect.uninterruptible(Effect.zipRight(drop, Scope.close(processScope, Exit.void)))
+        }
+        live.set(key, lease)
+        yield* Effect.addFinalizer(() => Effect.sync(() => live.get(key) === lease && live.delete(key)))
+        // A process that exits on its own leaves the pool, so the next use opens a fresh
+        // one; runs still holding it see their calls fail as a crash first.
+        // (A daemon: dropping may close the scope this watcher lives in.)
+        yield* handle.exited.pipe(Effect.zipRight(Effect.forkDaemon(drop)), Effect.forkIn(processScope))
+        return lease
+      })
+
+    sessions = yield* RcRegistry.make({ lookup: open, idleTimeToLive: options.idleTimeToLive })
 
     const use: ProviderSessionsShape["use"] = (provider, workspace, f) =>
-      Effect.scoped(
-        RcMap.get(sessions, keyOf(provider, workspace)).pipe(
-          Effect.tapError(() => RcMap.invalidate(sessions, keyOf(provider, workspace))),
-          Effect.flatMap(f)
-        )
-      )
+      Effect.scoped(Effect.flatMap(sessions.get(keyOf(provider, workspace)), f))
 
     return {
       adapters,

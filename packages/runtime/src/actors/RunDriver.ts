@@ -1,56 +1,69 @@
 /**
- * The fiber that carries one run to its provider: opens (or reuses) a session,
- * starts or resumes the provider thread, sends the turn with its handoff block, and
- * reports every provider event back to the thread actor, which persists them in order.
+ * The fiber that carries one run to its provider: has the handoff's summary written
+ * when a provider is to write it, opens (or reuses) a session, starts or resumes the
+ * provider thread, sends the turn with its handoff block, and reports every provider
+ * event back to the thread actor, which persists them in order.
  *
- * Interrupting asks the provider to stop its turn; a provider that does not stop
- * within the grace period has its process killed.
+ * However the run goes, it ends with exactly one `FinishRun`: every provider call is
+ * guarded (typed failures, deadlines, process exits; see ProviderGuard), and the
+ * driver's own defects end the run `failed` with reason `runtime_error`. A provider
+ * call that timed out or died closes its session, so the next run starts a fresh one.
+ *
+ * Stopping (the user's interrupt, shutdown, or a fault found elsewhere, such as a
+ * provider refusing an approval) asks the provider to stop its turn; a provider that
+ * does not stop within the grace period has its process killed.
  */
-import type {
-  ContextHandoff,
-  HandoffDelivery,
-  ProviderEvent,
-  ProviderFailure,
-  ProviderThread,
-  Run,
-  RunFailure,
-  SkeinError,
-  TurnItemContent
-} from "@skein/domain"
-import { Array as Arr, Deferred, Duration, Effect, Either, Stream } from "effect"
+import type { Rpc } from "@effect/rpc"
+import type { ProviderEvent, ProviderFailure, Run, RunFailure, SkeinError, TurnItemContent } from "@skein/domain"
+import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option, Stream } from "effect"
 import type { Chunk } from "effect"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
-import type { StartPlan } from "./ThreadPlanner.js"
-import { BindNativeThread, FinishRun, RecordItems, ResumeFailed } from "./ThreadMessages.js"
-import type { ThreadMessage } from "./ThreadMessages.js"
+import type { FinishRun, RunContext, RunOutcome, ThreadMessage } from "./ThreadProtocol.js"
+import type { SupervisedActor } from "./SupervisedActor.js"
 
-export type StopReason = "user_interrupt" | "shutdown"
+/** The typed way back to the run's own thread actor. */
+export type ThreadAsk = SupervisedActor<ThreadMessage, SkeinError>["ask"]
 
 export interface DriveInput {
   readonly run: Run
-  readonly providerThread: ProviderThread
-  readonly handoff: ContextHandoff | null
-  readonly delivery: HandoffDelivery
+  readonly context: RunContext
   readonly workspace: string | null
   readonly sessions: ProviderSessionsShape
-  readonly ask: (message: ThreadMessage) => Effect.Effect<unknown, SkeinError>
-  /** Completed with the reason when the run must stop. */
-  readonly stop: Deferred.Deferred<StopReason>
+  readonly ask: ThreadAsk
+  /** Completed with the failure to record when the run must stop. */
+  readonly stop: Deferred.Deferred<RunFailure>
   readonly graceMs: number
 }
+
+/** A stop that is not a failure of the run: it ends `interrupted`, anything else `failed`. */
+const isInterruption = (failure: RunFailure) => failure.reason === "user_interrupt" || failure.reason === "shutdown"
+
+export const failureOf = (error: ProviderFailure | SkeinError): RunFailure => {
+  if (error._tag !== "ProviderFailure") return { reason: "runtime_error", message: error.message }
+  switch (error.kind) {
+    case "crash":
+      return { reason: "provider_crash", message: error.message }
+    case "timeout":
+      return { reason: "provider_timeout", message: error.message }
+    case "defect":
+      return { reason: "provider_defect", message: error.message }
+    case "resume_failed":
+      return { reason: "resume_failed", message: error.message }
+    default:
+      return { reason: "provider_error", message: error.message }
+  }
+}
+
+/** A call that timed out or died leaves its session suspect: close it. */
+const sessionSuspect = (error: unknown): boolean =>
+  typeof error === "object" &&
+  error !== null &&
+  (error as { _tag?: unknown })._tag === "ProviderFailure" &&
+  ((error as ProviderFailure).kind === "timeout" || (error as ProviderFailure).kind === "defect")
 
 interface TurnResult {
   readonly outcome: "completed" | "interrupted"
   readonly turnRef: string | null
-}
-
-const failureOf = (error: ProviderFailure | SkeinError): RunFailure => {
-  if (error._tag === "ProviderFailure") {
-    const reason =
-      error.kind === "crash" ? "provider_crash" : error.kind === "resume_failed" ? "resume_failed" : "provider_error"
-    return { reason, message: error.message }
-  }
-  return { reason: "provider_error", message: error.message }
 }
 
 export const driveRun = (input: DriveInput): Effect.Effect<void> => {
@@ -59,41 +72,56 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
   /** Once the turn is sent, stopping goes through the provider; before, the run just ends. */
   let turnSent = false
 
-  const ensureThread = (lease: SessionLease) =>
+  /** A provider writes the pending handoff's summary; any failure keeps the local one. */
+  const ensureSummary = (context: RunContext): Effect.Effect<RunContext, SkeinError> => {
+    const writer = context.summaryBy
+    const handoff = context.handoff
+    if (writer === null || handoff === null) return Effect.succeed(context)
+    return input.sessions
+      .use(writer, input.workspace, (lease) =>
+        lease.handle.summarise({ payload: handoff.payload, budgetTokens: handoff.budgetTokens })
+      )
+      .pipe(
+        Effect.map((text) => ({ text, provider: writer })),
+        Effect.catchAll((error) =>
+          Effect.logWarning(`summary by ${writer} failed, using the local summariser`, error).pipe(Effect.as(null))
+        ),
+        Effect.flatMap((summary) => ask("RecordSummary", { runId: run.id, handoffId: handoff.id, summary })),
+        Effect.map((ready): RunContext => ({ ...context, handoff: ready, summaryBy: null }))
+      )
+  }
+
+  const ensureThread = (lease: SessionLease, initial: RunContext) =>
     Effect.gen(function* () {
-      let providerThread = input.providerThread
-      let handoff = input.handoff
-      const start = (pt: ProviderThread) =>
-        lease.handle.startThread({ workspace: input.workspace, model: pt.settings.model }).pipe(
+      let context = initial
+      const start = (ctx: RunContext) =>
+        lease.handle.startThread({ workspace: input.workspace, model: ctx.providerThread.settings.model }).pipe(
           Effect.tap((native) =>
-            ask(
-              new BindNativeThread({
-                runId: run.id,
-                providerThreadId: pt.id,
-                nativeRef: native.nativeRef,
-                strength: native.strength
-              })
-            )
+            ask("BindNativeThread", {
+              runId: run.id,
+              providerThreadId: ctx.providerThread.id,
+              nativeRef: native.nativeRef,
+              strength: native.strength
+            })
           ),
           Effect.map((native) => native.nativeRef)
         )
-      let nativeRef = providerThread.nativeRef
+      let nativeRef = context.providerThread.nativeRef
       if (nativeRef === null) {
-        nativeRef = yield* start(providerThread)
+        nativeRef = yield* start(context)
       } else if (!lease.loadedRefs.has(nativeRef) || run.contextResolution !== "none") {
         // Coming back after other runs: resume explicitly even in a warm process, since
         // the provider may have dropped the thread meanwhile.
         const resumed = yield* Effect.either(lease.handle.resumeThread(nativeRef))
         if (Either.isLeft(resumed)) {
           if (resumed.left.kind !== "resume_failed") return yield* resumed.left
-          const plan = (yield* ask(new ResumeFailed({ runId: run.id, detail: resumed.left.detail }))) as StartPlan
-          providerThread = plan.providerThread
-          handoff = plan.handoff
-          nativeRef = yield* start(providerThread)
+          context = yield* ask("ResumeFailed", { runId: run.id, detail: resumed.left.detail })
+          context = yield* ensureSummary(context)
+          nativeRef = yield* start(context)
         }
       }
       lease.loadedRefs.add(nativeRef)
-      return { nativeRef, handoff }
+      return { nativeRef, context }
     })
 
   /** Items that came with the end of the turn: they go with FinishRun, in its commit. */
@@ -140,20 +168,24 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
       tail = items
       return Effect.void
     }
-    return Arr.isNonEmptyArray(items) ? Effect.asVoid(ask(new RecordItems({ runId: run.id, items }))) : Effect.void
+    return Arr.isNonEmptyArray(items) ? ask("RecordItems", { runId: run.id, items }) : Effect.void
   }
 
-  const turn = (lease: SessionLease) =>
+  const turn = (lease: SessionLease, initial: RunContext) =>
     Effect.gen(function* () {
-      const { handoff, nativeRef } = yield* ensureThread(lease)
+      const { context, nativeRef } = yield* ensureThread(lease, initial)
       if (yield* Deferred.isDone(input.stop)) return { outcome: "interrupted", turnRef: null } satisfies TurnResult
       turnSent = true
+      const handoff = context.handoff
       const consume = lease.handle
         .runTurn({
           nativeRef,
           runId: run.id,
           message: run.message,
-          handoff: handoff ? { handoffId: handoff.id, delivery: input.delivery, text: handoff.summaryText } : null,
+          handoff:
+            handoff && context.delivery
+              ? { handoffId: handoff.id, delivery: context.delivery, text: handoff.summaryText }
+              : null,
           model: run.model,
           workspace: input.workspace
         })
@@ -166,7 +198,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
       )
       const winner = yield* Effect.raceFirst(Effect.as(consume, "done" as const), stopper)
       return { outcome: winner === "killed" ? "interrupted" : outcome, turnRef } satisfies TurnResult
-    })
+    }).pipe(Effect.tapError((error) => (sessionSuspect(error) ? lease.kill : Effect.void)))
 
   const stoppedBeforeTurn = Deferred.await(input.stop).pipe(
     Effect.flatMap(() =>
@@ -174,46 +206,45 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
     )
   )
 
-  return Effect.raceFirst(input.sessions.use(run.provider, input.workspace, turn), stoppedBeforeTurn).pipe(
-    Effect.either,
-    Effect.flatMap((result) =>
-      Effect.gen(function* () {
-        const stopReason = yield* Deferred.poll(input.stop).pipe(
-          Effect.flatMap((polled) => (polled._tag === "Some" ? polled.value : Effect.succeed(null)))
-        )
-        if (Either.isRight(result)) {
-          const { outcome } = result.right
-          return new FinishRun({
-            runId: run.id,
-            outcome,
-            failure:
-              outcome === "interrupted"
-                ? { reason: stopReason ?? "user_interrupt", message: "The run was interrupted" }
-                : null,
-            turnRef: result.right.turnRef,
-            items: tail
-          })
-        }
-        if (stopReason !== null) {
-          // Killing the process to enforce an interrupt is not a provider failure.
-          return new FinishRun({
-            runId: run.id,
-            outcome: "interrupted",
-            failure: { reason: stopReason, message: "The run was interrupted" },
-            turnRef,
-            items: tail
-          })
-        }
-        return new FinishRun({
-          runId: run.id,
-          outcome: "failed",
-          failure: failureOf(result.left),
-          turnRef,
-          items: tail
-        })
-      })
+  const body = ensureSummary(input.context).pipe(
+    Effect.flatMap((context) => input.sessions.use(run.provider, input.workspace, (lease) => turn(lease, context)))
+  )
+
+  /** The one FinishRun this run ends with, from however the body ended. */
+  const finishOf = (
+    exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>,
+    stopped: RunFailure | null
+  ): Option.Option<Rpc.Payload<typeof FinishRun>> => {
+    const finish = (outcome: RunOutcome, failure: RunFailure | null) =>
+      Option.some({ runId: run.id, outcome, failure, turnRef, items: tail })
+    if (Exit.isSuccess(exit)) {
+      if (exit.value.outcome === "completed") return finish("completed", null)
+      const failure = stopped ?? { reason: "user_interrupt", message: "The run was interrupted" }
+      return finish(isInterruption(failure) ? "interrupted" : "failed", failure)
+    }
+    // Killing the process to enforce a stop is not a provider failure.
+    if (stopped !== null) return finish(isInterruption(stopped) ? "interrupted" : "failed", stopped)
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure)) return finish("failed", failureOf(failure.value))
+    const defect = Cause.dieOption(exit.cause)
+    if (Option.isSome(defect)) {
+      return finish("failed", { reason: "runtime_error", message: `the run's driver died: ${String(defect.value)}` })
+    }
+    // Interrupted from outside (the actor is closing): nobody is left to record it.
+    return Option.none()
+  }
+
+  return Effect.raceFirst(body, stoppedBeforeTurn).pipe(
+    Effect.exit,
+    Effect.flatMap((exit) =>
+      Effect.flatMap(Deferred.poll(input.stop), (polled) =>
+        Option.isSome(polled)
+          ? Effect.map(polled.value, (s) => finishOf(exit, s))
+          : Effect.succeed(finishOf(exit, null))
+      )
     ),
-    Effect.flatMap((finish) => ask(finish)),
-    Effect.ignore
+    Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (finish) => ask("FinishRun", finish) })),
+    // The actor hears of this fiber's exit anyway (DriverExited) and ends a run left active.
+    Effect.catchAllCause((cause) => Effect.logWarning(`run ${run.id}: recording its end failed`, cause))
   )
 }

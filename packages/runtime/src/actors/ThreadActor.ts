@@ -1,46 +1,61 @@
 /**
- * ThreadActor: one fiber and mailbox per AppThread. It owns the thread's state in
- * memory, decides with the pure planner and context core, persists events (with the
- * command receipt) before it answers, and drives runs through RunDriver fibers that
- * report back through the same mailbox, so every change to a thread is serialised.
+ * ThreadActor: one supervised actor per AppThread, speaking ThreadProtocol. It owns
+ * the thread's state in memory, decides with the pure planner and context core,
+ * persists events (with the command receipt) before it answers, and drives runs
+ * through RunDriver fibers that report back through the same mailbox, so every
+ * change to a thread is serialised.
+ *
+ * Guarantees:
+ * - every append carries the sequence the actor last saw; a stale actor is refused
+ *   by the store (SequenceConflict) and reloads;
+ * - a defect in a handler fails that message's caller with `ActorFailed`, is logged,
+ *   and the actor reloads from storage; a run whose driver is gone is ended there;
+ * - a run's driver always reports its end; if that report is lost, the driver's exit
+ *   (`DriverExited`) ends the run;
+ * - nothing slow runs inside a handler: provider summaries and approval decisions go
+ *   to the provider from outside the mailbox, so the thread keeps answering.
  */
 import type {
   CommandId,
   ProviderAdapter,
-  Run,
-  RunView,
+  RespondApprovalFields,
+  RunFailure,
   SkeinError,
+  StartRunFields,
   ThreadEvent,
   ThreadId,
   TurnItem
 } from "@skein/domain"
 import {
+  ActorFailed,
   ActorStopped,
-  CommandConflict,
   ApprovalNotFound,
+  CommandConflict,
+  HandoffNotFound,
   NoActiveRun,
   RunAlreadyActive,
+  RunId,
   RunNotFound,
+  StorageError,
   ThreadNotFound,
+  TurnItemId,
   TurnItemRecorded,
   UnsupportedContextTransfer
 } from "@skein/domain"
-import type { InterruptRun, RespondApproval, StartRun } from "@skein/domain"
-import { Deferred, Effect, Either, Option } from "effect"
+import { Cause, Deferred, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import { EventStore } from "../store/EventStore.js"
 import { applyEvent } from "../store/Projection.js"
 import type { ThreadState } from "../store/ThreadState.js"
 import { activeRun, itemsOf, runById } from "../store/ThreadState.js"
-import { decideContext, draftHandoff } from "./ContextPlanning.js"
-import * as Mailbox from "./Mailbox.js"
+import { decideContext, localHandoff, summaryWriter } from "./ContextPlanning.js"
 import { ProviderSessions } from "./ProviderSessions.js"
-import { driveRun } from "./RunDriver.js"
-import type { StopReason } from "./RunDriver.js"
 import { payloadHash } from "./Receipts.js"
-import type { BindNativeThread, FinishRun, RecordItems, ResumeFailed, ThreadMessage } from "./ThreadMessages.js"
-import { Inspect, StopRun } from "./ThreadMessages.js"
+import { driveRun, failureOf } from "./RunDriver.js"
+import type { ThreadAsk } from "./RunDriver.js"
+import * as SupervisedActor from "./SupervisedActor.js"
+import type { RunAccepted, RunContext, ThreadMessage } from "./ThreadProtocol.js"
 import type { ProviderInfo, StartPlan } from "./ThreadPlanner.js"
 import {
   planApproval,
@@ -48,33 +63,31 @@ import {
   planFinish,
   planItems,
   planResumeFallback,
-  planRunStart
+  planRunStart,
+  planSummary
 } from "./ThreadPlanner.js"
 
-interface ActiveRunControl {
-  readonly runId: Run["id"]
-  readonly provider: ProviderInfo
-  readonly done: Deferred.Deferred<Run>
-  readonly stop: Deferred.Deferred<StopReason>
-  stopCommandId: CommandId | null
-}
+type StartRunPayload = Schema.Struct.Type<typeof StartRunFields>
+type RespondApprovalPayload = Schema.Struct.Type<typeof RespondApprovalFields>
 
-export interface RunTicket {
-  readonly run: Run
-  /** Completes with the terminal run. */
-  readonly done: Deferred.Deferred<Run>
+interface ActiveRun {
+  readonly runId: TurnItem["runId"]
+  context: RunContext
+  /** Completed with the failure to record when the run must stop. */
+  readonly stop: Deferred.Deferred<RunFailure>
+  stopCommandId: CommandId | null
+  /** Its driver fiber has ended (whether or not its FinishRun got through). */
+  driverExited: boolean
 }
 
 export interface ThreadActor {
   readonly threadId: ThreadId
-  readonly startRun: (command: StartRun) => Effect.Effect<RunTicket, SkeinError>
-  readonly interruptRun: (command: InterruptRun | StopRun) => Effect.Effect<RunTicket, SkeinError>
-  readonly respondApproval: (command: RespondApproval) => Effect.Effect<TurnItem, SkeinError>
-  readonly inspect: Effect.Effect<ThreadState, SkeinError>
-  /** A run with its turn items, from the actor's memory. */
-  readonly runView: (runId: Run["id"]) => Effect.Effect<RunView, SkeinError>
-  /** The run in flight, if any, with its completion. */
-  readonly active: Effect.Effect<Option.Option<RunTicket>>
+  /** Send a protocol message; the reply is typed by the message. */
+  readonly ask: ThreadAsk
+  /** approval.respond: the provider hears the decision first; it is recorded only if it took it. */
+  readonly respondApproval: (command: RespondApprovalPayload) => Effect.Effect<TurnItem, SkeinError>
+  /** Completes when the actor has stopped for good (its holder should drop it). */
+  readonly done: Effect.Effect<void>
 }
 
 const infoOf = (adapter: ProviderAdapter): ProviderInfo => ({
@@ -85,7 +98,7 @@ const infoOf = (adapter: ProviderAdapter): ProviderInfo => ({
   model: adapter.model
 })
 
-const startRunHash = (command: StartRun) =>
+const startRunHash = (command: StartRunPayload) =>
   payloadHash({
     threadId: command.threadId,
     provider: command.provider,
@@ -94,6 +107,22 @@ const startRunHash = (command: StartRun) =>
     cleanContext: command.cleanContext ?? false,
     handoffBudgetTokens: command.handoffBudgetTokens ?? null
   })
+
+/** What receipts of run.start / run.interrupt and approval.respond hold. */
+const RunReceipt = Schema.Struct({ runId: RunId })
+const ItemReceipt = Schema.Struct({ itemId: TurnItemId })
+
+const interrupted: RunFailure = { reason: "user_interrupt", message: "The run was interrupted" }
+
+const describeCause = (cause: Cause.Cause<unknown>): string => {
+  const defect = Cause.dieOption(cause)
+  const text = Option.isSome(defect)
+    ? defect.value instanceof Error
+      ? `${defect.value.name}: ${defect.value.message}`
+      : String(defect.value)
+    : Cause.pretty(cause)
+  return text.length > 300 ? `${text.slice(0, 299)}…` : text
+}
 
 /**
  * Make the actor for one thread, loading its state from storage.
@@ -115,9 +144,12 @@ export const makeThreadActor = (
         )
       )
     let state: ThreadState = yield* load
-    let current: ActiveRunControl | null = null
+    let current: ActiveRun | null = null
+    /** Approvals whose decision is on its way to the provider. */
+    const answering = new Set<string>()
 
     const now = () => new Date().toISOString()
+    const reload = Effect.tap(load, (fresh) => Effect.sync(() => void (state = fresh)))
 
     const commit = (
       events: ReadonlyArray<ThreadEvent>,
@@ -130,6 +162,7 @@ export const makeThreadActor = (
             .append({
               threadId,
               events,
+              expectedSequence: state.lastThreadSequence,
               commandId,
               receipt:
                 receipt && commandId
@@ -142,259 +175,349 @@ export const makeThreadActor = (
                   for (const e of stored) state = applyEvent(state, e.event)
                 })
               ),
+              // Someone else wrote to this thread: what memory holds is stale.
+              Effect.tapError((error) => (error._tag === "SequenceConflict" ? Effect.ignore(reload) : Effect.void)),
               Effect.asVoid
             )
 
-    const ticketOf = (control: ActiveRunControl): RunTicket => ({
-      run: runById(state, control.runId)!,
-      done: control.done
-    })
-
-    const handleStart = (command: StartRun) =>
-      Effect.gen(function* () {
-        if (command.commandId) {
-          const receipt = yield* store.receipt(command.commandId)
-          if (Option.isSome(receipt)) {
-            if (receipt.value.method !== "run.start" || receipt.value.payloadHash !== startRunHash(command)) {
-              return yield* new CommandConflict({ commandId: command.commandId, method: "run.start" })
-            }
-            const runId = (receipt.value.result as { runId: Run["id"] }).runId
-            const run = runById(state, runId)!
-            if (current && current.runId === runId) return ticketOf(current)
-            const done = yield* Deferred.make<Run>()
-            yield* Deferred.succeed(done, run)
-            return { run, done }
-          }
-        }
-        const adapter = yield* sessions.adapter(command.provider)
-        const busy = activeRun(state)
-        if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
-        const provider = infoOf(adapter)
-        const model = command.model ?? adapter.model
-        const budgetTokens = command.handoffBudgetTokens ?? config.handoffBudgetTokens
-        const decided = decideContext(state, {
-          provider,
-          model,
-          cleanContext: command.cleanContext ?? false,
-          resumeFailed: false,
-          budgetTokens,
-          options: config
-        })
-        if (Either.isLeft(decided)) {
-          return yield* new UnsupportedContextTransfer({ provider: command.provider, detail: decided.left })
-        }
-        const decision = decided.right
-        const draft = decision.handoff
-          ? yield* draftHandoff(state, decision, {
-              budgetTokens,
-              target: provider,
-              sessions,
-              options: config,
-              workspace: state.thread.workspace
-            })
-          : null
-        const plan = planRunStart(state, {
-          message: command.message,
-          model: command.model ?? null,
-          commandId: command.commandId ?? null,
-          provider,
-          decision,
-          draft,
-          now: now()
-        })
-        yield* commit(plan.events, command.commandId, {
-          method: "run.start",
-          hash: startRunHash(command),
-          result: { runId: plan.run.id }
-        })
-        const control: ActiveRunControl = {
-          runId: plan.run.id,
-          provider,
-          done: yield* Deferred.make<Run>(),
-          stop: yield* Deferred.make<StopReason>(),
-          stopCommandId: null
-        }
-        current = control
-        yield* launch(plan, control)
-        return ticketOf(control)
-      })
-
-    // Set below, once the mailbox exists: the run fiber talks to its own actor.
-    let ask: (message: ThreadMessage) => Effect.Effect<unknown, SkeinError> = () =>
-      Effect.fail(new ActorStopped({ threadId }))
-
-    const actorScope = yield* Effect.scope
-    const launch = (plan: StartPlan, control: ActiveRunControl) =>
-      Effect.forkIn(
-        Effect.scoped(
-          retain.pipe(
-            Effect.zipRight(
-              driveRun({
-                run: plan.run,
-                providerThread: plan.providerThread,
-                handoff: plan.handoff,
-                delivery: control.provider.capabilities.handoffDelivery[0] ?? "synthetic_user",
-                workspace: state.thread.workspace,
-                sessions,
-                ask: (message) => ask(message),
-                stop: control.stop,
-                graceMs: config.interruptGraceMs
-              })
-            )
-          )
-        ),
-        actorScope
-      )
-
-    const handleStop = (reason: StopReason, commandId: CommandId | undefined) =>
-      Effect.gen(function* () {
-        if (commandId) {
-          const receipt = yield* store.receipt(commandId)
-          if (Option.isSome(receipt)) {
-            const runId = (receipt.value.result as { runId: Run["id"] }).runId
-            const run = runById(state, runId)!
-            const done = yield* Deferred.make<Run>()
-            yield* Deferred.succeed(done, run)
-            return { run, done }
-          }
-        }
-        if (!current) return yield* new NoActiveRun({ threadId })
-        current.stopCommandId = commandId ?? current.stopCommandId
-        yield* Deferred.succeed(current.stop, reason)
-        return ticketOf(current)
-      })
-
-    const handleResumeFailed = (message: ResumeFailed) =>
-      Effect.gen(function* () {
-        const run = runById(state, message.runId)!
-        const adapter = yield* sessions.adapter(run.provider)
-        const provider = infoOf(adapter)
-        const budgetTokens = config.handoffBudgetTokens
-        // Plan against the state without the failed run: it is the one being served.
-        const decided = decideContext(state, {
-          provider,
-          model: run.model ?? adapter.model,
-          cleanContext: false,
-          resumeFailed: true,
-          budgetTokens,
-          options: config,
-          forRun: run
-        })
-        if (Either.isLeft(decided)) {
-          return yield* new UnsupportedContextTransfer({ provider: run.provider, detail: decided.left })
-        }
-        const decision = decided.right
-        const draft = yield* draftHandoff(state, decision, {
-          budgetTokens,
-          target: provider,
-          sessions,
-          options: config,
-          workspace: state.thread.workspace
-        })
-        const plan = planResumeFallback(state, {
-          runId: run.id,
-          provider,
-          decision,
-          draft: draft!,
-          detail: message.detail,
-          now: now()
-        })
-        yield* commit(plan.events)
-        return plan
-      })
-
-    const handleFinish = (message: FinishRun) =>
-      Effect.gen(function* () {
-        const events = planFinish(state, { ...message, now: now() })
-        const control = current && current.runId === message.runId ? current : null
-        const stopCommandId = control?.stopCommandId ?? undefined
-        yield* commit(
-          events,
-          stopCommandId,
-          stopCommandId
-            ? { method: "run.interrupt", hash: payloadHash({ threadId }), result: { runId: message.runId } }
-            : undefined
-        )
-        if (control) {
-          current = null
-          yield* Deferred.succeed(control.done, runById(state, message.runId)!)
-        }
-      })
-
-    const handleApproval = (command: RespondApproval) =>
-      Effect.gen(function* () {
-        const updated = planApproval(state, command.approvalId, command.decision)
-        if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId: command.approvalId })
-        // The provider hears the decision first: if it refuses, nothing is recorded.
-        const run = runById(state, updated.runId)!
-        const nativeRef = run.providerThreadId ? state.providerThreads.get(run.providerThreadId)?.nativeRef : null
-        if (nativeRef) {
-          yield* sessions.use(run.provider, state.thread.workspace, (lease) =>
-            lease.handle.respondApproval(nativeRef, command.approvalId, command.decision)
-          )
-        }
-        yield* commit([new TurnItemRecorded({ item: updated })], command.commandId, {
-          method: "approval.respond",
-          hash: payloadHash({ threadId, approvalId: command.approvalId, decision: command.decision }),
-          result: { itemId: updated.id }
-        })
-        return updated
-      })
-
-    const handle = (message: ThreadMessage): Effect.Effect<unknown, SkeinError> => {
-      switch (message._tag) {
-        case "StartRun":
-          return handleStart(message)
-        case "InterruptRun":
-          return handleStop("user_interrupt", message.commandId)
-        case "StopRun":
-          return handleStop(message.reason, undefined)
-        case "RespondApproval":
-          return handleApproval(message)
-        case "RecordItems": {
-          const record = message as RecordItems
-          return commit(planItems(state, record.runId, record.items, now()))
-        }
-        case "BindNativeThread": {
-          const bind = message as BindNativeThread
-          return commit(planBindNativeThread(state, bind.providerThreadId, bind.nativeRef, bind.strength, now()))
-        }
-        case "ResumeFailed":
-          return handleResumeFailed(message)
-        case "FinishRun":
-          return handleFinish(message)
-        case "Inspect":
-          return Effect.succeed(state)
-      }
+    const accepted = (runId: TurnItem["runId"]): Effect.Effect<RunAccepted, RunNotFound> => {
+      const run = runById(state, runId)
+      return run ? Effect.succeed({ run, sequence: state.lastThreadSequence }) : Effect.fail(new RunNotFound({ runId }))
     }
 
-    const mailbox = yield* Mailbox.make<ThreadMessage, unknown, SkeinError, never>({
-      handle,
-      stopped: () => new ActorStopped({ threadId }),
-      // A defect may have left memory ahead of storage: start again from what is persisted.
-      onDefect: () =>
-        load.pipe(
-          Effect.tap((fresh) => Effect.sync(() => (state = fresh))),
-          Effect.ignore
-        )
-    })
-    ask = mailbox.ask
+    /**
+     * The stored result of `commandId`, if it was used before: for the same method and
+     * payload, the result; for anything else, a conflict.
+     */
+    const replay = <A, I>(
+      commandId: CommandId | undefined,
+      method: string,
+      hash: string,
+      result: Schema.Schema<A, I>
+    ): Effect.Effect<Option.Option<A>, CommandConflict | StorageError> =>
+      commandId === undefined
+        ? Effect.succeedNone
+        : Effect.flatMap(
+            store.receipt(commandId),
+            (receipt): Effect.Effect<Option.Option<A>, CommandConflict | StorageError> => {
+              if (Option.isNone(receipt)) return Effect.succeedNone
+              if (receipt.value.method !== method || receipt.value.payloadHash !== hash) {
+                return Effect.fail(new CommandConflict({ commandId, method }))
+              }
+              return Schema.decodeUnknown(result)(receipt.value.result).pipe(
+                Effect.map(Option.some),
+                Effect.mapError(
+                  () =>
+                    new StorageError({ detail: `the receipt of command ${commandId} does not hold a ${method} result` })
+                )
+              )
+            }
+          )
 
-    return {
-      threadId,
-      startRun: (command) => mailbox.ask(command) as Effect.Effect<RunTicket, SkeinError>,
-      interruptRun: (command) => mailbox.ask(command) as Effect.Effect<RunTicket, SkeinError>,
-      respondApproval: (command) => mailbox.ask(command) as Effect.Effect<TurnItem, SkeinError>,
-      inspect: mailbox.ask(new Inspect()) as Effect.Effect<ThreadState, SkeinError>,
-      runView: (runId) =>
-        (mailbox.ask(new Inspect()) as Effect.Effect<ThreadState, SkeinError>).pipe(
-          Effect.flatMap((current) => {
-            const run = runById(current, runId)
-            return run
-              ? Effect.succeed({ ...run, items: [...itemsOf(current, runId)] })
-              : Effect.fail(new RunNotFound({ runId }))
+    /**
+     * A run left active with no driver to end it (its driver died with a previous
+     * incarnation of this actor, or its end could not be recorded): end it now.
+     */
+    const endOrphan = (why: string) =>
+      Effect.suspend(() => {
+        const active = activeRun(state)
+        if (active === undefined) {
+          current = null
+          return Effect.void
+        }
+        if (current !== null && current.runId === active.id && !current.driverExited) return Effect.void
+        current = null
+        return commit(
+          planFinish(state, {
+            runId: active.id,
+            outcome: "failed",
+            failure: { reason: "runtime_error", message: why },
+            turnRef: null,
+            now: now()
+          })
+        )
+      })
+
+    // Set once the actor exists: runs' drivers talk to their own actor.
+    let ask: ThreadAsk = () => Effect.fail(new ActorStopped({ threadId }))
+    const actorScope = yield* Effect.scope
+
+    const launch = (plan: StartPlan, control: ActiveRun) =>
+      driveRun({
+        run: plan.run,
+        context: plan.context,
+        workspace: state.thread.workspace,
+        sessions,
+        ask: (tag, payload) => ask(tag, payload),
+        stop: control.stop,
+        graceMs: config.interruptGraceMs
+      }).pipe(
+        Effect.onExit((exit) =>
+          Effect.suspend(() => {
+            control.driverExited = true
+            const detail = Exit.isSuccess(exit) ? "it ended without recording the run's end" : describeCause(exit.cause)
+            return Effect.ignore(ask("DriverExited", { runId: plan.run.id, detail }))
           })
         ),
-      active: Effect.sync(() => (current ? Option.some(ticketOf(current)) : Option.none()))
-    } satisfies ThreadActor
+        // Held while the run is in flight: the actor cannot passivate under it.
+        (drive) => Effect.zipRight(retain, drive),
+        Effect.scoped,
+        Effect.forkIn(actorScope)
+      )
+
+    const canSummarise = (name: string) =>
+      sessions.adapters.find((a) => a.name === name)?.capabilities.summarise ?? false
+
+    const handlers: SupervisedActor.Handlers<ThreadMessage> = {
+      StartRun: (command) =>
+        Effect.gen(function* () {
+          const hash = startRunHash(command)
+          const replayed = yield* replay(command.commandId, "run.start", hash, RunReceipt)
+          if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
+          const adapter = yield* sessions.adapter(command.provider)
+          const busy = activeRun(state)
+          if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
+          const provider = infoOf(adapter)
+          const budgetTokens = command.handoffBudgetTokens ?? config.handoffBudgetTokens
+          const decision = decideContext(state, {
+            provider,
+            model: command.model ?? adapter.model,
+            cleanContext: command.cleanContext ?? false,
+            resumeFailed: false,
+            budgetTokens,
+            options: config
+          })
+          if (decision._tag === "unsupported") {
+            return yield* new UnsupportedContextTransfer({ provider: command.provider, detail: decision.detail })
+          }
+          const draft = localHandoff(decision, budgetTokens)
+          const plan = planRunStart(state, {
+            message: command.message,
+            model: command.model ?? null,
+            commandId: command.commandId ?? null,
+            provider,
+            decision,
+            draft,
+            summaryBy: draft ? summaryWriter(state, decision, provider, config, canSummarise) : null,
+            now: now()
+          })
+          yield* commit(plan.events, command.commandId, { method: "run.start", hash, result: { runId: plan.run.id } })
+          const control: ActiveRun = {
+            runId: plan.run.id,
+            context: plan.context,
+            stop: yield* Deferred.make<RunFailure>(),
+            stopCommandId: null,
+            driverExited: false
+          }
+          current = control
+          yield* launch(plan, control)
+          return { run: plan.run, sequence: state.lastThreadSequence }
+        }),
+
+      InterruptRun: (command) =>
+        Effect.gen(function* () {
+          const replayed = yield* replay(command.commandId, "run.interrupt", payloadHash({ threadId }), RunReceipt)
+          if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
+          if (current === null) return yield* new NoActiveRun({ threadId })
+          current.stopCommandId = command.commandId ?? current.stopCommandId
+          yield* Deferred.succeed(current.stop, interrupted)
+          return yield* accepted(current.runId)
+        }),
+
+      StopRun: ({ failure }) =>
+        Effect.gen(function* () {
+          if (current === null) return yield* new NoActiveRun({ threadId })
+          yield* Deferred.succeed(current.stop, failure)
+          return yield* accepted(current.runId)
+        }),
+
+      RespondApproval: (command) =>
+        Effect.gen(function* () {
+          const hash = payloadHash({ threadId, approvalId: command.approvalId, decision: command.decision })
+          const replayed = yield* replay(command.commandId, "approval.respond", hash, ItemReceipt)
+          if (Option.isSome(replayed)) {
+            const { itemId } = replayed.value
+            for (const run of state.runs) {
+              const found = itemsOf(state, run.id).find((i) => i.id === itemId)
+              if (found) return { _tag: "Recorded" as const, item: found }
+            }
+          }
+          const updated = answering.has(command.approvalId)
+            ? undefined
+            : planApproval(state, command.approvalId, command.decision)
+          if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId: command.approvalId })
+          const run = runById(state, updated.runId)!
+          const pt = run.providerThreadId ? state.providerThreads.get(run.providerThreadId) : undefined
+          answering.add(command.approvalId)
+          return { _tag: "Deliver" as const, runId: run.id, provider: run.provider, nativeRef: pt?.nativeRef ?? null }
+        }),
+
+      RecordApproval: ({ approvalId, commandId, decision }) =>
+        Effect.gen(function* () {
+          answering.delete(approvalId)
+          const updated = planApproval(state, approvalId, decision)
+          if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId })
+          yield* commit([new TurnItemRecorded({ item: updated })], commandId, {
+            method: "approval.respond",
+            hash: payloadHash({ threadId, approvalId, decision }),
+            result: { itemId: updated.id }
+          })
+          return updated
+        }),
+
+      ReleaseApproval: ({ approvalId, failure }) =>
+        Effect.suspend(() => {
+          answering.delete(approvalId)
+          const open = planApproval(state, approvalId, "cancel")
+          // The provider cannot take decisions: the run that waits for one cannot go on.
+          if (failure === null || current === null || open === undefined || open.runId !== current.runId) {
+            return Effect.void
+          }
+          return Deferred.succeed(current.stop, failure)
+        }),
+
+      GetRun: ({ runId }) =>
+        Effect.suspend(() => {
+          const run = runById(state, runId)
+          return run
+            ? Effect.succeed({ ...run, items: [...itemsOf(state, runId)] })
+            : Effect.fail(new RunNotFound({ runId }))
+        }),
+
+      Status: () =>
+        Effect.sync(() => ({
+          lastSequence: state.lastThreadSequence,
+          activeRunId: current?.runId ?? activeRun(state)?.id ?? null
+        })),
+
+      RecordItems: ({ items, runId }) =>
+        current?.runId === runId ? commit(planItems(state, runId, items, now())) : Effect.void,
+
+      BindNativeThread: ({ nativeRef, providerThreadId, runId, strength }) =>
+        current?.runId === runId
+          ? commit(planBindNativeThread(state, providerThreadId, nativeRef, strength, now()))
+          : Effect.void,
+
+      RecordSummary: ({ handoffId, runId, summary }) =>
+        Effect.gen(function* () {
+          const control = current?.runId === runId ? current : null
+          const delivery = control?.context.delivery ?? null
+          const planned =
+            control && delivery ? planSummary(state, { runId, handoffId, summary, delivery, now: now() }) : undefined
+          if (control === null || planned === undefined) return yield* new HandoffNotFound({ handoffId })
+          yield* commit(planned.events)
+          control.context = { ...control.context, handoff: planned.handoff, summaryBy: null }
+          return planned.handoff
+        }),
+
+      ResumeFailed: ({ detail, runId }) =>
+        Effect.gen(function* () {
+          const run = runById(state, runId)
+          const control = current?.runId === runId ? current : null
+          if (!run || control === null) return yield* new RunNotFound({ runId })
+          const adapter = yield* sessions.adapter(run.provider)
+          const provider = infoOf(adapter)
+          const budgetTokens = config.handoffBudgetTokens
+          const decision = decideContext(state, {
+            provider,
+            model: run.model ?? adapter.model,
+            cleanContext: false,
+            resumeFailed: true,
+            budgetTokens,
+            options: config,
+            forRun: run.id
+          })
+          if (decision._tag === "unsupported") {
+            return yield* new UnsupportedContextTransfer({ provider: run.provider, detail: decision.detail })
+          }
+          const draft = localHandoff(decision, budgetTokens)
+          const plan = planResumeFallback(state, {
+            runId: run.id,
+            provider,
+            decision,
+            draft,
+            summaryBy: draft ? summaryWriter(state, decision, provider, config, canSummarise) : null,
+            detail,
+            now: now()
+          })
+          yield* commit(plan.events)
+          control.context = plan.context
+          return plan.context
+        }),
+
+      FinishRun: (message) =>
+        Effect.gen(function* () {
+          const events = planFinish(state, { ...message, now: now() })
+          const control = current !== null && current.runId === message.runId ? current : null
+          const stopCommandId = control?.stopCommandId ?? undefined
+          yield* commit(
+            events,
+            stopCommandId,
+            stopCommandId
+              ? { method: "run.interrupt", hash: payloadHash({ threadId }), result: { runId: message.runId } }
+              : undefined
+          )
+          if (control) current = null
+        }),
+
+      DriverExited: ({ detail, runId }) =>
+        current !== null && current.runId === runId
+          ? Effect.suspend(() => {
+              current!.driverExited = true
+              return endOrphan(`the run's driver stopped without recording the end of the run: ${detail}`)
+            })
+          : Effect.void
+    }
+
+    const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError>({
+      name: `thread ${threadId}`,
+      handlers,
+      stopped: () => new ActorStopped({ threadId }),
+      failed: (tag, cause) => new ActorFailed({ threadId, command: tag, detail: describeCause(cause) }),
+      // A defect may have left memory ahead of storage: start again from what is
+      // persisted, and end a run that lost its driver on the way.
+      restart: () =>
+        Effect.gen(function* () {
+          answering.clear()
+          yield* reload
+          yield* endOrphan("the thread's actor restarted while this run was in flight and its driver was gone")
+        })
+    })
+    ask = actor.ask
+
+    // A run active in storage has no driver in a fresh actor: its driver died with the
+    // actor before this one (evicted after a failed restart).
+    yield* endOrphan("the thread's actor was restarted while this run was in flight")
+
+    const respondApproval = (command: RespondApprovalPayload): Effect.Effect<TurnItem, SkeinError> =>
+      Effect.gen(function* () {
+        const answer = yield* actor.ask("RespondApproval", command)
+        if (answer._tag === "Recorded") return answer.item
+        const { nativeRef } = answer
+        if (nativeRef !== null) {
+          const told = yield* Effect.either(
+            sessions.use(answer.provider, state.thread.workspace, (lease) =>
+              lease.handle.respondApproval(nativeRef, command.approvalId, command.decision)
+            )
+          )
+          if (Either.isLeft(told)) {
+            const error = told.left
+            const failure = error._tag === "ProviderFailure" ? failureOf(error) : null
+            yield* Effect.ignore(actor.ask("ReleaseApproval", { approvalId: command.approvalId, failure }))
+            return yield* Effect.fail(error)
+          }
+        }
+        return yield* actor.ask("RecordApproval", {
+          approvalId: command.approvalId,
+          decision: command.decision,
+          commandId: command.commandId
+        })
+      }).pipe(
+        // In the actor's scope, not the caller's: once reserved, the approval is released
+        // or recorded even if the caller goes away (the provider call has its deadline).
+        Effect.forkIn(actorScope),
+        Effect.flatMap(Fiber.join)
+      )
+
+    return { threadId, ask: actor.ask, respondApproval, done: actor.done } satisfies ThreadActor
   })

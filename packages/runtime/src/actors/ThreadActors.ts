@@ -1,14 +1,18 @@
 /**
- * Where thread actors live. This local implementation keeps one actor per thread in
- * an RcMap: an actor is created on first use from storage, kept while anyone (a
- * caller, a run in flight) holds it, and passivated after an idle period. A
- * cluster-backed implementation can replace this service without touching the actor.
+ * Where thread actors live. This local implementation keeps at most one actor per
+ * thread in an RcRegistry (whose get-or-create is atomic: a burst of requests for a
+ * thread that is not active activates it once). An actor is created on first use
+ * from storage, kept while anyone (a caller, a run in flight) holds it, and
+ * passivated after an idle period. An actor that stops for good (its restart after a
+ * defect failed) is dropped, so the next use activates a fresh one from storage.
+ * A cluster-backed implementation can replace this service without touching the actor.
  */
 import type { SkeinError, ThreadId } from "@skein/domain"
-import { Context, Duration, Effect, Layer, RcMap } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import type { EventStore } from "../store/EventStore.js"
 import type { ProviderSessions } from "./ProviderSessions.js"
+import * as RcRegistry from "./RcRegistry.js"
 import type { ThreadActor } from "./ThreadActor.js"
 import { makeThreadActor } from "./ThreadActor.js"
 
@@ -27,23 +31,22 @@ export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<Thr
     ThreadActors,
     Effect.gen(function* () {
       const config = yield* RuntimeConfig
-      const context = yield* Effect.context<EventStore | ProviderSessions | RuntimeConfig>()
       // eslint-disable-next-line prefer-const
-      let actors: RcMap.RcMap<ThreadId, ThreadActor, SkeinError>
-      const retain = (threadId: ThreadId) => Effect.orDie(RcMap.get(actors, threadId)).pipe(Effect.asVoid)
-      actors = yield* RcMap.make({
-        idleTimeToLive: Duration.millis(config.passivateAfterMs),
-        lookup: (threadId: ThreadId) => makeThreadActor(threadId, retain(threadId)).pipe(Effect.provide(context))
-      })
-      const use: ThreadActorsShape["use"] = (threadId, f) =>
-        Effect.scoped(
-          RcMap.get(actors, threadId).pipe(
-            // A failed activation (unknown thread) must not be cached.
-            Effect.tapError(() => RcMap.invalidate(actors, threadId)),
-            Effect.flatMap(f)
+      let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
+      const retain = (threadId: ThreadId) => Effect.orDie(actors.get(threadId)).pipe(Effect.asVoid)
+      const activate = (threadId: ThreadId) =>
+        Effect.gen(function* () {
+          const actor = yield* makeThreadActor(threadId, retain(threadId))
+          // Stopped for good: drop it, so the next use starts again from storage.
+          const drop = Effect.suspend(() =>
+            actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void
           )
-        )
-      return { use, activeThreads: RcMap.keys(actors) } satisfies ThreadActorsShape
+          yield* actor.done.pipe(Effect.zipRight(Effect.forkDaemon(drop)), Effect.forkScoped)
+          return actor
+        })
+      actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
+      const use: ThreadActorsShape["use"] = (threadId, f) => Effect.scoped(Effect.flatMap(actors.get(threadId), f))
+      return { use, activeThreads: actors.keys } satisfies ThreadActorsShape
     })
   )
 }

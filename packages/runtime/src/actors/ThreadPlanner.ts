@@ -7,9 +7,7 @@ import type {
   ContextHandoff,
   ContextTransfer,
   DiffEntry,
-  HandoffKind,
-  HandoffPayload,
-  HandoffStrategy,
+  HandoffDelivery,
   ProviderCapabilities,
   ProviderName,
   ProviderThread,
@@ -33,9 +31,13 @@ import {
   TransferRecorded,
   TurnItemRecorded
 } from "@skein/domain"
+import type { ContextDecision } from "../context/ContextResolver.js"
 import { newProviderThread, withServedRun } from "../context/Coverage.js"
+import type { BuiltHandoff } from "../context/HandoffBuilder.js"
+import { estimateTokens } from "../context/Tokens.js"
 import type { ThreadState } from "../store/ThreadState.js"
 import { itemsOf, runById } from "../store/ThreadState.js"
+import type { RunContext } from "./ThreadProtocol.js"
 
 /** What the runtime knows of a provider instance when planning. */
 export interface ProviderInfo {
@@ -46,39 +48,25 @@ export interface ProviderInfo {
   readonly model: string | null
 }
 
-/** The context decision in the form the planner applies (see ContextResolver). */
-export interface ContextDecision {
-  readonly kind: "none" | "delta" | "portable"
-  /** The provider thread to continue; null starts a new one. */
-  readonly reuse: ProviderThread | null
-  /** A provider thread retired by this decision (stale), if any. */
-  readonly retire: ProviderThread | null
-  readonly reasons: ReadonlyArray<StalenessReason>
-  readonly handoff: null | {
-    readonly kind: HandoffKind
-    readonly strategy: HandoffStrategy
-    readonly from: number
-    readonly to: number
-  }
-}
-
-/** A built handoff summary, before it is recorded. */
-export interface HandoffDraft {
-  readonly payload: HandoffPayload
-  readonly summaryText: string
-  readonly tokenEstimate: number
-  readonly budgetTokens: number
-  readonly createdByProvider: ProviderName | null
-}
+/** The decisions a run can be planned from (an `unsupported` one is refused before). */
+export type RunDecision = Exclude<ContextDecision, { readonly _tag: "unsupported" }>
 
 export interface StartPlan {
+  /** The resolver's decision, as it was taken. */
+  readonly decision: RunDecision
   readonly run: Run
-  readonly providerThread: ProviderThread
-  readonly handoff: ContextHandoff | null
+  /** What the run's driver needs: provider thread, handoff and its delivery channel. */
+  readonly context: RunContext
   readonly events: ReadonlyArray<ThreadEvent>
 }
 
-const contextKind = (decision: ContextDecision): Run["contextResolution"] => decision.kind
+/** A provider thread the decision retires (marked stale with its reasons). */
+const retiredBy = (decision: RunDecision): ProviderThread | null =>
+  decision._tag === "none" || decision._tag === "portable" ? decision.replaces : null
+
+/** The handoff part of a decision, when it has one. */
+const handoffOf = (decision: RunDecision) =>
+  decision._tag === "delta" || decision._tag === "portable" ? decision : null
 
 const freshProviderThread = (
   state: ThreadState,
@@ -123,13 +111,15 @@ const recordHandoff = (
     readonly ordinal: number
     readonly target: ProviderThread
     readonly provider: ProviderInfo
-    readonly decision: ContextDecision
-    readonly draft: HandoffDraft
+    readonly decision: RunDecision & { readonly _tag: "delta" | "portable" }
+    readonly draft: BuiltHandoff
+    /** A provider will write the summary: the handoff stays `pending` until it has. */
+    readonly summaryBy: ProviderName | null
     readonly existingTransfer: ContextTransfer | null
     readonly now: string
   }
 ): { readonly transfer: ContextTransfer; readonly handoff: ContextHandoff } => {
-  const spec = options.decision.handoff!
+  const spec = options.decision
   const handoffId = makeId.handoff()
   const source = latestLiveRunBefore(state, options.ordinal)
   const resolution =
@@ -143,7 +133,7 @@ const recordHandoff = (
         ...options.existingTransfer,
         status: "resolved_portable",
         resolution,
-        reasons: [...options.decision.reasons]
+        reasons: [...spec.reasons]
       }
     : {
         id: makeId.transfer(),
@@ -155,7 +145,7 @@ const recordHandoff = (
           ...(source ? { runId: source.id, runOrdinal: source.ordinal } : {})
         },
         basePoint:
-          options.decision.kind === "delta" && options.target.lastRunOrdinal !== null
+          spec._tag === "delta" && options.target.lastRunOrdinal !== null
             ? {
                 threadId: state.thread.id,
                 runOrdinal: options.target.lastRunOrdinal,
@@ -168,7 +158,7 @@ const recordHandoff = (
         targetProvider: options.provider.name,
         status: "resolved_portable",
         resolution,
-        reasons: [...options.decision.reasons],
+        reasons: [...spec.reasons],
         createdBy: "system",
         createdAt: options.now,
         consumedAt: null,
@@ -181,16 +171,16 @@ const recordHandoff = (
     targetRunId: options.runId,
     kind: spec.kind,
     strategy: spec.strategy,
-    fromProviderThreadIds: servingProviderThreads(state, spec.from, spec.to),
+    fromProviderThreadIds: servingProviderThreads(state, spec.covered.from, spec.covered.to),
     toProviderThreadId: options.target.id,
-    coveredRunOrdinals: { from: spec.from, to: spec.to },
+    coveredRunOrdinals: spec.covered,
     payload: options.draft.payload,
     summaryText: options.draft.summaryText,
     tokenEstimate: options.draft.tokenEstimate,
     budgetTokens: options.draft.budgetTokens,
-    status: "ready",
+    status: options.summaryBy === null ? "ready" : "pending",
     supersededBy: null,
-    createdByProvider: options.draft.createdByProvider,
+    createdByProvider: null,
     createdAt: options.now,
     updatedAt: options.now
   }
@@ -213,7 +203,30 @@ const item = (state: ThreadState, runId: RunId, seq: number, content: TurnItemCo
   ...content
 })
 
-/** Start a run: the run, its provider thread, and the transfer + handoff when context must cross. */
+const handoffItem = (
+  state: ThreadState,
+  runId: RunId,
+  seq: number,
+  handoff: ContextHandoff,
+  delivery: HandoffDelivery,
+  now: string
+): TurnItemRecorded =>
+  new TurnItemRecorded({
+    item: item(
+      state,
+      runId,
+      seq,
+      { type: "handoff_context", handoffId: handoff.id, delivery, text: handoff.summaryText },
+      now
+    )
+  })
+
+/**
+ * Start a run: the run, its provider thread, and the transfer + handoff when context
+ * must cross. `draft` is the local summariser's handoff for the decision; when a
+ * provider is to write the summary (`summaryBy`), the handoff is recorded `pending`
+ * and its block is recorded once that summary is in (`planSummary`).
+ */
 export const planRunStart = (
   state: ThreadState,
   input: {
@@ -221,8 +234,9 @@ export const planRunStart = (
     readonly model: string | null
     readonly commandId: Run["commandId"]
     readonly provider: ProviderInfo
-    readonly decision: ContextDecision
-    readonly draft: HandoffDraft | null
+    readonly decision: RunDecision
+    readonly draft: BuiltHandoff | null
+    readonly summaryBy: ProviderName | null
     readonly now: string
   }
 ): StartPlan => {
@@ -230,22 +244,24 @@ export const planRunStart = (
   const ordinal = state.runs.length + 1
   const runId = makeId.run()
   const events: Array<ThreadEvent> = []
-  if (decision.retire)
-    events.push(new ProviderThreadRecorded({ providerThread: retire(decision.retire, decision.reasons, now) }))
+  const retired = retiredBy(decision)
+  if (retired) events.push(new ProviderThreadRecorded({ providerThread: retire(retired, decision.reasons, now) }))
   // A reused provider thread is not rewritten here: its record only changes when the
   // run ends (its size grows with the history, and this is the dispatch path).
   const providerThread: ProviderThread =
-    decision.reuse ?? freshProviderThread(state, provider, input.model ?? provider.model, now)
-  if (!decision.reuse) events.push(new ProviderThreadRecorded({ providerThread }))
+    decision.providerThread ?? freshProviderThread(state, provider, input.model ?? provider.model, now)
+  if (!decision.providerThread) events.push(new ProviderThreadRecorded({ providerThread }))
+  const spec = handoffOf(decision)
   let handoff: ContextHandoff | null = null
-  if (decision.handoff && input.draft) {
+  if (spec && input.draft) {
     const recorded = recordHandoff(state, {
       runId,
       ordinal,
       target: providerThread,
       provider,
-      decision,
+      decision: spec,
       draft: input.draft,
+      summaryBy: input.summaryBy,
       existingTransfer: null,
       now
     })
@@ -262,7 +278,7 @@ export const planRunStart = (
     status: "running",
     providerThreadId: providerThread.id,
     contextHandoffId: handoff?.id ?? null,
-    contextResolution: contextKind(decision),
+    contextResolution: decision._tag,
     failure: null,
     commandId: input.commandId,
     createdAt: now,
@@ -271,38 +287,30 @@ export const planRunStart = (
   }
   events.push(new RunStarted({ run }))
   events.push(new TurnItemRecorded({ item: item(state, runId, 0, { type: "user_message", text: input.message }, now) }))
-  if (handoff) {
-    events.push(
-      new TurnItemRecorded({
-        item: item(
-          state,
-          runId,
-          1,
-          {
-            type: "handoff_context",
-            handoffId: handoff.id,
-            delivery: provider.capabilities.handoffDelivery[0] ?? "synthetic_user",
-            text: handoff.summaryText
-          },
-          now
-        )
-      })
-    )
+  const delivery = spec?.delivery ?? null
+  if (handoff && delivery && handoff.status === "ready")
+    events.push(handoffItem(state, runId, 1, handoff, delivery, now))
+  return {
+    decision,
+    run,
+    context: { providerThread, handoff, delivery, summaryBy: handoff?.status === "pending" ? input.summaryBy : null },
+    events
   }
-  return { run, providerThread, handoff, events }
 }
 
 /**
  * Resuming the target failed: retire it, supersede the handoff meant for it, and
- * move the run to a new provider thread with a full summary.
+ * move the run to a new provider thread, with a full summary when there is history
+ * (`decision`, taken again with `resumeFailed`).
  */
 export const planResumeFallback = (
   state: ThreadState,
   input: {
     readonly runId: RunId
     readonly provider: ProviderInfo
-    readonly decision: ContextDecision
-    readonly draft: HandoffDraft
+    readonly decision: RunDecision
+    readonly draft: BuiltHandoff | null
+    readonly summaryBy: ProviderName | null
     readonly detail: string
     readonly now: string
   }
@@ -326,50 +334,88 @@ export const planResumeFallback = (
   const providerThread = freshProviderThread(state, input.provider, run.model ?? input.provider.model, now)
   events.push(new ProviderThreadRecorded({ providerThread }))
   const previous = run.contextHandoffId ? state.handoffs.get(run.contextHandoffId) : undefined
-  const existingTransfer = previous ? (state.transfers.get(previous.transferId) ?? null) : null
-  const recorded = recordHandoff(state, {
-    runId: run.id,
-    ordinal: run.ordinal,
-    target: providerThread,
-    provider: input.provider,
-    decision: input.decision,
-    draft: input.draft,
-    existingTransfer,
-    now
-  })
+  const spec = handoffOf(input.decision)
+  const recorded =
+    spec && input.draft
+      ? recordHandoff(state, {
+          runId: run.id,
+          ordinal: run.ordinal,
+          target: providerThread,
+          provider: input.provider,
+          decision: spec,
+          draft: input.draft,
+          summaryBy: input.summaryBy,
+          existingTransfer: previous ? (state.transfers.get(previous.transferId) ?? null) : null,
+          now
+        })
+      : null
   if (previous) {
     events.push(
       new HandoffRecorded({
-        handoff: { ...previous, status: "superseded", supersededBy: recorded.handoff.id, updatedAt: now }
+        handoff: { ...previous, status: "superseded", supersededBy: recorded?.handoff.id ?? null, updatedAt: now }
       })
     )
   }
-  events.push(new TransferRecorded({ transfer: recorded.transfer }), new HandoffRecorded({ handoff: recorded.handoff }))
+  if (recorded) {
+    events.push(
+      new TransferRecorded({ transfer: recorded.transfer }),
+      new HandoffRecorded({ handoff: recorded.handoff })
+    )
+  }
+  const handoff = recorded?.handoff ?? null
   const updated: Run = {
     ...run,
     providerThreadId: providerThread.id,
-    contextHandoffId: recorded.handoff.id,
-    contextResolution: "portable"
+    contextHandoffId: handoff?.id ?? null,
+    contextResolution: input.decision._tag
   }
   events.push(new RunUpdated({ run: updated }))
-  const items = itemsOf(state, run.id)
-  events.push(
-    new TurnItemRecorded({
-      item: item(
-        state,
-        run.id,
-        items.length,
-        {
-          type: "handoff_context",
-          handoffId: recorded.handoff.id,
-          delivery: input.provider.capabilities.handoffDelivery[0] ?? "synthetic_user",
-          text: recorded.handoff.summaryText
-        },
-        now
-      )
-    })
-  )
-  return { run: updated, providerThread, handoff: recorded.handoff, events }
+  const delivery = spec?.delivery ?? null
+  if (handoff && delivery && handoff.status === "ready") {
+    events.push(handoffItem(state, run.id, itemsOf(state, run.id).length, handoff, delivery, now))
+  }
+  return {
+    decision: input.decision,
+    run: updated,
+    context: { providerThread, handoff, delivery, summaryBy: handoff?.status === "pending" ? input.summaryBy : null },
+    events
+  }
+}
+
+/**
+ * A provider wrote the pending handoff's summary (or could not, `summary` null: the
+ * local summariser's text stands): the handoff becomes `ready`, and its block is
+ * recorded on the run as the provider will receive it.
+ */
+export const planSummary = (
+  state: ThreadState,
+  input: {
+    readonly runId: RunId
+    readonly handoffId: ContextHandoff["id"]
+    readonly summary: { readonly text: string; readonly provider: ProviderName } | null
+    readonly delivery: HandoffDelivery
+    readonly now: string
+  }
+): { readonly events: ReadonlyArray<ThreadEvent>; readonly handoff: ContextHandoff } | undefined => {
+  const pending = state.handoffs.get(input.handoffId)
+  if (pending === undefined || pending.status !== "pending" || pending.targetRunId !== input.runId) return undefined
+  const handoff: ContextHandoff = {
+    ...pending,
+    status: "ready",
+    ...(input.summary
+      ? {
+          summaryText: input.summary.text,
+          tokenEstimate: estimateTokens(input.summary.text),
+          createdByProvider: input.summary.provider
+        }
+      : {}),
+    updatedAt: input.now
+  }
+  const seq = itemsOf(state, input.runId).length
+  return {
+    handoff,
+    events: [new HandoffRecorded({ handoff }), handoffItem(state, input.runId, seq, handoff, input.delivery, input.now)]
+  }
 }
 
 /** Turn items the provider reported together, numbered after the run's items so far. */
@@ -457,6 +503,10 @@ export const planFinish = (
           : { ...pt, status: pt.nativeRef === null ? "failed" : "idle", updatedAt: now }
       })
     )
+  }
+  if (handoff && handoff.status === "pending") {
+    // Its summary was never finished, so it reached no provider.
+    events.push(new HandoffRecorded({ handoff: { ...handoff, status: "failed", updatedAt: now } }))
   }
   if (handoff) {
     const transfer = state.transfers.get(handoff.transferId)

@@ -1,11 +1,15 @@
 /**
  * The one provider-agnostic hook before a run: how does the target provider learn
- * what it has not seen of this app thread? Pure and deterministic; the actor acts on
- * the answer (creates provider threads, builds and records handoffs, retires threads).
+ * what it has not seen of this app thread? Pure and deterministic. Its answer, a
+ * `ContextDecision`, is the one type the decision lives in from here to the run's
+ * plan: the actor's planner records it as it is (retires and creates provider
+ * threads, records the handoff assembled from the decision's own material), and the
+ * run's driver delivers the handoff through the decision's channel.
  */
 import type {
   CoveredRunOrdinals,
   HandoffDelivery,
+  HandoffKind,
   NativeTurnRef,
   ProviderCapabilities,
   ProviderName,
@@ -23,7 +27,8 @@ import {
   nextRunOrdinal,
   targetProviderThread
 } from "./Coverage.js"
-import { estimateHandoffTokens } from "./HandoffBuilder.js"
+import type { HandoffMaterial } from "./HandoffBuilder.js"
+import { collectHandoffMaterial, handoffMaterialTokens } from "./HandoffBuilder.js"
 import type { StalenessPolicy } from "./Staleness.js"
 import { describeReasons, stalenessReasons } from "./Staleness.js"
 import { clampHandoffBudget } from "./Tokens.js"
@@ -65,22 +70,28 @@ export interface ResolvedNative extends Common {
   readonly sourceTurnRef: typeof NativeTurnRef.Type
 }
 
+/** What a decision that needs a handoff carries: which runs, how, and the material, collected once. */
+interface WithHandoff {
+  readonly kind: HandoffKind
+  readonly covered: CoveredRunOrdinals
+  /** The channel the target's adapter takes the block through (its first preference). */
+  readonly delivery: HandoffDelivery
+  readonly material: HandoffMaterial
+}
+
 /** Resume the target and inject a handoff for the runs it missed. */
-export interface ResolvedDelta extends Common {
+export interface ResolvedDelta extends Common, WithHandoff {
   readonly _tag: "delta"
   readonly providerThread: ProviderThread
   readonly strategy: "delta_since_target_last_seen"
-  readonly covered: CoveredRunOrdinals
-  readonly delivery: HandoffDelivery
 }
 
 /** A full-thread summary, into the existing provider thread or a new one. */
-export type ResolvedPortable = Common & {
-  readonly _tag: "portable"
-  readonly strategy: "full_thread_summary"
-  readonly covered: CoveredRunOrdinals
-  readonly delivery: HandoffDelivery
-} & (
+export type ResolvedPortable = Common &
+  WithHandoff & {
+    readonly _tag: "portable"
+    readonly strategy: "full_thread_summary"
+  } & (
     | { readonly into: "existing"; readonly providerThread: ProviderThread; readonly replaces: null }
     | { readonly into: "new"; readonly providerThread: null; readonly replaces: ProviderThread | null }
   )
@@ -92,17 +103,16 @@ export interface ResolvedUnsupported extends Common {
   readonly detail: string
 }
 
-export type StartContextResolution =
-  ResolvedNone | ResolvedNative | ResolvedDelta | ResolvedPortable | ResolvedUnsupported
+export type ContextDecision = ResolvedNone | ResolvedNative | ResolvedDelta | ResolvedPortable | ResolvedUnsupported
 
-/** The typed error for an `unsupported` resolution. */
+/** The typed error for an `unsupported` decision. */
 export const unsupportedContextError = (resolution: ResolvedUnsupported): UnsupportedContextTransfer =>
   new UnsupportedContextTransfer({ provider: resolution.provider, detail: resolution.detail })
 
 const runsText = (r: CoveredRunOrdinals): string => (r.from === r.to ? `run ${r.from}` : `runs ${r.from}-${r.to}`)
 
 /** Decides how the run's provider gets the context it lacks. */
-export const resolveStartContext = (input: StartContextInput): StartContextResolution => {
+export const resolveStartContext = (input: StartContextInput): ContextDecision => {
   const { state, provider, capabilities } = input
   const ordinal = input.runOrdinal ?? nextRunOrdinal(state)
   const budget = clampHandoffBudget(input.budgetTokens)
@@ -122,7 +132,7 @@ export const resolveStartContext = (input: StartContextInput): StartContextResol
     reasons: ReadonlyArray<StalenessReason>,
     replaces: ProviderThread | null,
     why: string
-  ): StartContextResolution => {
+  ): ContextDecision => {
     if (history === null) {
       return {
         _tag: "none",
@@ -139,9 +149,15 @@ export const resolveStartContext = (input: StartContextInput): StartContextResol
       into: "new",
       providerThread: null,
       replaces,
+      kind: "portable_context",
       strategy: "full_thread_summary",
       covered: history,
       delivery,
+      material: collectHandoffMaterial(state, {
+        fromOrdinal: history.from,
+        toOrdinal: history.to,
+        strategy: "full_thread_summary"
+      }),
       reasons,
       explanation: `${why}: start a new ${provider} provider thread with a full summary of ${runsText(history)}.`
     }
@@ -157,15 +173,17 @@ export const resolveStartContext = (input: StartContextInput): StartContextResol
 
   const missing = missingFor(state, target, ordinal)
   const range = contiguousRange(state, missing)
-  // A delta is only possible for one contiguous stretch; its size is what the budget judges.
-  const deltaTokens =
+  // A delta is only possible for one contiguous stretch; its size is what the budget
+  // judges, and the same material is what the handoff is assembled from.
+  const deltaMaterial =
     range === null
-      ? 0
-      : estimateHandoffTokens(state, {
+      ? null
+      : collectHandoffMaterial(state, {
           fromOrdinal: range.from,
           toOrdinal: range.to,
           strategy: "delta_since_target_last_seen"
         })
+  const deltaTokens = deltaMaterial === null ? 0 : handoffMaterialTokens(deltaMaterial)
   const reasons = stalenessReasons({
     providerThread: target,
     capabilities,
@@ -191,14 +209,16 @@ export const resolveStartContext = (input: StartContextInput): StartContextResol
       explanation: `${provider} provider thread ${target.id} already covers every run: resume it with no handoff.`
     }
   }
-  if (range !== null) {
+  if (range !== null && deltaMaterial !== null) {
     if (delivery === undefined) return unsupported(reasons, `${provider} missed ${runsText(range)}`)
     return {
       _tag: "delta",
       providerThread: target,
+      kind: "delta_context",
       strategy: "delta_since_target_last_seen",
       covered: range,
       delivery,
+      material: deltaMaterial,
       reasons,
       explanation: `Resume ${provider} provider thread ${target.id} with a delta handoff for ${runsText(range)}, which it missed.`
     }
@@ -211,9 +231,15 @@ export const resolveStartContext = (input: StartContextInput): StartContextResol
     into: "existing",
     providerThread: target,
     replaces: null,
+    kind: "portable_context",
     strategy: "full_thread_summary",
     covered: span,
     delivery,
+    material: collectHandoffMaterial(state, {
+      fromOrdinal: span.from,
+      toOrdinal: span.to,
+      strategy: "full_thread_summary"
+    }),
     reasons,
     explanation:
       `${provider} provider thread ${target.id} missed ${missing.length} runs in several stretches: ` +

@@ -3,10 +3,14 @@
  * structured, budgeted handoff payload and the text block a provider receives.
  *
  * Built from the app thread (runs and turn items), never from a provider transcript.
- * Hidden reasoning never leaves: reasoning items are skipped, every reasoning text of the
- * covered runs is scrubbed out of whatever is emitted, and `[[reason:…]]` directives are
- * stripped from quoted user text. Cost follows the range: each covered run's items are
- * read once, plus a lookup of the latest checkpoint.
+ * Hidden reasoning never leaves: reasoning items are skipped, and every reasoning text
+ * of the covered runs is scrubbed out of whatever is emitted (reasoning reaches the
+ * core only as typed `reasoning` items; the runtime knows no provider's syntax).
+ *
+ * Two steps, so that one decision collects its material once: `collectHandoffMaterial`
+ * reads the covered runs (each run's items once, plus a lookup of the latest
+ * checkpoint) into plain lines; the resolver sizes that material against the budget,
+ * and `assembleHandoff` trims and renders the same material.
  */
 import type {
   HandoffOmission,
@@ -78,14 +82,8 @@ const SHORT_REPLY = 240
 const MAX_DIFF_ENTRIES = 200
 const REDACTED = "[redacted]"
 
-const REASON_DIRECTIVE = /\[\[reason:[\s\S]*?\]\]/g
-const REASON_DIRECTIVE_UNCLOSED = /\[\[reason:[\s\S]*$/
 const CONSTRAINT = /\b(must|never|don't|do not|always|only|should not|shouldn't|avoid|without)\b/i
 const DECISION = /^\s*(?:[-*]\s*)?decision:\s*(.+?)\s*$/gim
-
-/** Removes `[[reason:…]]` directive spans (hidden-reasoning requests) from user text. */
-export const stripReasonDirectives = (text: string): string =>
-  text.replace(REASON_DIRECTIVE, "").replace(REASON_DIRECTIVE_UNCLOSED, "")
 
 const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim()
 
@@ -177,7 +175,9 @@ interface Draft {
   readonly pinned: number
 }
 
-interface Collected {
+/** What a handoff of a range says before budgeting: plain lines per section. */
+export interface HandoffMaterial {
+  readonly strategy: HandoffStrategy
   readonly from: number
   readonly to: number
   readonly liveRuns: number
@@ -201,31 +201,32 @@ const lastLine = (text: string): string => {
 
 const planMark = { pending: "[ ]", in_progress: "[~]", completed: "[x]" } as const
 
-const collect = (state: ThreadState, request: HandoffRequest, scrubbing: boolean): Collected => {
+/** Reads the live runs of a range into handoff material (scrubbed of reasoning). */
+export const collectHandoffMaterial = (
+  state: ThreadState,
+  range: { readonly fromOrdinal: number; readonly toOrdinal: number; readonly strategy: HandoffStrategy }
+): HandoffMaterial => {
+  const request = range
   const from = Math.max(1, Math.floor(request.fromOrdinal))
   const to = Math.min(state.runs.length, Math.floor(request.toOrdinal))
   const full = request.strategy === "full_thread_summary" || request.strategy === "checkpoint_summary"
   const goalRun = full ? firstLiveRun(state) : undefined
 
   // Every reasoning text of the covered runs (and of the goal run) is a secret.
-  let scrub: Scrub = identity
-  if (scrubbing) {
-    const secrets: Array<string> = []
-    const addSecrets = (run: Run) => {
-      for (const item of state.items.get(run.id) ?? []) if (item.type === "reasoning") secrets.push(item.text)
-    }
-    for (let o = from; o <= to; o++) addSecrets(state.runs[o - 1]!)
-    if (goalRun !== undefined && (goalRun.ordinal < from || goalRun.ordinal > to)) addSecrets(goalRun)
-    scrub = makeScrubber(secrets)
+  const secrets: Array<string> = []
+  const addSecrets = (run: Run) => {
+    for (const item of state.items.get(run.id) ?? []) if (item.type === "reasoning") secrets.push(item.text)
   }
+  for (let o = from; o <= to; o++) addSecrets(state.runs[o - 1]!)
+  if (goalRun !== undefined && (goalRun.ordinal < from || goalRun.ordinal > to)) addSecrets(goalRun)
+  const scrub: Scrub = makeScrubber(secrets)
   const clean = (text: string, cap: number) => clip(scrub(oneLine(text)), cap)
-  const cleanUser = (text: string, cap: number) => clean(stripReasonDirectives(text), cap)
 
   const goals: Array<string> = []
   let pinned = 0
   if (goalRun !== undefined) {
     goals.push(
-      `Overall goal (run ${goalRun.ordinal}): ${cleanUser(userTextOf(goalRun, state.items.get(goalRun.id) ?? []), LINE_CAP)}`
+      `Overall goal (run ${goalRun.ordinal}): ${clean(userTextOf(goalRun, state.items.get(goalRun.id) ?? []), LINE_CAP)}`
     )
     pinned = 1
   }
@@ -250,7 +251,7 @@ const collect = (state: ThreadState, request: HandoffRequest, scrubbing: boolean
     if (!isLiveRun(run)) continue
     liveRuns++
     const items = state.items.get(run.id) ?? []
-    const rawUser = stripReasonDirectives(userTextOf(run, items))
+    const rawUser = userTextOf(run, items)
     const user = scrub(oneLine(rawUser))
     if (run !== goalRun && user.length > 0) goals.push(`Run ${o}: ${clip(user, LINE_CAP)}`)
     for (const sentence of rawUser.split(/\n|(?<=[.!?;])\s+/)) {
@@ -359,6 +360,7 @@ const collect = (state: ThreadState, request: HandoffRequest, scrubbing: boolean
     conversation
   }
   return {
+    strategy: request.strategy,
     from,
     to,
     liveRuns,
@@ -370,7 +372,8 @@ const collect = (state: ThreadState, request: HandoffRequest, scrubbing: boolean
 // Rendering and budgeting
 // ---------------------------------------------------------------------------------------
 
-const headerOf = (c: Collected, strategy: HandoffStrategy): string => {
+const headerOf = (c: HandoffMaterial): string => {
+  const strategy = c.strategy
   const range = c.from === c.to ? `run ${c.from}` : `runs ${c.from}-${c.to}`
   const what =
     strategy === "delta_since_target_last_seen"
@@ -421,8 +424,10 @@ interface Kept {
   cost: number
 }
 
-const assemble = (c: Collected, strategy: HandoffStrategy, budget: number): BuiltHandoff => {
-  const header = headerOf(c, strategy)
+/** Trims the material from its least important end to fit the budget, and renders it. */
+export const assembleHandoff = (c: HandoffMaterial, budgetTokens?: number): BuiltHandoff => {
+  const budget = clampHandoffBudget(budgetTokens)
+  const header = headerOf(c)
   const limit = charsForTokens(budget)
   const kept: Array<Kept> = c.drafts.map((d) => ({
     pinned: d.pinned,
@@ -491,26 +496,25 @@ const assemble = (c: Collected, strategy: HandoffStrategy, budget: number): Buil
   }
 }
 
+/** The size in tokens the material would have with no budget at all (what the staleness policy compares). */
+export const handoffMaterialTokens = (c: HandoffMaterial): number => {
+  let chars = headerOf(c).length
+  for (const d of c.drafts) {
+    if (d.lines.length > 0) chars += blockCost(sectionTitles[d.kind]) + d.lines.reduce((n, l) => n + lineCost(l), 0)
+  }
+  return Math.ceil(chars / 4)
+}
+
 /**
  * Builds the handoff for runs `fromOrdinal..toOrdinal` (live runs only) with the given
  * strategy: structured sections, most important first, trimmed from the least important
  * end to fit the budget, every omission recorded.
  */
 export const buildHandoffPayload = (state: ThreadState, request: HandoffRequest): BuiltHandoff =>
-  assemble(collect(state, request, true), request.strategy, clampHandoffBudget(request.budgetTokens))
+  assembleHandoff(collectHandoffMaterial(state, request), request.budgetTokens)
 
-/**
- * The size in tokens the handoff for that range would have with no budget at all (what
- * the staleness policy compares with the budget). Same cost as a build.
- */
+/** The unbudgeted size in tokens of the handoff for that range. */
 export const estimateHandoffTokens = (
   state: ThreadState,
   range: { readonly fromOrdinal: number; readonly toOrdinal: number; readonly strategy: HandoffStrategy }
-): number => {
-  const c = collect(state, range, false)
-  let chars = headerOf(c, range.strategy).length
-  for (const d of c.drafts) {
-    if (d.lines.length > 0) chars += blockCost(sectionTitles[d.kind]) + d.lines.reduce((n, l) => n + lineCost(l), 0)
-  }
-  return Math.ceil(chars / 4)
-}
+): number => handoffMaterialTokens(collectHandoffMaterial(state, range))

@@ -5,6 +5,7 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import {
+  SequenceConflict,
   StorageError,
   type AppThread,
   type CommandId,
@@ -61,6 +62,14 @@ export interface AppendInput {
   /** Recorded on every event; defaults to the receipt's commandId. */
   readonly commandId?: CommandId | undefined
   readonly receipt?: CommandReceipt | undefined
+  /**
+   * The per-thread sequence the writer last saw (0 for a new thread). When given, the
+   * append is refused with `SequenceConflict`, writing nothing, unless the log still
+   * ends there: a writer working from a stale state can never interleave its events
+   * with another writer's (this is the fencing that a second live actor for one
+   * thread, here or on another machine, runs into).
+   */
+  readonly expectedSequence?: number | undefined
 }
 
 export interface ThreadFilter {
@@ -75,7 +84,7 @@ export interface EventStoreShape {
    * the stored events go to live followers (`events`). Appends are serialised; do not
    * call it inside an outer `withTransaction`.
    */
-  readonly append: (input: AppendInput) => Effect.Effect<ReadonlyArray<StoredEvent>, StorageError>
+  readonly append: (input: AppendInput) => Effect.Effect<ReadonlyArray<StoredEvent>, StorageError | SequenceConflict>
   readonly receipt: (commandId: CommandId) => Effect.Effect<Option.Option<StoredReceipt>, StorageError>
   /** The thread's state from the projection tables (how an actor reactivates). */
   readonly loadThread: (threadId: ThreadId) => Effect.Effect<Option.Option<ThreadState>, StorageError>
@@ -161,6 +170,9 @@ const make = Effect.gen(function* () {
         [threadId]
       )
       const last = lastRows[0]?.last ?? 0
+      if (input.expectedSequence !== undefined && input.expectedSequence !== last) {
+        return yield* new SequenceConflict({ threadId, expected: input.expectedSequence, actual: last })
+      }
       const first = input.events[0]
       if (last === 0 && first !== undefined && first._tag !== "ThreadCreated") {
         return yield* new StorageError({
@@ -201,7 +213,7 @@ const make = Effect.gen(function* () {
       }))
     })
 
-  const append = (input: AppendInput): Effect.Effect<ReadonlyArray<StoredEvent>, StorageError> =>
+  const append = (input: AppendInput): Effect.Effect<ReadonlyArray<StoredEvent>, StorageError | SequenceConflict> =>
     Effect.suspend(() => {
       const { threadId } = input
       const invalid = checkEvents(threadId, input.events)
@@ -228,7 +240,11 @@ const make = Effect.gen(function* () {
         Effect.uninterruptible(
           insertEvents(threadId, input, forms, resultJson).pipe(
             sql.withTransaction,
-            Effect.mapError(fromSqlError(`cannot append ${input.events.length} event(s) to thread ${threadId}`)),
+            Effect.mapError((error) =>
+              error._tag === "SequenceConflict"
+                ? error
+                : fromSqlError(`cannot append ${input.events.length} event(s) to thread ${threadId}`)(error)
+            ),
             Effect.tap((stored) => (stored.length > 0 ? notify(threadId, stored) : Effect.void))
           )
         )

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { TurnItemContent } from "@skein/domain"
 import { ApprovalId, HandoffSectionKind } from "@skein/domain"
 import * as fc from "fast-check"
-import { buildHandoffPayload, estimateTokens, makeScrubber, stripReasonDirectives } from "../../src/context/index.js"
+import { buildHandoffPayload, estimateTokens, makeScrubber } from "../../src/context/index.js"
 import type { ThreadState } from "../../src/store/ThreadState.js"
 import { addCheckpoint, addRun, newState } from "./builder.js"
 
@@ -99,10 +99,6 @@ describe("buildHandoffPayload: sections", () => {
     expect(built.summaryText).not.toContain("checkpoint")
   })
 
-  it("strips reason directives", () => {
-    expect(stripReasonDirectives("a [[reason:x y]] b [[cmd:ls:0]] [[reason:open")).toBe("a  b [[cmd:ls:0]] ")
-  })
-
   it("scrubs every secret, many at once", () => {
     const scrub = makeScrubber(["alpha beta", "gamma\ndelta", "xy"])
     expect(scrub("1 alpha beta 2 gamma 3 delta 4 xy 5")).toBe("1 [redacted] 2 [redacted] 3 [redacted] 4 [redacted] 5")
@@ -125,7 +121,7 @@ const secretThread = (secret: string, runs: number): ThreadState => {
     ]
     addRun(s, {
       provider: i % 2 === 0 ? "alpha" : "beta",
-      message: `do it must ${i} [[reason:${secret}]] please`,
+      message: `do it must ${i} please`,
       items
     })
   }

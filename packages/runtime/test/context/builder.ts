@@ -28,7 +28,7 @@ import {
   ThreadId,
   TurnItemId
 } from "@skein/domain"
-import type { StalenessPolicy, StartContextResolution } from "../../src/context/index.js"
+import type { StalenessPolicy, ContextDecision } from "../../src/context/index.js"
 import {
   buildHandoffPayload,
   defaultStalenessPolicy,
@@ -135,7 +135,7 @@ export interface SimulateOptions extends RunSpec {
 }
 
 export interface Simulated {
-  readonly resolution: StartContextResolution
+  readonly resolution: ContextDecision
   readonly run: Run
   readonly providerThread: ProviderThread | null
   readonly handoff: ContextHandoff | null

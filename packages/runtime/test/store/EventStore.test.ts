@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import {
   CommandId,
   ContextHandoffId,
+  RunId,
   RunStarted,
   ThreadCreated,
   TransferRecorded,
@@ -18,6 +19,10 @@ import { EventStore } from "../../src/store/EventStore.js"
 import { foldEvents, toThreadView } from "../../src/store/Projection.js"
 import { itemContents, makeItem, makeRun, makeThread, makeTransfer, sampleLog, threadId } from "./builders.js"
 import { dumpTables, storeLayer } from "./support.js"
+
+/** The detail of a StorageError (a SequenceConflict here would be a wrong answer). */
+const detailOf = (error: { readonly _tag: string; readonly message: string }): string =>
+  "detail" in error && typeof error.detail === "string" ? error.detail : `not a StorageError: ${error._tag}`
 
 const withStore = <A, E>(effect: Effect.Effect<A, E, EventStore | SqlClient>) =>
   effect.pipe(Effect.provide(storeLayer()))
@@ -183,8 +188,8 @@ describe("EventStore", () => {
           })
         )
         expect(failure._tag).toBe("StorageError")
-        expect(failure.detail).toContain("thread thr_b")
-        expect(failure.detail).toMatch(/UNIQUE constraint failed: runs\.id/)
+        expect(detailOf(failure)).toContain("thread thr_b")
+        expect(detailOf(failure)).toMatch(/UNIQUE constraint failed: runs\.id/)
         expect(yield* dumpTables()).toEqual(before)
         expect(yield* store.loadThread(b)).toEqual(stateBefore)
         expect(yield* store.receipt(commandId)).toEqual(Option.none())
@@ -207,8 +212,41 @@ describe("EventStore", () => {
         const error = yield* Effect.flip(
           store.append({ threadId: t, events: [new RunStarted({ run: makeRun(t, 1) })], receipt })
         )
-        expect(error.detail).toMatch(/UNIQUE constraint failed: receipts\.command_id/)
+        expect(detailOf(error)).toMatch(/UNIQUE constraint failed: receipts\.command_id/)
         expect(yield* dumpTables()).toEqual(before)
+      })
+    )
+  )
+
+  it.effect("refuses a stale writer: an append that expects another last sequence writes nothing", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const t = threadId("fenced")
+        yield* store.append({ threadId: t, events: [created("fenced")], expectedSequence: 0 })
+        // A second writer that also read the empty log is refused.
+        const late = yield* Effect.flip(store.append({ threadId: t, events: [created("fenced")], expectedSequence: 0 }))
+        expect(late).toMatchObject({ _tag: "SequenceConflict", threadId: t, expected: 0, actual: 1 })
+        const before = yield* dumpTables()
+        // Two writers that both saw event 1 start "run 1": only the first one lands.
+        yield* store.append({ threadId: t, events: [new RunStarted({ run: makeRun(t, 1) })], expectedSequence: 1 })
+        const rival = yield* Effect.flip(
+          store.append({
+            threadId: t,
+            events: [new RunStarted({ run: { ...makeRun(t, 1), id: RunId.make("run_rival") } })],
+            expectedSequence: 1,
+            receipt: { commandId: CommandId.make("cmd_rival"), method: "run.start", payloadHash: "h", result: null }
+          })
+        )
+        expect(rival._tag).toBe("SequenceConflict")
+        expect(yield* store.receipt(CommandId.make("cmd_rival"))).toEqual(Option.none())
+        const events = yield* store.readEvents(t, 0, 10)
+        expect(events.map((e) => [e.threadSequence, e.event._tag])).toEqual([
+          [1, "ThreadCreated"],
+          [2, "RunStarted"]
+        ])
+        expect((yield* dumpTables(["runs"])).runs).toHaveLength(1)
+        expect(before).not.toEqual(yield* dumpTables())
       })
     )
   )
@@ -219,9 +257,9 @@ describe("EventStore", () => {
         const store = yield* EventStore
         const t = threadId("t")
         const e1 = yield* Effect.flip(store.append({ threadId: t, events: [new RunStarted({ run: makeRun(t, 1) })] }))
-        expect(e1.detail).toMatch(/first event must be ThreadCreated \(got RunStarted\)/)
+        expect(detailOf(e1)).toMatch(/first event must be ThreadCreated \(got RunStarted\)/)
         const e2 = yield* Effect.flip(store.append({ threadId: t, events: [created("other")] }))
-        expect(e2.detail).toMatch(/cannot go into the log of thread thr_t/)
+        expect(detailOf(e2)).toMatch(/cannot go into the log of thread thr_t/)
         expect(yield* store.readEvents(t, 0, 10)).toEqual([])
         expect(yield* dumpTables(["threads", "runs", "events"])).toEqual({ threads: [], runs: [], events: [] })
       })

@@ -1,0 +1,160 @@
+/**
+ * The runtime's side of the provider port: every call into an adapter, as the runtime
+ * makes it, ends in a typed `ProviderFailure` that names the method, whatever the
+ * adapter does. A provider may fail, die with a defect (a thrown exception, a bug, a
+ * surprise from a real binary), hang, or lose its process; the guard turns each into
+ * a failure of its own kind:
+ * - a defect, even one thrown before the adapter returns an Effect → kind `defect`;
+ * - no answer within the call's deadline → kind `timeout`;
+ * - the process exits while the call is pending → kind `crash`.
+ * A turn's stream has two deadlines: until its first event, and between events.
+ *
+ * Deadlines come from the runtime's configuration (`RuntimeOptions.deadlines`).
+ */
+import type { ProviderEvent, ProviderSessionHandle, TurnInput } from "@skein/domain"
+import { ProviderFailure } from "@skein/domain"
+import { Cause, Duration, Effect, Option, Stream } from "effect"
+
+export interface ProviderDeadlines {
+  /** openSession, startThread, resumeThread, forkThread, rollbackThread, respondApproval. */
+  readonly callMs: number
+  /** How long the provider may take to acknowledge an interrupt request. */
+  readonly interruptMs: number
+  /** From sending a turn until its first event. */
+  readonly firstEventMs: number
+  /** Between two events of a turn (a turn that goes silent this long has hung). */
+  readonly idleMs: number
+  /** A provider writing a handoff summary (the local summariser takes over after it). */
+  readonly summaryMs: number
+}
+
+export const defaultDeadlines: ProviderDeadlines = {
+  callMs: 60_000,
+  interruptMs: 5_000,
+  firstEventMs: 120_000,
+  idleMs: 600_000,
+  summaryMs: 10_000
+}
+
+const describeDefect = (defect: unknown): string => {
+  const text = defect instanceof Error ? `${defect.name}: ${defect.message}` : String(defect)
+  return text.length > 500 ? `${text.slice(0, 499)}…` : text
+}
+
+/** A cause from an adapter as a typed failure naming `method` (interruptions pass through). */
+const toFailure =
+  (provider: string, method: string) =>
+  <E>(cause: Cause.Cause<E | ProviderFailure>): Effect.Effect<never, ProviderFailure> => {
+    if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+    const failure = Cause.failureOption(cause)
+    if (Option.isSome(failure) && failure.value instanceof ProviderFailure) {
+      const f = failure.value
+      return Effect.fail(
+        f.detail.startsWith(`${method}:`) ? f : new ProviderFailure({ ...f, detail: `${method}: ${f.detail}` })
+      )
+    }
+    const defect = Cause.dieOption(cause)
+    const what = Option.isSome(defect) ? describeDefect(defect.value) : Cause.pretty(cause).slice(0, 500)
+    return Effect.fail(
+      new ProviderFailure({ provider, kind: "defect", detail: `${method} died with a defect: ${what}` })
+    )
+  }
+
+const timeout = (provider: string, method: string, ms: number) =>
+  new ProviderFailure({ provider, kind: "timeout", detail: `${method} did not answer within ${ms} ms` })
+
+/** Guards one call: defects and hangs become typed failures naming `method`. */
+export const guardCall = <A, E extends ProviderFailure>(
+  provider: string,
+  method: string,
+  timeoutMs: number,
+  call: () => Effect.Effect<A, E>
+): Effect.Effect<A, ProviderFailure> =>
+  Effect.suspend(call).pipe(
+    Effect.catchAllCause(toFailure(provider, method)),
+    Effect.timeoutFail({ duration: Duration.millis(timeoutMs), onTimeout: () => timeout(provider, method, timeoutMs) })
+  )
+
+/**
+ * Each pull of `stream` must deliver within its deadline: the first within `firstMs`,
+ * each later one within `nextMs`.
+ */
+const pullDeadlines = <A, R>(
+  stream: Stream.Stream<A, ProviderFailure, R>,
+  firstMs: number,
+  nextMs: number,
+  onTimeout: (first: boolean, ms: number) => ProviderFailure
+): Stream.Stream<A, ProviderFailure, R> =>
+  Stream.unwrapScoped(
+    Effect.map(Stream.toPull(stream), (pull) => {
+      let first = true
+      return Stream.repeatEffectChunkOption(
+        Effect.suspend(() => {
+          const ms = first ? firstMs : nextMs
+          const wasFirst = first
+          first = false
+          return pull.pipe(
+            Effect.timeoutFail({
+              duration: Duration.millis(ms),
+              onTimeout: () => Option.some(onTimeout(wasFirst, ms))
+            })
+          )
+        })
+      )
+    })
+  )
+
+/**
+ * The session handle with every method guarded. `exited` never fails or dies; any
+ * call still pending when the process exits fails with kind `crash`.
+ */
+export const guardSession = (
+  provider: string,
+  handle: ProviderSessionHandle,
+  deadlines: ProviderDeadlines
+): ProviderSessionHandle => {
+  const exited = Effect.suspend(() => handle.exited).pipe(Effect.catchAllCause(() => Effect.never))
+  const crashed = (method: string) =>
+    Effect.flatMap(exited, ({ code, signal }) =>
+      Effect.fail(
+        new ProviderFailure({
+          provider,
+          kind: "crash",
+          detail: `${method}: the provider process exited (${signal !== null ? `signal ${signal}` : `code ${code}`}) before answering`
+        })
+      )
+    )
+  const call = <A, E extends ProviderFailure>(method: string, ms: number, f: () => Effect.Effect<A, E>) =>
+    Effect.raceFirst(guardCall(provider, method, ms, f), crashed(method))
+
+  const runTurn = (input: TurnInput): Stream.Stream<ProviderEvent, ProviderFailure> =>
+    pullDeadlines(
+      Stream.suspend(() => handle.runTurn(input)).pipe(
+        Stream.catchAllCause((cause) => Stream.fromEffect(toFailure(provider, "runTurn")(cause)))
+      ),
+      deadlines.firstEventMs,
+      deadlines.idleMs,
+      (first, ms) =>
+        new ProviderFailure({
+          provider,
+          kind: "timeout",
+          detail: first ? `runTurn sent no event within ${ms} ms` : `runTurn went silent for ${ms} ms mid-turn`
+        })
+    ).pipe(Stream.interruptWhen(crashed("runTurn")))
+
+  return {
+    pid: handle.pid,
+    startThread: (options) => call("startThread", deadlines.callMs, () => handle.startThread(options)),
+    resumeThread: (nativeRef) => call("resumeThread", deadlines.callMs, () => handle.resumeThread(nativeRef)),
+    forkThread: (nativeRef, atTurnRef) =>
+      call("forkThread", deadlines.callMs, () => handle.forkThread(nativeRef, atTurnRef)),
+    rollbackThread: (nativeRef, beforeTurnRef) =>
+      call("rollbackThread", deadlines.callMs, () => handle.rollbackThread(nativeRef, beforeTurnRef)),
+    runTurn,
+    interrupt: (nativeRef) => call("interrupt", deadlines.interruptMs, () => handle.interrupt(nativeRef)),
+    respondApproval: (nativeRef, approvalId, decision) =>
+      call("respondApproval", deadlines.callMs, () => handle.respondApproval(nativeRef, approvalId, decision)),
+    summarise: (request) => call("summarise", deadlines.summaryMs, () => handle.summarise(request)),
+    exited
+  }
+}

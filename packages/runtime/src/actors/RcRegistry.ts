@@ -1,0 +1,179 @@
+/**
+ * A reference-counted registry of scoped resources by key, whose get-or-create is
+ * atomic: however many fibers ask for one key at once, its `lookup` runs once and
+ * they all share the one value.
+ *
+ * Why not Effect's `RcMap`: in effect 3.22 its `get` looks the key up, and only
+ * then takes the map's semaphore to create the entry without looking again. A fiber
+ * that yields in between (the scheduler yields every 2,048 operations, which a busy
+ * server reaches) lets a second fiber create a second entry for the same key. For
+ * thread actors that meant two live actors for one thread, each starting "run 1".
+ * Here the check and the insertion are one synchronous step.
+ *
+ * Lifecycle: an entry is created on first `get`, kept while any scope that got it is
+ * open, and closed `idleTimeToLive` after its last holder let go (unless someone got
+ * it again meanwhile). A failed or interrupted lookup leaves no entry behind, so the
+ * next `get` tries again. `invalidate` removes the entry at once; its scope closes
+ * when its last holder lets go. Closing the registry's scope closes every entry, all
+ * at once.
+ */
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Scope } from "effect"
+
+interface Entry<A, E> {
+  readonly value: Deferred.Deferred<A, E>
+  readonly scope: Scope.CloseableScope
+  holders: number
+  /** When an idle entry may close (ms since epoch); 0 while held. */
+  idleSince: number
+  idleFiber: Fiber.RuntimeFiber<void> | undefined
+  /** Removed from the map: close once nobody holds it. */
+  removed: boolean
+}
+
+export interface RcRegistry<K, A, E> {
+  /** The value for `key`, created if needed; held until the caller's scope closes. */
+  readonly get: (key: K) => Effect.Effect<A, E, Scope.Scope>
+  /** Drop the entry now; its scope closes once its holders let go. */
+  readonly invalidate: (key: K) => Effect.Effect<void>
+  /** Keys with a live (or starting) entry. */
+  readonly keys: Effect.Effect<ReadonlyArray<K>>
+  /** Whether the value of `key` exists and is ready, without creating it. */
+  readonly peek: (key: K) => A | undefined
+}
+
+export const make = <K, A, E, R>(options: {
+  readonly lookup: (key: K) => Effect.Effect<A, E, R | Scope.Scope>
+  readonly idleTimeToLive: Duration.DurationInput
+}): Effect.Effect<RcRegistry<K, A, E>, never, Scope.Scope | R> =>
+  Effect.gen(function* () {
+    const idleMs = Duration.toMillis(Duration.decode(options.idleTimeToLive))
+    const context = yield* Effect.context<R>()
+    const registryScope = yield* Effect.scope
+    const entries = new Map<K, Entry<A, E>>()
+    let closed = false
+
+    const closeEntry = (entry: Entry<A, E>) =>
+      Effect.suspend(() => {
+        const idle = entry.idleFiber
+        entry.idleFiber = undefined
+        return Scope.close(entry.scope, Exit.void).pipe(Effect.zipRight(idle ? Fiber.interrupt(idle) : Effect.void))
+      })
+
+    const remove = (key: K, entry: Entry<A, E>) => {
+      if (entries.get(key) === entry) entries.delete(key)
+      entry.removed = true
+    }
+
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        closed = true
+        const all = [...entries.values()]
+        entries.clear()
+        for (const entry of all) entry.removed = true
+        return Effect.forEach(all, closeEntry, { concurrency: "unbounded", discard: true })
+      })
+    )
+
+    /** After `idleMs` without holders, the entry closes (checked again on waking). */
+    const scheduleIdleClose = (key: K, entry: Entry<A, E>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (entry.idleFiber !== undefined) return Effect.void
+        const loop: Effect.Effect<void> = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          if (entry.holders > 0 || entry.removed) return Effect.void
+          const remaining = entry.idleSince + idleMs - now
+          if (remaining > 0) return Effect.zipRight(Effect.sleep(Duration.millis(remaining)), loop)
+          remove(key, entry)
+          entry.idleFiber = undefined
+          return Scope.close(entry.scope, Exit.void)
+        })
+        // Interruptible: release runs as a finalizer, whose forks would inherit its
+        // uninterruptibility, and closing the registry interrupts this fiber.
+        return Effect.interruptible(loop).pipe(
+          Effect.ensuring(Effect.sync(() => void (entry.idleFiber = undefined))),
+          Effect.forkIn(registryScope),
+          Effect.tap((fiber) => Effect.sync(() => void (entry.idleFiber = fiber)))
+        )
+      })
+
+    const release = (key: K, entry: Entry<A, E>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        entry.holders--
+        if (entry.holders > 0) return Effect.void
+        if (entry.removed || closed || idleMs <= 0) {
+          remove(key, entry)
+          return closeEntry(entry)
+        }
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          entry.idleSince = now
+          return scheduleIdleClose(key, entry)
+        })
+      })
+
+    const create = (key: K): Entry<A, E> => {
+      const entry: Entry<A, E> = {
+        value: Deferred.unsafeMake<A, E>(FiberId.none),
+        scope: Effect.runSync(Scope.make()),
+        holders: 0,
+        idleSince: 0,
+        idleFiber: undefined,
+        removed: false
+      }
+      entries.set(key, entry)
+      return entry
+    }
+
+    const get = (key: K): Effect.Effect<A, E, Scope.Scope> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function* () {
+          if (closed) return yield* Effect.interrupt
+          // The check and the insertion in one synchronous step: this is the atomicity.
+          let entry = entries.get(key)
+          const creating = entry === undefined
+          if (entry === undefined) entry = create(key)
+          entry.holders++
+          const held = entry
+          yield* Effect.addFinalizer(() => release(key, held))
+          if (creating) {
+            // In a fiber of its own, interruptible (closing the entry stops it), so that
+            // what it forks does not inherit this region's uninterruptibility, whatever
+            // the caller's.
+            yield* Effect.interruptible(
+              options.lookup(key).pipe(Scope.extend(held.scope), Effect.provide(context))
+            ).pipe(
+              // Also when interrupted (the entry closed while starting): nobody waits for ever.
+              Effect.onExit((exit) => {
+                // A failed lookup must not stay cached: the next get tries again.
+                if (Exit.isFailure(exit)) remove(key, held)
+                return Deferred.done(held.value, exit)
+              }),
+              Effect.forkIn(held.scope)
+            )
+          }
+          return yield* restore(Deferred.await(held.value))
+        })
+      )
+
+    const invalidate = (key: K): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const entry = entries.get(key)
+        if (entry === undefined) return Effect.void
+        remove(key, entry)
+        return entry.holders > 0 ? Effect.void : closeEntry(entry)
+      })
+
+    const peek = (key: K): A | undefined => {
+      const entry = entries.get(key)
+      if (entry === undefined) return undefined
+      const done = Effect.runSync(Deferred.poll(entry.value))
+      if (done._tag === "None") return undefined
+      const exit = Effect.runSyncExit(done.value)
+      return Exit.isSuccess(exit) ? exit.value : undefined
+    }
+
+    return {
+      get,
+      invalidate,
+      keys: Effect.sync(() => [...entries.keys()]),
+      peek
+    } satisfies RcRegistry<K, A, E>
+  })

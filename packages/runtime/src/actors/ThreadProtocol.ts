@@ -1,0 +1,162 @@
+/**
+ * The thread actor's protocol: every message it accepts, each with its payload, its
+ * success and its error schema, declared as `@effect/rpc` definitions: the shape an
+ * `@effect/cluster` entity takes (`Entity.make("Thread", ThreadProtocol.requests)`),
+ * so the same protocol can later run sharded without being redesigned. Every payload
+ * and reply is serialisable; nothing in it is a live handle.
+ *
+ * Two kinds of sender: clients (through the Orchestrator) and the run's own driver
+ * fiber, which reports what the provider did through the same mailbox, so every
+ * change to a thread is serialised by its actor.
+ */
+import { Rpc, RpcGroup } from "@effect/rpc"
+import {
+  ApprovalDecision,
+  ApprovalId,
+  CommandId,
+  ContextHandoff,
+  ContextHandoffId,
+  HandoffDelivery,
+  InterruptRunFields,
+  ProviderName,
+  ProviderThread,
+  ProviderThreadId,
+  RespondApprovalFields,
+  Run,
+  RunFailure,
+  RunId,
+  RunView,
+  SkeinError,
+  StartRunFields,
+  TurnItem,
+  TurnItemContent
+} from "@skein/domain"
+import { Schema } from "effect"
+
+/** A run the actor accepted (or found by its receipt), with where its events stand. */
+export const RunAccepted = Schema.Struct({
+  run: Run,
+  /** The thread's last sequence when the actor answered: the run's end comes after it. */
+  sequence: Schema.Int
+})
+export type RunAccepted = typeof RunAccepted.Type
+
+/** What the driver needs to serve a run: its provider thread and the handoff to deliver. */
+export const RunContext = Schema.Struct({
+  providerThread: ProviderThread,
+  handoff: Schema.NullOr(ContextHandoff),
+  delivery: Schema.NullOr(HandoffDelivery),
+  /** A provider asked to write the handoff's summary first (it is `pending` until then). */
+  summaryBy: Schema.NullOr(ProviderName)
+})
+export type RunContext = typeof RunContext.Type
+
+/** Where an approval decision must go before it is recorded, or the answer already recorded. */
+export const ApprovalAnswer = Schema.Union(
+  Schema.TaggedStruct("Recorded", { item: TurnItem }),
+  Schema.TaggedStruct("Deliver", { runId: RunId, provider: ProviderName, nativeRef: Schema.NullOr(Schema.String) })
+)
+export type ApprovalAnswer = typeof ApprovalAnswer.Type
+
+export const ThreadStatus = Schema.Struct({
+  lastSequence: Schema.Int,
+  activeRunId: Schema.NullOr(RunId)
+})
+export type ThreadStatus = typeof ThreadStatus.Type
+
+const error = SkeinError
+
+// --- from clients ------------------------------------------------------------------
+
+export const StartRun = Rpc.make("StartRun", { payload: StartRunFields, success: RunAccepted, error })
+export const InterruptRun = Rpc.make("InterruptRun", { payload: InterruptRunFields, success: RunAccepted, error })
+/** Stop the active run with a reason other than the user's (shutdown). */
+export const StopRun = Rpc.make("StopRun", { payload: { failure: RunFailure }, success: RunAccepted, error })
+/** First half of approval.respond: check the approval and reserve it while the provider hears the decision. */
+export const RespondApproval = Rpc.make("RespondApproval", {
+  payload: RespondApprovalFields,
+  success: ApprovalAnswer,
+  error
+})
+/** Second half: the provider took the decision; record it (with the command's receipt). */
+export const RecordApproval = Rpc.make("RecordApproval", {
+  payload: { approvalId: ApprovalId, decision: ApprovalDecision, commandId: Schema.optional(CommandId) },
+  success: TurnItem,
+  error
+})
+/** The provider could not take the decision: release the approval; a fault ends the run. */
+export const ReleaseApproval = Rpc.make("ReleaseApproval", {
+  payload: { approvalId: ApprovalId, failure: Schema.NullOr(RunFailure) },
+  error
+})
+export const GetRun = Rpc.make("GetRun", { payload: { runId: RunId }, success: RunView, error })
+export const Status = Rpc.make("Status", { success: ThreadStatus, error })
+
+// --- from the run's driver ----------------------------------------------------------
+
+/** Items the provider reported together: one commit. */
+export const RecordItems = Rpc.make("RecordItems", {
+  payload: { runId: RunId, items: Schema.NonEmptyArray(TurnItemContent) },
+  error
+})
+/** The run's provider thread now has a native ref (a new provider thread was started). */
+export const BindNativeThread = Rpc.make("BindNativeThread", {
+  payload: {
+    runId: RunId,
+    providerThreadId: ProviderThreadId,
+    nativeRef: Schema.String,
+    strength: Schema.Literal("strong", "weak", "none")
+  },
+  error
+})
+/** A provider wrote the pending handoff's summary (or could not: null keeps the local one). */
+export const RecordSummary = Rpc.make("RecordSummary", {
+  payload: {
+    runId: RunId,
+    handoffId: ContextHandoffId,
+    summary: Schema.NullOr(Schema.Struct({ text: Schema.String, provider: ProviderName }))
+  },
+  success: ContextHandoff,
+  error
+})
+/** Resuming the target provider thread failed: re-plan with a full summary into a new one. */
+export const ResumeFailed = Rpc.make("ResumeFailed", {
+  payload: { runId: RunId, detail: Schema.String },
+  success: RunContext,
+  error
+})
+export const RunOutcome = Schema.Literal("completed", "failed", "interrupted")
+export type RunOutcome = typeof RunOutcome.Type
+export const FinishRun = Rpc.make("FinishRun", {
+  payload: {
+    runId: RunId,
+    outcome: RunOutcome,
+    failure: Schema.NullOr(RunFailure),
+    /** The provider's turn handle, when the turn reached the provider. */
+    turnRef: Schema.NullOr(Schema.String),
+    /** Items that arrived together with the end of the turn, recorded in the same commit. */
+    items: Schema.Array(TurnItemContent)
+  },
+  error
+})
+/** The driver fiber ended, however it ended: a run it left active is ended here. */
+export const DriverExited = Rpc.make("DriverExited", { payload: { runId: RunId, detail: Schema.String }, error })
+
+export class ThreadProtocol extends RpcGroup.make(
+  StartRun,
+  InterruptRun,
+  StopRun,
+  RespondApproval,
+  RecordApproval,
+  ReleaseApproval,
+  GetRun,
+  Status,
+  RecordItems,
+  BindNativeThread,
+  RecordSummary,
+  ResumeFailed,
+  FinishRun,
+  DriverExited
+) {}
+
+export type ThreadMessage = RpcGroup.Rpcs<typeof ThreadProtocol>
