@@ -1,13 +1,18 @@
 /**
  * Actor runtime figures: dispatch overhead (run.start until the provider process
- * receives the turn), mailbox round trips through a ThreadActor against a bare
- * Queue + fiber measured in the same run, and resident memory of idle threads.
+ * receives the turn), what the run path allocates per run (V8's sampling heap
+ * profiler, counting objects already collected), mailbox round trips through a
+ * ThreadActor against a bare Queue + fiber and against an @effect/cluster Entity on
+ * the in-memory TestRunner, all in the same run, and resident memory of idle threads.
  */
+import { Entity, TestRunner } from "@effect/cluster"
+import { Rpc } from "@effect/rpc"
+import { Session } from "node:inspector/promises"
 import { providerRegistryLayer } from "@skein/adapters"
 import type { ProviderAdapter, ProviderName, RunId, ThreadId } from "@skein/domain"
 import { ProviderRegistry } from "@skein/domain"
 import { makeRuntimeLayer, Orchestrator, ThreadActors } from "@skein/runtime"
-import { Deferred, Effect, Fiber, Layer, Queue, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Queue, Schema, Stream } from "effect"
 import { spawnSync } from "node:child_process"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -51,6 +56,50 @@ const runtime = (dir: string, onReceived: (runId: RunId, at: number) => void) =>
 
 const alpha = "alpha" as ProviderName
 
+interface SamplingNode {
+  readonly selfSize: number
+  readonly children: ReadonlyArray<SamplingNode>
+}
+const totalBytes = (node: SamplingNode): number => node.children.reduce((n, c) => n + totalBytes(c), node.selfSize)
+
+/**
+ * Bytes this process allocates while `effect` runs, from V8's sampling heap profiler
+ * with objects already collected by minor and major GCs counted (so: allocated, not
+ * retained). An estimate: one sample per 4 KiB on average.
+ */
+const allocatedDuring = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const session = new Session()
+    session.connect()
+    yield* Effect.promise(() =>
+      session.post("HeapProfiler.startSampling", {
+        samplingInterval: 4096,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true
+      })
+    )
+    yield* effect
+    const { profile } = (yield* Effect.promise(() => session.post("HeapProfiler.stopSampling"))) as {
+      readonly profile: { readonly head: SamplingNode }
+    }
+    session.disconnect()
+    return totalBytes(profile.head)
+  })
+
+/** Round trips per second to an @effect/cluster Entity on the in-memory TestRunner. */
+const clusterEntityRate = (n: number) => {
+  const Ping = Rpc.make("Ping", { payload: { n: Schema.Number }, success: Schema.Number })
+  const Echo = Entity.make("Echo", [Ping])
+  const EchoLive = Echo.toLayer(Effect.succeed({ Ping: ({ payload }) => Effect.succeed(payload.n) }))
+  return Effect.gen(function* () {
+    const client = (yield* Echo.client)("echo-1")
+    for (let i = 0; i < 1000; i++) yield* client.Ping({ n: i })
+    const t = performance.now()
+    for (let i = 0; i < n; i++) yield* client.Ping({ n: i })
+    return n / ((performance.now() - t) / 1000)
+  }).pipe(Effect.provide(EchoLive.pipe(Layer.provideMerge(TestRunner.layer))), Effect.scoped)
+}
+
 const dispatch = (dir: string) => {
   const received = new Map<RunId, number>()
   return Effect.gen(function* () {
@@ -89,6 +138,20 @@ const dispatch = (dir: string) => {
       `dispatch ratio 1,000-run / 1-run thread: p50 ${fmt(percentile(l, 50) / percentile(s, 50))}x  (goal <= 1.5x)`
     )
 
+    // What one run allocates in this process, from run.start to its end.
+    const allocRuns = 100
+    const allocThread = yield* o.createThread({})
+    const allocated = yield* allocatedDuring(
+      Effect.forEach(
+        Array.from({ length: allocRuns }),
+        (_, i) => o.startRun({ threadId: allocThread.id, provider: alpha, message: `a${i}`, wait: true }),
+        { discard: true }
+      )
+    )
+    console.log(
+      `run path allocations: ${fmt(allocated / allocRuns / 1024, 0)} KB per run (sampled over ${allocRuns} runs; earlier figure about 2,200 KB)`
+    )
+
     // Mailbox round trips through a real ThreadActor against a bare Queue + fiber.
     const N = 50_000
     const actors = yield* ThreadActors
@@ -119,8 +182,10 @@ const dispatch = (dir: string) => {
         return rate
       })
     )
+    const clusterRate = yield* clusterEntityRate(20_000)
     console.log(
-      `mailbox round trips/s: ThreadActor ${fmt(actorRate, 0)}, bare Queue+fiber ${fmt(bareRate, 0)}, ratio ${fmt(actorRate / bareRate)} (goal >= 0.5)`
+      `mailbox round trips/s: ThreadActor ${fmt(actorRate, 0)}, bare Queue+fiber ${fmt(bareRate, 0)}, ratio ${fmt(actorRate / bareRate)} (goal >= 0.5); ` +
+        `@effect/cluster Entity on the in-memory TestRunner ${fmt(clusterRate, 0)}, ratio ${fmt(clusterRate / bareRate)}`
     )
   }).pipe(Effect.provide(runtime(dir, (runId, at) => received.set(runId, at))))
 }

@@ -3,7 +3,7 @@
  * temporary directory. Only the transport is missing: tests call the Orchestrator.
  */
 import { providerRegistryLayer } from "@skein/adapters"
-import type { RuntimeOptions } from "@skein/runtime"
+import type { RuntimeOverrides } from "@skein/runtime"
 import type { ProviderAdapter } from "@skein/domain"
 import { ProviderRegistry } from "@skein/domain"
 import { makeRuntimeLayer, Orchestrator, ThreadActors } from "@skein/runtime"
@@ -19,21 +19,25 @@ export const removeDir = (dir: string): void => rmSync(dir, { recursive: true, f
 /** The runtime over a database file in `dir`, with providers from `configFile` or the defaults (alpha, beta). */
 export const runtimeLayer = (
   dir: string,
-  options: Partial<RuntimeOptions> & {
+  options: RuntimeOverrides & {
     readonly configFile?: string
     readonly dbName?: string
     /** Wrap the configured adapters (to observe them, or to make one misbehave). */
     readonly mapAdapter?: (adapter: ProviderAdapter) => ProviderAdapter
+    /** Instances beside the configured ones (test-only adapters). */
+    readonly extraAdapters?: ReadonlyArray<ProviderAdapter>
   } = {}
 ) => {
-  const { configFile, dbName, mapAdapter, ...tunables } = options
+  const { configFile, dbName, extraAdapters, mapAdapter, ...tunables } = options
   const registry = providerRegistryLayer({ configFile, dataDir: dir })
   return makeRuntimeLayer({ dbPath: join(dir, dbName ?? "skein.db"), ...tunables }).pipe(
     Layer.provide(
-      mapAdapter
+      mapAdapter || extraAdapters
         ? Layer.effect(
             ProviderRegistry,
-            Effect.map(ProviderRegistry, (r) => ({ adapters: r.adapters.map(mapAdapter) }))
+            Effect.map(ProviderRegistry, (r) => ({
+              adapters: [...r.adapters.map(mapAdapter ?? ((a) => a)), ...(extraAdapters ?? [])]
+            }))
           ).pipe(Layer.provide(registry))
         : registry
     ),

@@ -7,16 +7,20 @@
  * - a defect, even one thrown before the adapter returns an Effect → kind `defect`;
  * - no answer within the call's deadline → kind `timeout`;
  * - the process exits while the call is pending → kind `crash`.
- * A turn's stream has two deadlines: until its first event, and between events.
+ * A turn's stream has two deadlines: until its first event, and between events (not
+ * while it waits for an approval: a person may take their time).
  *
  * Deadlines come from the runtime's configuration (`RuntimeOptions.deadlines`).
  */
 import type { ProviderEvent, ProviderSessionHandle, TurnInput } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
 import { Cause, Duration, Effect, Option, Stream } from "effect"
+import type { Chunk } from "effect"
 
 export interface ProviderDeadlines {
-  /** openSession, startThread, resumeThread, forkThread, rollbackThread, respondApproval. */
+  /** openSession: starting a provider process and its handshake. */
+  readonly openMs: number
+  /** startThread, resumeThread, forkThread, rollbackThread, respondApproval. */
   readonly callMs: number
   /** How long the provider may take to acknowledge an interrupt request. */
   readonly interruptMs: number
@@ -29,6 +33,7 @@ export interface ProviderDeadlines {
 }
 
 export const defaultDeadlines: ProviderDeadlines = {
+  openMs: 60_000,
   callMs: 60_000,
   interruptMs: 5_000,
   firstEventMs: 120_000,
@@ -77,32 +82,49 @@ export const guardCall = <A, E extends ProviderFailure>(
 
 /**
  * Each pull of `stream` must deliver within its deadline: the first within `firstMs`,
- * each later one within `nextMs`.
+ * each later one within `nextMs`, except after a chunk for which `waitsForUser` holds
+ * (the turn asked a person something: silence until the answer is expected).
  */
 const pullDeadlines = <A, R>(
   stream: Stream.Stream<A, ProviderFailure, R>,
-  firstMs: number,
-  nextMs: number,
-  onTimeout: (first: boolean, ms: number) => ProviderFailure
+  options: {
+    readonly firstMs: number
+    readonly nextMs: number
+    readonly waitsForUser: (chunk: Chunk.Chunk<A>) => boolean
+    readonly onTimeout: (first: boolean, ms: number) => ProviderFailure
+  }
 ): Stream.Stream<A, ProviderFailure, R> =>
   Stream.unwrapScoped(
     Effect.map(Stream.toPull(stream), (pull) => {
       let first = true
+      let waiting = false
       return Stream.repeatEffectChunkOption(
         Effect.suspend(() => {
-          const ms = first ? firstMs : nextMs
+          const ms = first ? options.firstMs : options.nextMs
           const wasFirst = first
           first = false
-          return pull.pipe(
-            Effect.timeoutFail({
-              duration: Duration.millis(ms),
-              onTimeout: () => Option.some(onTimeout(wasFirst, ms))
-            })
-          )
+          const timed = waiting
+            ? pull
+            : pull.pipe(
+                Effect.timeoutFail({
+                  duration: Duration.millis(ms),
+                  onTimeout: () => Option.some(options.onTimeout(wasFirst, ms))
+                })
+              )
+          return Effect.tap(timed, (chunk) => Effect.sync(() => void (waiting = options.waitsForUser(chunk))))
         })
       )
     })
   )
+
+/** The turn's last chunk opened an approval: it waits for a person, not for the model. */
+const asksForApproval = (chunk: Chunk.Chunk<ProviderEvent>): boolean => {
+  let asked = false
+  for (const event of chunk) {
+    asked = event._tag === "Item" && event.item.type === "approval_request" && event.item.status === "open"
+  }
+  return asked
+}
 
 /**
  * The session handle with every method guarded. `exited` never fails or dies; any
@@ -132,14 +154,17 @@ export const guardSession = (
       Stream.suspend(() => handle.runTurn(input)).pipe(
         Stream.catchAllCause((cause) => Stream.fromEffect(toFailure(provider, "runTurn")(cause)))
       ),
-      deadlines.firstEventMs,
-      deadlines.idleMs,
-      (first, ms) =>
-        new ProviderFailure({
-          provider,
-          kind: "timeout",
-          detail: first ? `runTurn sent no event within ${ms} ms` : `runTurn went silent for ${ms} ms mid-turn`
-        })
+      {
+        firstMs: deadlines.firstEventMs,
+        nextMs: deadlines.idleMs,
+        waitsForUser: asksForApproval,
+        onTimeout: (first, ms) =>
+          new ProviderFailure({
+            provider,
+            kind: "timeout",
+            detail: first ? `runTurn sent no event within ${ms} ms` : `runTurn went silent for ${ms} ms mid-turn`
+          })
+      }
     ).pipe(Stream.interruptWhen(crashed("runTurn")))
 
   return {

@@ -89,7 +89,7 @@ const make = (options: { readonly idleTimeToLive: Duration.DurationInput; readon
         // The process lives in a scope of its own, closed with the pool entry or by `kill`.
         const processScope = yield* Scope.make()
         yield* Effect.addFinalizer(() => Scope.close(processScope, Exit.void))
-        const raw = yield* guardCall(provider, "openSession", options.deadlines.callMs, () =>
+        const raw = yield* guardCall(provider, "openSession", options.deadlines.openMs, () =>
           found.openSession({ workspace }).pipe(Scope.extend(processScope))
         )
         const handle = guardSession(provider, raw, options.deadlines)

@@ -18,7 +18,7 @@ import type { ProviderEvent, ProviderFailure, Run, RunFailure, SkeinError, TurnI
 import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option, Stream } from "effect"
 import type { Chunk } from "effect"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
-import type { FinishRun, RunContext, RunOutcome, ThreadMessage } from "./ThreadProtocol.js"
+import type { FinishRun, RunContext, RunOutcome, SummaryOutcome, ThreadMessage } from "./ThreadProtocol.js"
 import type { SupervisedActor } from "./SupervisedActor.js"
 
 /** The typed way back to the run's own thread actor. */
@@ -66,11 +66,13 @@ interface TurnResult {
   readonly turnRef: string | null
 }
 
-export const driveRun = (input: DriveInput): Effect.Effect<void> => {
+export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => {
   const { ask, run } = input
   let turnRef: string | null = null
   /** Once the turn is sent, stopping goes through the provider; before, the run just ends. */
   let turnSent = false
+  /** How the provider took a stop, when it did not simply stop (recorded with the run's failure). */
+  let stopNote: string | null = null
 
   /** A provider writes the pending handoff's summary; any failure keeps the local one. */
   const ensureSummary = (context: RunContext): Effect.Effect<RunContext, SkeinError> => {
@@ -82,9 +84,11 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
         lease.handle.summarise({ payload: handoff.payload, budgetTokens: handoff.budgetTokens })
       )
       .pipe(
-        Effect.map((text) => ({ text, provider: writer })),
+        Effect.map((text): SummaryOutcome => ({ _tag: "Written", text, provider: writer })),
         Effect.catchAll((error) =>
-          Effect.logWarning(`summary by ${writer} failed, using the local summariser`, error).pipe(Effect.as(null))
+          Effect.logWarning(`summary by ${writer} failed, using the local summariser`, error).pipe(
+            Effect.as<SummaryOutcome>({ _tag: "Failed", provider: writer, detail: error.message })
+          )
         ),
         Effect.flatMap((summary) => ask("RecordSummary", { runId: run.id, handoffId: handoff.id, summary })),
         Effect.map((ready): RunContext => ({ ...context, handoff: ready, summaryBy: null }))
@@ -191,7 +195,15 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
         })
         .pipe(Stream.runForEachChunk(onChunk))
       const stopper = Deferred.await(input.stop).pipe(
-        Effect.zipRight(Effect.ignore(lease.handle.interrupt(nativeRef))),
+        Effect.zipRight(
+          lease.handle
+            .interrupt(nativeRef)
+            .pipe(
+              Effect.catchAll((error) =>
+                Effect.sync(() => void (stopNote = `the provider did not take the interrupt (${error.message})`))
+              )
+            )
+        ),
         Effect.zipRight(Effect.sleep(Duration.millis(input.graceMs))),
         Effect.zipRight(lease.kill),
         Effect.as("killed" as const)
@@ -216,7 +228,13 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
     stopped: RunFailure | null
   ): Option.Option<Rpc.Payload<typeof FinishRun>> => {
     const finish = (outcome: RunOutcome, failure: RunFailure | null) =>
-      Option.some({ runId: run.id, outcome, failure, turnRef, items: tail })
+      Option.some({
+        runId: run.id,
+        outcome,
+        failure: failure && stopNote ? { ...failure, message: `${failure.message}; ${stopNote}` } : failure,
+        turnRef,
+        items: tail
+      })
     if (Exit.isSuccess(exit)) {
       if (exit.value.outcome === "completed") return finish("completed", null)
       const failure = stopped ?? { reason: "user_interrupt", message: "The run was interrupted" }
@@ -243,8 +261,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void> => {
           : Effect.succeed(finishOf(exit, null))
       )
     ),
-    Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (finish) => ask("FinishRun", finish) })),
-    // The actor hears of this fiber's exit anyway (DriverExited) and ends a run left active.
-    Effect.catchAllCause((cause) => Effect.logWarning(`run ${run.id}: recording its end failed`, cause))
+    // If this fails, the actor hears why from this fiber's exit (DriverExited), and ends
+    // the run itself.
+    Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (finish) => ask("FinishRun", finish) }))
   )
 }

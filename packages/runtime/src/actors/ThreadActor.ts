@@ -114,14 +114,19 @@ const ItemReceipt = Schema.Struct({ itemId: TurnItemId })
 
 const interrupted: RunFailure = { reason: "user_interrupt", message: "The run was interrupted" }
 
+/** One line for a log or a record: the failure or defect, not a stack. */
 const describeCause = (cause: Cause.Cause<unknown>): string => {
-  const defect = Cause.dieOption(cause)
-  const text = Option.isSome(defect)
-    ? defect.value instanceof Error
-      ? `${defect.value.name}: ${defect.value.message}`
-      : String(defect.value)
-    : Cause.pretty(cause)
-  return text.length > 300 ? `${text.slice(0, 299)}…` : text
+  const failure = Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause))
+  const value = Option.getOrUndefined(failure)
+  const text =
+    value instanceof Error
+      ? `${(value as { _tag?: string })._tag ?? value.name}: ${value.message}`
+      : value !== undefined
+        ? String(value)
+        : Cause.isInterruptedOnly(cause)
+          ? "interrupted"
+          : Cause.pretty(cause)
+  return text.length > 400 ? `${text.slice(0, 399)}…` : text
 }
 
 /**
@@ -255,7 +260,7 @@ export const makeThreadActor = (
         Effect.onExit((exit) =>
           Effect.suspend(() => {
             control.driverExited = true
-            const detail = Exit.isSuccess(exit) ? "it ended without recording the run's end" : describeCause(exit.cause)
+            const detail = Exit.isSuccess(exit) ? "it ended early" : describeCause(exit.cause)
             return Effect.ignore(ask("DriverExited", { runId: plan.run.id, detail }))
           })
         ),

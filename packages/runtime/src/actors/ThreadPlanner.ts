@@ -37,7 +37,7 @@ import type { BuiltHandoff } from "../context/HandoffBuilder.js"
 import { estimateTokens } from "../context/Tokens.js"
 import type { ThreadState } from "../store/ThreadState.js"
 import { itemsOf, runById } from "../store/ThreadState.js"
-import type { RunContext } from "./ThreadProtocol.js"
+import type { RunContext, SummaryOutcome } from "./ThreadProtocol.js"
 
 /** What the runtime knows of a provider instance when planning. */
 export interface ProviderInfo {
@@ -383,39 +383,44 @@ export const planResumeFallback = (
 }
 
 /**
- * A provider wrote the pending handoff's summary (or could not, `summary` null: the
- * local summariser's text stands): the handoff becomes `ready`, and its block is
- * recorded on the run as the provider will receive it.
+ * The pending handoff's summary is settled: the provider's text, or, when it could
+ * not write one, the local summariser's (kept from the start), with an error item on
+ * the run saying why. The handoff becomes `ready`, and its block is recorded on the
+ * run as the provider will receive it.
  */
 export const planSummary = (
   state: ThreadState,
   input: {
     readonly runId: RunId
     readonly handoffId: ContextHandoff["id"]
-    readonly summary: { readonly text: string; readonly provider: ProviderName } | null
+    readonly summary: SummaryOutcome
     readonly delivery: HandoffDelivery
     readonly now: string
   }
 ): { readonly events: ReadonlyArray<ThreadEvent>; readonly handoff: ContextHandoff } | undefined => {
   const pending = state.handoffs.get(input.handoffId)
   if (pending === undefined || pending.status !== "pending" || pending.targetRunId !== input.runId) return undefined
+  const { summary } = input
   const handoff: ContextHandoff = {
     ...pending,
     status: "ready",
-    ...(input.summary
-      ? {
-          summaryText: input.summary.text,
-          tokenEstimate: estimateTokens(input.summary.text),
-          createdByProvider: input.summary.provider
-        }
+    ...(summary._tag === "Written"
+      ? { summaryText: summary.text, tokenEstimate: estimateTokens(summary.text), createdByProvider: summary.provider }
       : {}),
     updatedAt: input.now
   }
   const seq = itemsOf(state, input.runId).length
-  return {
-    handoff,
-    events: [new HandoffRecorded({ handoff }), handoffItem(state, input.runId, seq, handoff, input.delivery, input.now)]
+  const events: Array<ThreadEvent> = [new HandoffRecorded({ handoff })]
+  if (summary._tag === "Failed") {
+    const message = `${summary.provider} could not write the handoff summary (${summary.detail}); the local summariser's summary was delivered instead`
+    events.push(
+      new TurnItemRecorded({
+        item: item(state, input.runId, seq, { type: "error", message, code: "summary_fallback" }, input.now)
+      })
+    )
   }
+  events.push(handoffItem(state, input.runId, seq + events.length - 1, handoff, input.delivery, input.now))
+  return { handoff, events }
 }
 
 /** Turn items the provider reported together, numbered after the run's items so far. */

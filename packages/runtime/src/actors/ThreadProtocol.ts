@@ -109,13 +109,17 @@ export const BindNativeThread = Rpc.make("BindNativeThread", {
   },
   error
 })
-/** A provider wrote the pending handoff's summary (or could not: null keeps the local one). */
+/** What came of asking a provider for a handoff summary. */
+export const SummaryOutcome = Schema.Union(
+  Schema.TaggedStruct("Written", { text: Schema.String, provider: ProviderName }),
+  /** It could not (failed, died, timed out): the local summariser's text stands. */
+  Schema.TaggedStruct("Failed", { provider: ProviderName, detail: Schema.String })
+)
+export type SummaryOutcome = typeof SummaryOutcome.Type
+
+/** The pending handoff's summary is settled: by its provider, or by the local summariser. */
 export const RecordSummary = Rpc.make("RecordSummary", {
-  payload: {
-    runId: RunId,
-    handoffId: ContextHandoffId,
-    summary: Schema.NullOr(Schema.Struct({ text: Schema.String, provider: ProviderName }))
-  },
+  payload: { runId: RunId, handoffId: ContextHandoffId, summary: SummaryOutcome },
   success: ContextHandoff,
   error
 })
@@ -142,7 +146,8 @@ export const FinishRun = Rpc.make("FinishRun", {
 /** The driver fiber ended, however it ended: a run it left active is ended here. */
 export const DriverExited = Rpc.make("DriverExited", { payload: { runId: RunId, detail: Schema.String }, error })
 
-export class ThreadProtocol extends RpcGroup.make(
+/** Every message, in one list: what `Entity.make("Thread", threadRpcs)` would take. */
+export const threadRpcs = [
   StartRun,
   InterruptRun,
   StopRun,
@@ -157,6 +162,8 @@ export class ThreadProtocol extends RpcGroup.make(
   ResumeFailed,
   FinishRun,
   DriverExited
-) {}
+] as const
+
+export class ThreadProtocol extends RpcGroup.make(...threadRpcs) {}
 
 export type ThreadMessage = RpcGroup.Rpcs<typeof ThreadProtocol>

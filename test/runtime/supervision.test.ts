@@ -1,0 +1,133 @@
+/**
+ * The thread actor under its own faults: a defect while it handles a message fails
+ * that message's caller with a typed error (ActorFailed), is logged with its cause,
+ * and the actor reloads from storage with nothing acknowledged lost; the thread then
+ * takes its next run.
+ */
+import type { ProviderAdapter, ProviderEvent, ProviderName } from "@skein/domain"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Layer, Logger, Stream } from "effect"
+import { Orchestrator } from "@skein/runtime"
+import { removeDir, runtimeLayer, tempDir } from "../support/runtime.js"
+
+const alpha = "alpha" as ProviderName
+
+/** Every log line, with its cause, as text. */
+const captureLogs = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ cause, logLevel, message }) => {
+    lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)} ${String(cause)}`)
+  })
+  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
+}
+
+/** alpha, except that while `broken.now` reading its capabilities throws (an adapter bug). */
+const brittle =
+  (broken: { now: boolean }) =>
+  (adapter: ProviderAdapter): ProviderAdapter => {
+    if (adapter.name !== alpha) return adapter
+    const wrapped = { ...adapter }
+    Object.defineProperty(wrapped, "capabilities", {
+      get: () => {
+        if (broken.now) throw new Error("capabilities are unreadable")
+        return adapter.capabilities
+      }
+    })
+    return wrapped
+  }
+
+/** alpha, reporting a malformed item (not a TurnItem at all) when the message asks for it. */
+const malformed = (adapter: ProviderAdapter): ProviderAdapter =>
+  adapter.name !== alpha
+    ? adapter
+    : {
+        ...adapter,
+        openSession: (options) =>
+          Effect.map(adapter.openSession(options), (handle) => ({
+            ...handle,
+            runTurn: (input) =>
+              input.message.includes("[[malformed]]")
+                ? handle.runTurn(input).pipe(
+                    Stream.flatMap((event) =>
+                      event._tag === "TurnStarted"
+                        ? Stream.make(event, {
+                            _tag: "Item",
+                            item: { type: "plan", steps: "not a list" }
+                          } as unknown as ProviderEvent)
+                        : Stream.make(event)
+                    )
+                  )
+                : handle.runTurn(input)
+          }))
+      }
+
+const inRuntime = async <A>(
+  options: Parameters<typeof runtimeLayer>[1],
+  program: (o: Orchestrator["Type"]) => Effect.Effect<A, unknown>
+) => {
+  const dir = tempDir("skein-supervision-")
+  const logs = captureLogs()
+  try {
+    const result = await Effect.runPromise(
+      Effect.flatMap(Orchestrator, program).pipe(
+        Effect.provide(Layer.merge(runtimeLayer(dir, options), logs.layer))
+      ) as Effect.Effect<A>
+    )
+    return { result, logs: logs.lines }
+  } finally {
+    removeDir(dir)
+  }
+}
+
+describe("thread actor supervision", () => {
+  it("a defect in a command's handler answers ActorFailed, is logged, and the thread carries on from storage", async () => {
+    const broken = { now: false }
+    const { logs } = await inRuntime({ mapAdapter: brittle(broken) }, (o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        const first = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "one", wait: true })
+        broken.now = true
+        const failed = yield* Effect.either(o.startRun({ threadId: thread.id, provider: alpha, message: "two" }))
+        broken.now = false
+        expect(Either.isLeft(failed) && failed.left).toMatchObject({ _tag: "ActorFailed", command: "StartRun" })
+        expect(Either.isLeft(failed) && failed.left.message).toContain("capabilities are unreadable")
+        // Nothing acknowledged is lost, nothing half-done appears.
+        const view = yield* o.getThread(thread.id)
+        expect(view.runs.map((r) => [r.id, r.status])).toEqual([[first.id, "completed"]])
+        const next = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "three", wait: true })
+        expect([next.ordinal, next.status]).toEqual([2, "completed"])
+      })
+    )
+    const logged = logs.find((l) => l.includes("StartRun died"))
+    expect(logged).toContain("ERROR")
+    expect(logged).toContain("capabilities are unreadable")
+  })
+
+  it("a defect while recording a run's events ends that run, not the thread", async () => {
+    const { logs } = await inRuntime({ mapAdapter: malformed }, (o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        const first = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "one", wait: true })
+        const bad = yield* o.startRun({
+          threadId: thread.id,
+          provider: alpha,
+          message: "two [[malformed]]",
+          wait: true
+        })
+        expect(bad.status).toBe("failed")
+        expect(bad.failure?.reason).toBe("runtime_error")
+        expect(bad.failure?.message).toMatch(/failed while handling (RecordItems|FinishRun)/)
+        const view = yield* o.getThread(thread.id)
+        expect(view.runs.map((r) => [r.id, r.status])).toEqual([
+          [first.id, "completed"],
+          [bad.id, "failed"]
+        ])
+        // No malformed item was ever stored.
+        expect(view.runs[1]!.items.some((i) => i.type === "plan")).toBe(false)
+        const next = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "three", wait: true })
+        expect([next.ordinal, next.status]).toEqual([3, "completed"])
+      })
+    )
+    expect(logs.some((l) => l.includes("ERROR") && /(RecordItems|FinishRun) died/.test(l))).toBe(true)
+  })
+})
