@@ -18,7 +18,6 @@ import { Deferred, Duration, Effect, Exit, Layer, Option, Stream } from "effect"
 import { ProviderSessions } from "./actors/ProviderSessions.js"
 import { payloadHash } from "./actors/Receipts.js"
 import { ThreadActors } from "./actors/ThreadActors.js"
-import type { RunAccepted } from "./actors/ThreadProtocol.js"
 import { Orchestrator } from "./Orchestrator.js"
 import type { OrchestratorShape } from "./Orchestrator.js"
 import { recoverInterruptedRuns } from "./Recovery.js"
@@ -79,37 +78,36 @@ export const makeOrchestrator = Effect.gen(function* () {
     })
 
   /**
-   * The run once it is terminal: its RunEnded, followed from the store after the
-   * sequence the actor answered at (a cluster could wait the same way, from any node).
+   * The run once it is terminal: its RunEnded, watched live from the store (a cluster
+   * could wait the same way, from any node). The thread is asked after subscribing, so
+   * an end that came before the subscription is not missed.
    */
-  const awaitEnd = (threadId: ThreadId, accepted: RunAccepted): Effect.Effect<Run, SkeinError> =>
-    isTerminalRunStatus(accepted.run.status)
-      ? Effect.succeed(accepted.run)
-      : Effect.scoped(
-          Effect.gen(function* () {
-            const ended = yield* Deferred.make<Run>()
-            yield* store.follow(threadId, accepted.sequence, (events) => {
-              for (const { event } of events) {
-                if (event._tag === "RunEnded" && event.run.id === accepted.run.id) {
-                  Deferred.unsafeDone(ended, Exit.succeed(event.run))
-                }
-              }
-            })
-            return yield* Deferred.await(ended)
-          })
-        )
+  const awaitEnd = (threadId: ThreadId, runId: Run["id"]): Effect.Effect<Run, SkeinError> =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const ended = yield* Deferred.make<Run>()
+        yield* store.watch(threadId, (events) => {
+          for (const { event } of events) {
+            if (event._tag === "RunEnded" && event.run.id === runId) Deferred.unsafeDone(ended, Exit.succeed(event.run))
+          }
+        })
+        const now = yield* actors.use(threadId, (actor) => actor.ask("GetRun", { runId }))
+        if (isTerminalRunStatus(now.status)) return now
+        return yield* Deferred.await(ended)
+      })
+    )
 
   const startRun: OrchestratorShape["startRun"] = (input) =>
     Effect.gen(function* () {
       const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("StartRun", input))
-      if (input.wait) yield* awaitEnd(input.threadId, accepted)
+      if (input.wait && !isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
       return yield* actors.use(input.threadId, (actor) => actor.ask("GetRun", { runId: accepted.run.id }))
     })
 
   const interruptRun: OrchestratorShape["interruptRun"] = (input) =>
     Effect.gen(function* () {
       const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("InterruptRun", input))
-      return yield* awaitEnd(input.threadId, accepted)
+      return isTerminalRunStatus(accepted.run.status) ? accepted.run : yield* awaitEnd(input.threadId, accepted.run.id)
     })
 
   /** A thread exists once its first event (ThreadCreated) is in the log. */
@@ -158,7 +156,7 @@ export const makeOrchestrator = Effect.gen(function* () {
             const accepted = yield* actor.ask("StopRun", {
               failure: { reason: "shutdown", message: "Skein is shutting down" }
             })
-            yield* awaitEnd(threadId, accepted)
+            yield* awaitEnd(threadId, accepted.run.id)
           })
         ),
       { concurrency: "unbounded", discard: true }

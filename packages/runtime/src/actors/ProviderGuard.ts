@@ -80,43 +80,6 @@ export const guardCall = <A, E extends ProviderFailure>(
     Effect.timeoutFail({ duration: Duration.millis(timeoutMs), onTimeout: () => timeout(provider, method, timeoutMs) })
   )
 
-/**
- * Each pull of `stream` must deliver within its deadline: the first within `firstMs`,
- * each later one within `nextMs`, except after a chunk for which `waitsForUser` holds
- * (the turn asked a person something: silence until the answer is expected).
- */
-const pullDeadlines = <A, R>(
-  stream: Stream.Stream<A, ProviderFailure, R>,
-  options: {
-    readonly firstMs: number
-    readonly nextMs: number
-    readonly waitsForUser: (chunk: Chunk.Chunk<A>) => boolean
-    readonly onTimeout: (first: boolean, ms: number) => ProviderFailure
-  }
-): Stream.Stream<A, ProviderFailure, R> =>
-  Stream.unwrapScoped(
-    Effect.map(Stream.toPull(stream), (pull) => {
-      let first = true
-      let waiting = false
-      return Stream.repeatEffectChunkOption(
-        Effect.suspend(() => {
-          const ms = first ? options.firstMs : options.nextMs
-          const wasFirst = first
-          first = false
-          const timed = waiting
-            ? pull
-            : pull.pipe(
-                Effect.timeoutFail({
-                  duration: Duration.millis(ms),
-                  onTimeout: () => Option.some(options.onTimeout(wasFirst, ms))
-                })
-              )
-          return Effect.tap(timed, (chunk) => Effect.sync(() => void (waiting = options.waitsForUser(chunk))))
-        })
-      )
-    })
-  )
-
 /** The turn's last chunk opened an approval: it waits for a person, not for the model. */
 const asksForApproval = (chunk: Chunk.Chunk<ProviderEvent>): boolean => {
   let asked = false
@@ -127,6 +90,19 @@ const asksForApproval = (chunk: Chunk.Chunk<ProviderEvent>): boolean => {
 }
 
 /**
+ * A session handle as the runtime uses it: every method guarded, and a turn consumed
+ * chunk by chunk (`onChunk`) under its deadlines rather than handed out as a stream.
+ * One watchdog fiber per turn keeps the deadlines, so a turn's cost does not grow with
+ * its number of events.
+ */
+export interface GuardedSession extends Omit<ProviderSessionHandle, "runTurn"> {
+  readonly runTurn: <E>(
+    input: TurnInput,
+    onChunk: (events: Chunk.Chunk<ProviderEvent>) => Effect.Effect<void, E>
+  ) => Effect.Effect<void, ProviderFailure | E>
+}
+
+/**
  * The session handle with every method guarded. `exited` never fails or dies; any
  * call still pending when the process exits fails with kind `crash`.
  */
@@ -134,7 +110,7 @@ export const guardSession = (
   provider: string,
   handle: ProviderSessionHandle,
   deadlines: ProviderDeadlines
-): ProviderSessionHandle => {
+): GuardedSession => {
   const exited = Effect.suspend(() => handle.exited).pipe(Effect.catchAllCause(() => Effect.never))
   const crashed = (method: string) =>
     Effect.flatMap(exited, ({ code, signal }) =>
@@ -149,23 +125,40 @@ export const guardSession = (
   const call = <A, E extends ProviderFailure>(method: string, ms: number, f: () => Effect.Effect<A, E>) =>
     Effect.raceFirst(guardCall(provider, method, ms, f), crashed(method))
 
-  const runTurn = (input: TurnInput): Stream.Stream<ProviderEvent, ProviderFailure> =>
-    pullDeadlines(
-      Stream.suspend(() => handle.runTurn(input)).pipe(
-        Stream.catchAllCause((cause) => Stream.fromEffect(toFailure(provider, "runTurn")(cause)))
-      ),
-      {
-        firstMs: deadlines.firstEventMs,
-        nextMs: deadlines.idleMs,
-        waitsForUser: asksForApproval,
-        onTimeout: (first, ms) =>
+  const runTurn = <E>(
+    input: TurnInput,
+    onChunk: (events: Chunk.Chunk<ProviderEvent>) => Effect.Effect<void, E>
+  ): Effect.Effect<void, ProviderFailure | E> =>
+    Effect.suspend(() => {
+      let first = true
+      let waiting = false
+      let deadline = Date.now() + deadlines.firstEventMs
+      const consume = Stream.suspend(() => handle.runTurn(input)).pipe(
+        Stream.catchAllCause((cause) => Stream.fromEffect(toFailure(provider, "runTurn")(cause))),
+        Stream.runForEachChunk((events) => {
+          first = false
+          waiting = asksForApproval(events)
+          deadline = Date.now() + deadlines.idleMs
+          return onChunk(events)
+        })
+      )
+      // Wakes at the deadline; if events came meanwhile, sleeps again until the new one.
+      const watchdog: Effect.Effect<never, ProviderFailure> = Effect.suspend(() => {
+        const remaining = deadline - Date.now()
+        if (waiting) return Effect.zipRight(Effect.sleep(Duration.millis(deadlines.idleMs)), watchdog)
+        if (remaining > 0) return Effect.zipRight(Effect.sleep(Duration.millis(remaining)), watchdog)
+        return Effect.fail(
           new ProviderFailure({
             provider,
             kind: "timeout",
-            detail: first ? `runTurn sent no event within ${ms} ms` : `runTurn went silent for ${ms} ms mid-turn`
+            detail: first
+              ? `runTurn sent no event within ${deadlines.firstEventMs} ms`
+              : `runTurn went silent for ${deadlines.idleMs} ms mid-turn`
           })
-      }
-    ).pipe(Stream.interruptWhen(crashed("runTurn")))
+        )
+      })
+      return Effect.raceAll([consume, watchdog, crashed("runTurn")])
+    })
 
   return {
     pid: handle.pid,

@@ -11,18 +11,18 @@
  * process exits is dropped from the pool, so the next run opens a new one and
  * resumes its provider thread natively.
  */
-import type { ProviderAdapter, ProviderName, ProviderSession, ProviderSessionHandle } from "@skein/domain"
+import type { ProviderAdapter, ProviderName, ProviderSession } from "@skein/domain"
 import type { ProviderFailure } from "@skein/domain"
 import { makeId, ProviderNotFound, ProviderRegistry } from "@skein/domain"
 import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
-import type { ProviderDeadlines } from "./ProviderGuard.js"
+import type { GuardedSession, ProviderDeadlines } from "./ProviderGuard.js"
 import { guardCall, guardSession } from "./ProviderGuard.js"
 import * as RcRegistry from "./RcRegistry.js"
 
 export interface SessionLease {
   /** The guarded handle: typed failures only, each call within its deadline. */
-  readonly handle: ProviderSessionHandle
+  readonly handle: GuardedSession
   readonly info: ProviderSession
   /** Native threads started or resumed in this process: no need to resume them again. */
   readonly loadedRefs: Set<string>

@@ -15,7 +15,7 @@
  */
 import type { Rpc } from "@effect/rpc"
 import type { ProviderEvent, ProviderFailure, Run, RunFailure, SkeinError, TurnItemContent } from "@skein/domain"
-import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option, Stream } from "effect"
+import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option } from "effect"
 import type { Chunk } from "effect"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
 import type { FinishRun, RunContext, RunOutcome, SummaryOutcome, ThreadMessage } from "./ThreadProtocol.js"
@@ -181,8 +181,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       if (yield* Deferred.isDone(input.stop)) return { outcome: "interrupted", turnRef: null } satisfies TurnResult
       turnSent = true
       const handoff = context.handoff
-      const consume = lease.handle
-        .runTurn({
+      const consume = lease.handle.runTurn(
+        {
           nativeRef,
           runId: run.id,
           message: run.message,
@@ -192,8 +192,9 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
               : null,
           model: run.model,
           workspace: input.workspace
-        })
-        .pipe(Stream.runForEachChunk(onChunk))
+        },
+        onChunk
+      )
       const stopper = Deferred.await(input.stop).pipe(
         Effect.zipRight(
           lease.handle

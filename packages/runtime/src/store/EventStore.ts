@@ -113,6 +113,14 @@ export interface EventStoreShape {
     afterThreadSequence: number,
     onEvents: (events: ReadonlyArray<StoredEvent>) => void
   ) => Effect.Effect<void, StorageError, Scope.Scope>
+  /**
+   * Live events only, from now on, for as long as the scope is open: no replay, no
+   * read. For waiting on something to happen (check the state after subscribing).
+   */
+  readonly watch: (
+    threadId: ThreadId,
+    onEvents: (events: ReadonlyArray<StoredEvent>) => void
+  ) => Effect.Effect<void, never, Scope.Scope>
   /** Runs that are queued or running (after a crash: the ones to end as interrupted). */
   readonly activeRuns: Effect.Effect<ReadonlyArray<Run>, StorageError>
   /** Clears the projection tables and refolds the whole log into them, in one transaction. */
@@ -311,6 +319,23 @@ const make = Effect.gen(function* () {
         )
       )
 
+  const listen = (threadId: ThreadId, listener: (events: ReadonlyArray<StoredEvent>) => void) =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const set = listeners.get(threadId) ?? new Set()
+        listeners.set(threadId, set.add(listener))
+        return set
+      }),
+      (set) =>
+        Effect.sync(() => {
+          set.delete(listener)
+          if (set.size === 0 && listeners.get(threadId) === set) listeners.delete(threadId)
+        })
+    )
+
+  const watch = (threadId: ThreadId, onEvents: (events: ReadonlyArray<StoredEvent>) => void) =>
+    Effect.asVoid(listen(threadId, onEvents))
+
   const follow = (
     threadId: ThreadId,
     afterThreadSequence: number,
@@ -332,15 +357,7 @@ const make = Effect.gen(function* () {
       // Listen before reading the log: what commits from now on is buffered, what
       // committed before is in the log; `last` drops what both hold.
       let buffered: Array<StoredEvent> | null = []
-      const listener = (batch: ReadonlyArray<StoredEvent>) => (buffered ? buffered.push(...batch) : deliver(batch))
-      const set = listeners.get(threadId) ?? new Set()
-      listeners.set(threadId, set.add(listener))
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          set.delete(listener)
-          if (set.size === 0 && listeners.get(threadId) === set) listeners.delete(threadId)
-        })
-      )
+      yield* listen(threadId, (batch) => (buffered ? buffered.push(...batch) : deliver(batch)))
       for (;;) {
         const page = yield* readEvents(threadId, last, replayPageSize)
         deliver(page)
@@ -400,6 +417,7 @@ const make = Effect.gen(function* () {
     readEvents,
     events,
     follow,
+    watch,
     activeRuns,
     rebuildProjections
   })
