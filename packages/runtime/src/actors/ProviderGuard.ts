@@ -157,7 +157,8 @@ export const guardSession = (
           })
         )
       })
-      return Effect.raceAll([consume, watchdog, crashed("runTurn")])
+      // Whichever ends first, success or failure (raceAll would wait for a success).
+      return Effect.raceFirst(consume, Effect.raceFirst(watchdog, crashed("runTurn")))
     })
 
   return {
