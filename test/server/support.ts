@@ -130,7 +130,45 @@ const WS = createRequire(import.meta.url)("ws") as new (
   on(event: string, f: (...args: Array<any>) => void): void
   send(data: string): void
   close(): void
+  terminate(): void
 }
+
+/** The token a daemon started without --token generated in its home. */
+export const tokenIn = (home: string): string => Fs.readFileSync(Path.join(home, "token"), "utf8").trim()
+
+/**
+ * Tries a WebSocket upgrade: "open" if it became a socket, else the HTTP status and
+ * body of the refusal.
+ */
+export const tryUpgrade = (
+  url: string,
+  headers: Record<string, string> = {},
+  timeoutMs = 5_000
+): Promise<"open" | { readonly status: number; readonly body: string }> =>
+  new Promise((resolve, reject) => {
+    const ws = new WS(url, { headers })
+    const timer = setTimeout(() => {
+      ws.terminate()
+      reject(new Error(`no answer to the upgrade of ${url} within ${timeoutMs} ms`))
+    }, timeoutMs)
+    ws.on("open", () => {
+      clearTimeout(timer)
+      ws.close()
+      resolve("open")
+    })
+    ws.on("unexpected-response", (_request: unknown, response: any) => {
+      let body = ""
+      response.on("data", (d: Buffer) => (body += d.toString()))
+      response.on("end", () => {
+        clearTimeout(timer)
+        resolve({ status: response.statusCode, body })
+      })
+    })
+    ws.on("error", (e: Error) => {
+      clearTimeout(timer)
+      reject(e)
+    })
+  })
 
 /**
  * Opens a raw WebSocket, sends `frames` one by one, and collects text frames until

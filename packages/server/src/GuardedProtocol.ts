@@ -11,11 +11,12 @@
  * - nothing a client sends reaches the RPC server except messages rebuilt from
  *   fields of the right type, and no failure while handling a frame escapes it.
  *
- * A request on a connection without the right token gets `Unauthorized`.
+ * Who may connect at all is decided before a connection exists (the WebSocket
+ * handshake, see `Handshake`; the parent process for stdio).
  */
 import { RpcSerialization, RpcServer } from "@effect/rpc"
 import type { RpcMessage } from "@effect/rpc"
-import { SkeinRpcs, Unauthorized } from "@skein/domain"
+import { SkeinRpcs } from "@skein/domain"
 import type { StoredEvent, ThreadId } from "@skein/domain"
 import { storedEventJson } from "@skein/runtime"
 import type { Orchestrator } from "@skein/runtime"
@@ -67,8 +68,6 @@ export interface ConnectOptions {
    * frames go through `write`.
    */
   readonly writeNow?: ((frame: FanOutFrame) => void) | undefined
-  /** Whether the connection presented the right token (or none was required). */
-  readonly authorized: boolean
   /**
    * Headers of the transport (e.g. the HTTP upgrade request), passed to handlers.
    * They win over headers of the same name that a request carries.
@@ -220,7 +219,6 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
           const message = screened.message
           switch (message._tag) {
             case "Request": {
-              if (!connection.authorized) return reply(failureReply(message.id, new Unauthorized()))
               if (message.tag === "thread.events") return startFollow(message)
               inFlight.add(message.id)
               // The transport's headers come last, so a client cannot pose as its transport.

@@ -27,7 +27,7 @@ export const serveStdio = <E, R>(options: StdioOptions<E, R>): Effect.Effect<voi
     const guarded = yield* makeGuardedProtocol({ maxFrameBytes, follow: orchestrator.follow })
     const handlers = yield* Layer.build(SkeinRpcHandlers)
     yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))
-    const connection = yield* guarded.connect({ authorized: true, write: options.writeLine })
+    const connection = yield* guarded.connect({ write: options.writeLine })
     yield* options.stdin.pipe(
       boundedLines(maxFrameBytes),
       Stream.runForEach((line) =>
