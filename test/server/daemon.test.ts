@@ -135,11 +135,20 @@ describe("skein daemon and skein call", () => {
     expect(JSON.parse(right.stdout)).toEqual([])
   }, 30_000)
 
-  it("refuses a bad --allow-origin", async () => {
+  it("refuses a bad --allow-origin and a config with no providers", async () => {
     const home = tempDir("skein-config-")
     const origin = await runSkein(["daemon", "--port", "0", "--allow-origin", "localhost:5173"], childEnv(home))
     expect(origin.code).not.toBe(0)
     expect(JSON.parse(origin.stderr.trim())).toMatchObject({ _tag: "InvalidOrigin" })
+    const config = Path.join(home, "empty.json")
+    Fs.writeFileSync(config, JSON.stringify({ providers: {} }))
+    for (const command of [["daemon", "--port", "0"], ["stdio"]]) {
+      const empty = await runSkein([...command, "--config", config], childEnv(home))
+      expect(empty.code).not.toBe(0)
+      const error = JSON.parse(empty.stderr.trim())
+      expect(error._tag).toBe("NoProviders")
+      expect(error.message).toContain(config)
+    }
   }, 30_000)
 
   it("SIGTERM during a long run: exits 0; on restart the run is interrupted and nothing acknowledged is lost", async () => {

@@ -10,7 +10,7 @@ import type { Orchestrator } from "@skein/runtime"
 import { Effect, Layer } from "effect"
 import type { WeakToken } from "./Auth.js"
 import type { InvalidOrigin } from "./Handshake.js"
-import { type SkeinRuntimeOptions, skeinRuntimeLayer } from "./SkeinRuntime.js"
+import { type NoProviders, type SkeinRuntimeOptions, skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
 
 export interface SkeinRouteOptions extends EndpointOptions {
@@ -37,7 +37,10 @@ const route = (
  */
 const layer = (
   options: SkeinEmbeddingOptions
-): Layer.Layer<Orchestrator, StorageError | InvalidInput | WeakToken | InvalidOrigin, HttpLayerRouter.HttpRouter> =>
-  route(options).pipe(Layer.provideMerge(skeinRuntimeLayer(options)))
+): Layer.Layer<
+  Orchestrator,
+  StorageError | InvalidInput | NoProviders | WeakToken | InvalidOrigin,
+  HttpLayerRouter.HttpRouter
+> => route(options).pipe(Layer.provideMerge(skeinRuntimeLayer(options)))
 
 export const SkeinEmbedding = { layer, route } as const
