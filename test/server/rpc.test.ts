@@ -154,6 +154,27 @@ describe("RPC over WebSocket", () => {
   )
 
   it.live(
+    "thread.events for a thread that does not exist is answered with ThreadNotFound",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* withServer()
+          const replies = yield* Effect.promise(() =>
+            rawExchange(
+              server.url,
+              [requestFrame("1", "thread.events", { threadId: "thr_nowhere" }), requestFrame("2", "thread.list", {})],
+              2
+            )
+          )
+          const byId = new Map(replies.map((r) => [r.requestId, r]))
+          expect(byId.get("1")?.exit.cause.error).toMatchObject({ _tag: "ThreadNotFound", threadId: "thr_nowhere" })
+          expect(byId.get("2")?.exit._tag).toBe("Success")
+        })
+      ),
+    30_000
+  )
+
+  it.live(
     "50 clients follow one thread while runs happen; each receives every event in order",
     () =>
       Effect.scoped(

@@ -202,8 +202,15 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
             // The replay reads the log: off the connection's frame loop.
             entry.fiber = yield* follow(payload.threadId, payload.fromSequence ?? 0, onEvents).pipe(
               Scope.extend(scope),
+              // Ends the follow from its own fiber (`unfollow` would interrupt that fiber
+              // before the answer is written); answered unless the client interrupted it meanwhile.
               Effect.catchAll((error) =>
-                unfollow(request.id).pipe(Effect.zipRight(reply(failureReply(request.id, error))))
+                Effect.suspend(() => {
+                  if (follows.get(request.id) !== entry) return Effect.void
+                  follows.delete(request.id)
+                  inFlight.delete(request.id)
+                  return Scope.close(scope, Exit.void).pipe(Effect.zipRight(reply(failureReply(request.id, error))))
+                })
               ),
               Effect.forkDaemon
             )
