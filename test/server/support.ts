@@ -63,14 +63,21 @@ export interface DaemonProcess {
   readonly kill: () => void
 }
 
-/** Starts `skein daemon ARGS` and waits for its `skein listening on URL` line. */
+/**
+ * Starts `skein daemon ARGS` and waits for its `skein listening on URL` line
+ * (`nodeArgs` go to node itself, before the script).
+ */
 export const startDaemon = (
   args: ReadonlyArray<string>,
   env: Record<string, string>,
-  timeoutMs = 20_000
+  timeoutMs = 20_000,
+  nodeArgs: ReadonlyArray<string> = []
 ): Promise<DaemonProcess> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [binPath, "daemon", ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [...nodeArgs, binPath, "daemon", ...args], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let stdout = ""
     let stderr = ""
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
@@ -105,8 +112,12 @@ export const trackDaemons = () => {
   afterEach(() => {
     for (const d of daemons.splice(0)) d.kill()
   })
-  return async (args: ReadonlyArray<string>, env: Record<string, string>): Promise<DaemonProcess> => {
-    const d = await startDaemon(args, env)
+  return async (
+    args: ReadonlyArray<string>,
+    env: Record<string, string>,
+    nodeArgs: ReadonlyArray<string> = []
+  ): Promise<DaemonProcess> => {
+    const d = await startDaemon(args, env, 20_000, nodeArgs)
     daemons.push(d)
     return d
   }
