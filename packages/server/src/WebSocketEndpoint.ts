@@ -76,9 +76,7 @@ export const makeWebSocketEndpoint = (
 
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
-        return HttpServerResponse.text("Skein RPC: connect with a WebSocket.", { status: 426 })
-      }
+      // Refused first: a page of another origin gets 403 for any request, upgrade or not.
       const admission = admitUpgrade(request, policy)
       if (admission._tag === "Refuse") {
         if (admission.origin !== undefined) yield* reportRefusedOrigin(admission.origin)
@@ -86,6 +84,9 @@ export const makeWebSocketEndpoint = (
           status: admission.status,
           headers: admission.status === 401 ? { "www-authenticate": 'Bearer realm="skein"' } : {}
         })
+      }
+      if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
+        return HttpServerResponse.text("Skein RPC: connect with a WebSocket.", { status: 426 })
       }
       const socket = yield* Effect.orDie(request.upgrade)
       const write = yield* socket.writer
