@@ -90,7 +90,7 @@ export class HandshakeRefused extends Schema.TaggedError<HandshakeRefused>()("Ha
   }
 }
 
-/** The HTTP status of a refused upgrade, as the \`ws\` client reports it, anywhere in a cause chain. */
+/** The HTTP status of a refused upgrade, as the `ws` client reports it, anywhere in a cause chain. */
 const refusedStatus = (error: unknown): number | undefined => {
   let current: unknown = error
   for (let i = 0; i < 8 && typeof current === "object" && current !== null; i++) {
@@ -128,7 +128,7 @@ const backoff = (cap: Duration.DurationInput) =>
   Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced(cap)))
 
 /**
- * The \`ws\` client on every Node version (Node 22's built-in WebSocket does not say
+ * The `ws` client on every Node version (Node 22's built-in WebSocket does not say
  * which HTTP status refused an upgrade).
  */
 const webSocketConstructor = Layer.succeed(
