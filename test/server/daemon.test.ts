@@ -4,9 +4,10 @@
  * graceful SIGTERM with a run in flight and recovery on restart, stdio, the demo.
  */
 import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
-import { binPath, childEnv, runSkein, tempDir, trackDaemons } from "./support.js"
+import { binPath, childEnv, runSkein, tempDir, tokenIn, trackDaemons } from "./support.js"
 
 const start = trackDaemons()
 
@@ -74,25 +75,80 @@ describe("skein daemon and skein call", () => {
     expect(followed.stdout.trim().split("\n")[0]).toMatch(/^#1 ThreadCreated/)
   }, 90_000)
 
-  it("refuses a non-loopback host without a token, with a clear error", async () => {
+  it("refuses a non-loopback host without a token, or with a weak one, with a clear error", async () => {
     const home = tempDir("skein-bind-")
-    const result = await runSkein(["daemon", "--host", "0.0.0.0", "--port", "0"], childEnv(home))
-    expect(result.code).not.toBe(0)
-    const error = JSON.parse(result.stderr.trim())
-    expect(error._tag).toBe("InsecureBind")
-    expect(error.message).toContain("--token")
-    expect(result.stdout).not.toContain("listening")
+    for (const extra of [[], ["--token", "   "], ["--token", "tok-123"]]) {
+      const result = await runSkein(["daemon", "--host", "0.0.0.0", "--port", "0", ...extra], childEnv(home))
+      expect(result.code).not.toBe(0)
+      const error = JSON.parse(result.stderr.trim())
+      expect(error._tag).toBe(extra.length === 0 || extra[1]!.trim() === "" ? "InsecureBind" : "WeakToken")
+      expect(error.message).toContain("--token")
+      expect(result.stdout).not.toContain("listening")
+    }
+    // a weak token is refused on loopback too
+    const weak = await runSkein(["daemon", "--port", "0"], childEnv(home, { SKEIN_TOKEN: "short" }))
+    expect(JSON.parse(weak.stderr.trim())).toMatchObject({ _tag: "WeakToken" })
   }, 30_000)
+
+  it("by default: generates a token in DATA_DIR/token (0600) that the CLI picks up; without it, 401", async () => {
+    const home = tempDir("skein-default-")
+    const d = await start(["--port", "0"], childEnv(home))
+    const tokenFile = Path.join(home, "token")
+    expect(Fs.statSync(tokenFile).mode & 0o777).toBe(0o600)
+    expect(tokenIn(home)).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    for (let i = 0; i < 50 && !d.stderr().includes(tokenFile); i++) await new Promise((r) => setTimeout(r, 20))
+    expect(d.stderr()).toContain(tokenFile)
+    expect(d.stdout()).not.toContain(tokenIn(home))
+    // the CLI reads the file of its SKEIN_HOME
+    const ok = await runSkein(["call", "--url", d.url, "thread.list"], childEnv(home))
+    expect(ok.code).toBe(0)
+    // another home has no token: refused at the handshake, with a message naming the file it looked for
+    const elsewhere = tempDir("skein-elsewhere-")
+    const refused = await runSkein(["call", "--url", d.url, "thread.list"], childEnv(elsewhere))
+    expect(refused.code).not.toBe(0)
+    const error = JSON.parse(refused.stderr.trim())
+    expect(error).toMatchObject({ _tag: "Unauthorized", status: 401 })
+    expect(error.message).toContain(Path.join(elsewhere, "token"))
+    // the token lasts across restarts
+    const before = tokenIn(home)
+    d.kill()
+    await d.exited
+    await start(["--port", "0"], childEnv(home))
+    expect(tokenIn(home)).toBe(before)
+  }, 60_000)
 
   it("with a token: a wrong token is refused, the right one works", async () => {
     const home = tempDir("skein-token-")
-    const d = await start(["--port", "0", "--token", "tok-123"], childEnv(home))
-    const wrong = await runSkein(["call", "--url", d.url, "thread.list"], childEnv(home, { SKEIN_TOKEN: "tok-999" }))
+    const token = "tok-0123456789-abcdefghij-KLMNOPQRST"
+    const d = await start(["--port", "0", "--token", token], childEnv(home))
+    expect(Fs.existsSync(Path.join(home, "token"))).toBe(false)
+    const wrong = await runSkein(
+      ["call", "--url", d.url, "thread.list"],
+      childEnv(home, { SKEIN_TOKEN: "tok-9999999999-abcdefghij-KLMNOPQRST" })
+    )
     expect(wrong.code).not.toBe(0)
-    expect(JSON.parse(wrong.stderr.trim())._tag).toBe("Unauthorized")
-    const right = await runSkein(["call", "--url", d.url, "--token", "tok-123", "thread.list"], childEnv(home))
+    const error = JSON.parse(wrong.stderr.trim())
+    expect(error._tag).toBe("Unauthorized")
+    expect(error.message).not.toContain("tok-9999999999")
+    const right = await runSkein(["call", "--url", d.url, "--token", token, "thread.list"], childEnv(home))
     expect(right.code).toBe(0)
     expect(JSON.parse(right.stdout)).toEqual([])
+  }, 30_000)
+
+  it("refuses a bad --allow-origin and a config with no providers", async () => {
+    const home = tempDir("skein-config-")
+    const origin = await runSkein(["daemon", "--port", "0", "--allow-origin", "localhost:5173"], childEnv(home))
+    expect(origin.code).not.toBe(0)
+    expect(JSON.parse(origin.stderr.trim())).toMatchObject({ _tag: "InvalidOrigin" })
+    const config = Path.join(home, "empty.json")
+    Fs.writeFileSync(config, JSON.stringify({ providers: {} }))
+    for (const command of [["daemon", "--port", "0"], ["stdio"]]) {
+      const empty = await runSkein([...command, "--config", config], childEnv(home))
+      expect(empty.code).not.toBe(0)
+      const error = JSON.parse(empty.stderr.trim())
+      expect(error._tag).toBe("NoProviders")
+      expect(error.message).toContain(config)
+    }
   }, 30_000)
 
   it("SIGTERM during a long run: exits 0; on restart the run is interrupted and nothing acknowledged is lost", async () => {

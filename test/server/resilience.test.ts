@@ -23,7 +23,8 @@ describe("resilience", () => {
           const db = Path.join(home, "skein.db")
           const first = yield* Effect.promise(() => start(["--port", "0", "--db", db], childEnv(home)))
           const port = new URL(first.url).port
-          const client = yield* makeSkeinClient({ url: first.url })
+          // the daemon's generated token, from the token file of its home
+          const client = yield* makeSkeinClient({ url: first.url, dataDir: home })
           const thread = yield* client.thread.create({ title: "resume" })
           // run.start is idempotent by commandId, so retrying one whose connection
           // dropped cannot start a second run.

@@ -5,9 +5,16 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ProviderName, type StoredEvent, ThreadId } from "@skein/domain"
-import { coverageLines, coverageSummary, driveSeed, makeSkeinClient, seedExpectedCoverage } from "@skein/server"
+import {
+  coverageLines,
+  coverageSummary,
+  driveSeed,
+  HandshakeRefused,
+  makeSkeinClient,
+  seedExpectedCoverage
+} from "@skein/server"
 import { Chunk, Effect, Stream } from "effect"
-import { rawExchange, requestFrame, withServer } from "./support.js"
+import { rawExchange, requestFrame, tempDir, tryUpgrade, withServer } from "./support.js"
 
 describe("RPC over WebSocket", () => {
   it.live(
@@ -37,32 +44,70 @@ describe("RPC over WebSocket", () => {
   )
 
   it.live(
-    "with a token: a wrong or missing token is refused, the right one works",
+    "with a token: a wrong or missing token is refused at the handshake (401), the right one works",
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const server = yield* withServer({ token: "s3cret-token" })
+          const token = "T0k3n-for-the-rpc-test-0123456789abcdef"
+          const server = yield* withServer({ token })
           const wrong = yield* makeSkeinClient({ url: server.url, token: "not-it" })
           const refused = yield* Effect.flip(wrong.thread.list({}))
-          expect(refused._tag).toBe("Unauthorized")
-          const none = yield* makeSkeinClient({ url: server.url })
-          expect((yield* Effect.flip(none.thread.create({})))._tag).toBe("Unauthorized")
-          const right = yield* makeSkeinClient({ url: server.url, token: "s3cret-token" })
+          expect(refused._tag).toBe("RpcClientError")
+          expect(refused.cause).toBeInstanceOf(HandshakeRefused)
+          expect((refused.cause as HandshakeRefused).status).toBe(401)
+          expect(refused.message).toContain("HTTP 401")
+          expect(refused.message).toContain("the token given is not it")
+          expect(refused.message).not.toContain("not-it")
+          const none = yield* makeSkeinClient({ url: server.url, dataDir: tempDir("skein-no-token-") })
+          expect((yield* Effect.flip(none.thread.create({}))).message).toMatch(/HTTP 401.*no token/)
+          const right = yield* makeSkeinClient({ url: server.url, token })
           const thread = yield* right.thread.create({ title: "authorized" })
           expect(thread.title).toBe("authorized")
           // the Authorization header works as well as the query parameter
           const [viaHeader] = yield* Effect.promise(() =>
             rawExchange(server.url, [requestFrame("1", "thread.list", {})], 1, {
-              headers: { authorization: "Bearer s3cret-token" }
+              headers: { authorization: `Bearer ${token}` }
             })
           )
           expect(viaHeader.exit._tag).toBe("Success")
-          const [badHeader] = yield* Effect.promise(() =>
-            rawExchange(server.url, [requestFrame("1", "thread.list", {})], 1, {
-              headers: { authorization: "Bearer nope" }
-            })
+          // a refused upgrade is an HTTP answer, never a socket
+          const badHeader = yield* Effect.promise(() => tryUpgrade(server.url, { authorization: "Bearer nope" }))
+          expect(badHeader).toMatchObject({ status: 401 })
+          expect(yield* Effect.promise(() => tryUpgrade(server.url))).toMatchObject({ status: 401 })
+          expect(yield* Effect.promise(() => tryUpgrade(`${server.url}?token=${token}`))).toBe("open")
+        })
+      ),
+    60_000
+  )
+
+  it.live(
+    "a page's Origin must be allowed, token or not (403); programs send none",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const token = "T0k3n-for-the-origin-test-0123456789abc"
+          const server = yield* withServer({ token, allowedOrigins: ["http://localhost:5173"] })
+          const authorized = `${server.url}?token=${token}`
+          for (const origin of ["http://evil.example", "null", "http://localhost:5174", "https://localhost:5173"]) {
+            const refused = yield* Effect.promise(() => tryUpgrade(authorized, { origin }))
+            expect(refused).toMatchObject({ status: 403 })
+            expect((refused as { body: string }).body).toContain("--allow-origin")
+          }
+          expect(yield* Effect.promise(() => tryUpgrade(authorized, { origin: "http://localhost:5173" }))).toBe("open")
+          expect(
+            yield* Effect.promise(() => tryUpgrade(server.url, { origin: "http://localhost:5173" }))
+          ).toMatchObject({
+            status: 401
+          })
+          // without any allowed origin (the default), every page is refused
+          const closed = yield* withServer({ token })
+          const page = yield* Effect.promise(() =>
+            tryUpgrade(`${closed.url}?token=${token}`, { origin: "http://127.0.0.1:8080" })
           )
-          expect(badHeader.exit.cause.error._tag).toBe("Unauthorized")
+          expect(page).toMatchObject({ status: 403 })
+          // a weak token or a bad origin is refused before listening
+          expect((yield* Effect.flip(withServer({ token: "  " })))._tag).toBe("WeakToken")
+          expect((yield* Effect.flip(withServer({ allowedOrigins: ["*"] })))._tag).toBe("InvalidOrigin")
         })
       ),
     60_000
@@ -106,6 +151,27 @@ describe("RPC over WebSocket", () => {
         })
       ),
     60_000
+  )
+
+  it.live(
+    "thread.events for a thread that does not exist is answered with ThreadNotFound",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* withServer()
+          const replies = yield* Effect.promise(() =>
+            rawExchange(
+              server.url,
+              [requestFrame("1", "thread.events", { threadId: "thr_nowhere" }), requestFrame("2", "thread.list", {})],
+              2
+            )
+          )
+          const byId = new Map(replies.map((r) => [r.requestId, r]))
+          expect(byId.get("1")?.exit.cause.error).toMatchObject({ _tag: "ThreadNotFound", threadId: "thr_nowhere" })
+          expect(byId.get("2")?.exit._tag).toBe("Success")
+        })
+      ),
+    30_000
   )
 
   it.live(

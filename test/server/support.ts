@@ -63,14 +63,21 @@ export interface DaemonProcess {
   readonly kill: () => void
 }
 
-/** Starts `skein daemon ARGS` and waits for its `skein listening on URL` line. */
+/**
+ * Starts `skein daemon ARGS` and waits for its `skein listening on URL` line
+ * (`nodeArgs` go to node itself, before the script).
+ */
 export const startDaemon = (
   args: ReadonlyArray<string>,
   env: Record<string, string>,
-  timeoutMs = 20_000
+  timeoutMs = 20_000,
+  nodeArgs: ReadonlyArray<string> = []
 ): Promise<DaemonProcess> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [binPath, "daemon", ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [...nodeArgs, binPath, "daemon", ...args], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let stdout = ""
     let stderr = ""
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
@@ -105,8 +112,12 @@ export const trackDaemons = () => {
   afterEach(() => {
     for (const d of daemons.splice(0)) d.kill()
   })
-  return async (args: ReadonlyArray<string>, env: Record<string, string>): Promise<DaemonProcess> => {
-    const d = await startDaemon(args, env)
+  return async (
+    args: ReadonlyArray<string>,
+    env: Record<string, string>,
+    nodeArgs: ReadonlyArray<string> = []
+  ): Promise<DaemonProcess> => {
+    const d = await startDaemon(args, env, 20_000, nodeArgs)
     daemons.push(d)
     return d
   }
@@ -130,7 +141,45 @@ const WS = createRequire(import.meta.url)("ws") as new (
   on(event: string, f: (...args: Array<any>) => void): void
   send(data: string): void
   close(): void
+  terminate(): void
 }
+
+/** The token a daemon started without --token generated in its home. */
+export const tokenIn = (home: string): string => Fs.readFileSync(Path.join(home, "token"), "utf8").trim()
+
+/**
+ * Tries a WebSocket upgrade: "open" if it became a socket, else the HTTP status and
+ * body of the refusal.
+ */
+export const tryUpgrade = (
+  url: string,
+  headers: Record<string, string> = {},
+  timeoutMs = 5_000
+): Promise<"open" | { readonly status: number; readonly body: string }> =>
+  new Promise((resolve, reject) => {
+    const ws = new WS(url, { headers })
+    const timer = setTimeout(() => {
+      ws.terminate()
+      reject(new Error(`no answer to the upgrade of ${url} within ${timeoutMs} ms`))
+    }, timeoutMs)
+    ws.on("open", () => {
+      clearTimeout(timer)
+      ws.close()
+      resolve("open")
+    })
+    ws.on("unexpected-response", (_request: unknown, response: any) => {
+      let body = ""
+      response.on("data", (d: Buffer) => (body += d.toString()))
+      response.on("end", () => {
+        clearTimeout(timer)
+        resolve({ status: response.statusCode, body })
+      })
+    })
+    ws.on("error", (e: Error) => {
+      clearTimeout(timer)
+      reject(e)
+    })
+  })
 
 /**
  * Opens a raw WebSocket, sends `frames` one by one, and collects text frames until

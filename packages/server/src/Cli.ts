@@ -21,7 +21,7 @@ import {
 } from "@skein/domain"
 import { Cause, Config, Console, Data, Effect, Option, Schema, Stream } from "effect"
 import type { Scope } from "effect"
-import { makeSkeinClient, type SkeinClientShape } from "./Client.js"
+import { HandshakeRefused, makeSkeinClient, type SkeinClientShape } from "./Client.js"
 import { startDaemon } from "./Daemon.js"
 import { runDemo } from "./Demo.js"
 import { assistantReply, eventLine, showLines } from "./Presentation.js"
@@ -41,6 +41,14 @@ export const errorJson = (error: unknown, context: { readonly url?: string } = {
   if (typeof error === "object" && error !== null && "_tag" in error) {
     const tagged = error as { readonly _tag: string; readonly message?: unknown }
     if (tagged._tag === "RpcClientError") {
+      const cause = (error as { readonly cause?: unknown }).cause
+      if (cause instanceof HandshakeRefused) {
+        return {
+          _tag: cause.status === 401 ? "Unauthorized" : "ConnectionRefused",
+          status: cause.status,
+          message: cause.message
+        }
+      }
       return {
         _tag: "ConnectionFailed",
         message: `Could not reach Skein${context.url === undefined ? "" : ` at ${context.url}`}: ${String(tagged.message)}. Is the daemon running (skein daemon)?`
@@ -77,7 +85,24 @@ const url = Options.text("url").pipe(
 const token = Options.text("token").pipe(
   Options.withFallbackConfig(Config.string("SKEIN_TOKEN")),
   Options.optional,
-  Options.withDescription("The daemon's token (env SKEIN_TOKEN).")
+  // An empty SKEIN_TOKEN is no token.
+  Options.map(Option.filter((t) => t.trim() !== "")),
+  Options.withDescription(
+    "The daemon's token (env SKEIN_TOKEN). Clients default to the token file DATA_DIR/token of a loopback daemon."
+  )
+)
+const daemonToken = Options.text("token").pipe(
+  Options.withFallbackConfig(Config.string("SKEIN_TOKEN")),
+  Options.optional,
+  Options.withDescription(
+    "Require this token (env SKEIN_TOKEN; at least 32 random characters). Default: the token in DATA_DIR/token, generated on first start."
+  )
+)
+const allowOrigin = Options.text("allow-origin").pipe(
+  Options.repeated,
+  Options.withDescription(
+    "Let web pages of this origin connect (e.g. http://localhost:5173); repeatable. Pages of any other origin are refused."
+  )
 )
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
 const db = Options.text("db").pipe(
@@ -116,7 +141,8 @@ const daemon = Command.make(
       Options.withDefault(DEFAULT_PORT),
       Options.withDescription("0 picks a free port.")
     ),
-    token,
+    token: daemonToken,
+    allowOrigin,
     maxFrameBytes: Options.integer("max-frame-bytes").pipe(Options.optional)
   },
   (o) =>
@@ -126,11 +152,16 @@ const daemon = Command.make(
           host: o.host,
           port: o.port,
           token: Option.getOrUndefined(o.token),
+          tokenSource: "--token (or SKEIN_TOKEN)",
+          allowedOrigins: o.allowOrigin,
           dbPath: Option.getOrUndefined(o.db),
           dataDir: Option.getOrUndefined(o.dataDir),
           configFile: Option.getOrUndefined(o.config),
           maxFrameBytes: Option.getOrUndefined(o.maxFrameBytes)
         })
+        if (running.tokenFile !== undefined) {
+          yield* Console.error(`skein: clients need the token in ${running.tokenFile} (the CLI reads it from there)`)
+        }
         yield* Console.log(`skein listening on ${running.url}`)
         return yield* Effect.never
       })

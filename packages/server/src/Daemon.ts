@@ -3,15 +3,19 @@
  * the scope closes (the CLI closes it on SIGTERM/SIGINT). Closing stops accepting
  * connections, shuts the Orchestrator down (running runs end `interrupted`), then
  * releases the runtime.
+ *
+ * Every daemon has a token: the one given (`--token`), else the one in
+ * `DATA_DIR/token`, created on first start (see `TokenFile`).
  */
-import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Fs from "node:fs"
 import { Orchestrator } from "@skein/runtime"
 import { Context, Effect, Layer } from "effect"
-import { checkBind } from "./Auth.js"
+import { checkBind, checkToken } from "./Auth.js"
+import { defaultDataDir } from "./DataDir.js"
 import { skeinRuntimeLayer } from "./SkeinRuntime.js"
-import { type RunningServer, serveWebSocket, type WebSocketServerOptions } from "./WebSocketServer.js"
+import { loadOrCreateToken } from "./TokenFile.js"
+import { DEFAULT_HOST, type RunningServer, serveWebSocket, type WebSocketServerOptions } from "./WebSocketServer.js"
 
 export interface DaemonOptions extends WebSocketServerOptions {
   readonly dbPath?: string | undefined
@@ -19,9 +23,7 @@ export interface DaemonOptions extends WebSocketServerOptions {
   readonly configFile?: string | undefined
 }
 
-/** `$SKEIN_HOME`, else `~/.skein`. */
-export const defaultDataDir = (env: Readonly<Record<string, string | undefined>> = process.env): string =>
-  env["SKEIN_HOME"] !== undefined && env["SKEIN_HOME"] !== "" ? env["SKEIN_HOME"] : Path.join(Os.homedir(), ".skein")
+export { defaultDataDir }
 
 export const resolvePaths = (options: DaemonOptions): { readonly dataDir: string; readonly dbPath: string } => {
   const dataDir = Path.resolve(options.dataDir ?? defaultDataDir())
@@ -34,18 +36,26 @@ export const resolvePaths = (options: DaemonOptions): { readonly dataDir: string
  */
 export const startDaemon = (options: DaemonOptions = {}) =>
   Effect.gen(function* () {
-    yield* checkBind(options.host ?? "127.0.0.1", options.token)
+    yield* checkBind(options.host ?? DEFAULT_HOST, options.token)
     const { dataDir, dbPath } = resolvePaths(options)
+    const access =
+      options.token === undefined
+        ? yield* loadOrCreateToken(dataDir)
+        : { token: yield* checkToken(options.token, options.tokenSource ?? "--token"), path: undefined }
     yield* Effect.sync(() => {
-      Fs.mkdirSync(dataDir, { recursive: true })
+      // The token file lives here: only the user may list it (when Skein creates it).
+      Fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
       Fs.mkdirSync(Path.dirname(dbPath), { recursive: true })
     })
     const runtime = yield* Layer.build(skeinRuntimeLayer({ dbPath, dataDir, configFile: options.configFile }))
     const orchestrator = Context.get(runtime, Orchestrator)
     // Runs after the server has stopped accepting (finalizers run in reverse order).
     yield* Effect.addFinalizer(() => orchestrator.shutdown)
-    const running: RunningServer = yield* serveWebSocket(options).pipe(Effect.provide(runtime))
-    return { ...running, dbPath, dataDir }
+    const running: RunningServer = yield* serveWebSocket({ ...options, token: access.token }).pipe(
+      Effect.provide(runtime)
+    )
+    /** `tokenFile`: where clients find the token, unless it was given. */
+    return { ...running, dbPath, dataDir, tokenFile: access.path }
   })
 
 export type StartedDaemon = Effect.Effect.Success<ReturnType<typeof startDaemon>>

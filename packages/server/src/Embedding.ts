@@ -8,7 +8,9 @@ import { HttpLayerRouter } from "@effect/platform"
 import type { InvalidInput, StorageError } from "@skein/domain"
 import type { Orchestrator } from "@skein/runtime"
 import { Effect, Layer } from "effect"
-import { type SkeinRuntimeOptions, skeinRuntimeLayer } from "./SkeinRuntime.js"
+import type { WeakToken } from "./Auth.js"
+import type { InvalidOrigin } from "./Handshake.js"
+import { type NoProviders, type SkeinRuntimeOptions, skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
 
 export interface SkeinRouteOptions extends EndpointOptions {
@@ -19,7 +21,9 @@ export interface SkeinRouteOptions extends EndpointOptions {
 export interface SkeinEmbeddingOptions extends SkeinRouteOptions, SkeinRuntimeOptions {}
 
 /** Registers the RPC route on the host's router, for an Orchestrator the host provides. */
-const route = (options: SkeinRouteOptions): Layer.Layer<never, never, HttpLayerRouter.HttpRouter | Orchestrator> =>
+const route = (
+  options: SkeinRouteOptions
+): Layer.Layer<never, WeakToken | InvalidOrigin, HttpLayerRouter.HttpRouter | Orchestrator> =>
   HttpLayerRouter.use((router) =>
     Effect.gen(function* () {
       const endpoint = yield* makeWebSocketEndpoint(options)
@@ -33,7 +37,10 @@ const route = (options: SkeinRouteOptions): Layer.Layer<never, never, HttpLayerR
  */
 const layer = (
   options: SkeinEmbeddingOptions
-): Layer.Layer<Orchestrator, StorageError | InvalidInput, HttpLayerRouter.HttpRouter> =>
-  route(options).pipe(Layer.provideMerge(skeinRuntimeLayer(options)))
+): Layer.Layer<
+  Orchestrator,
+  StorageError | InvalidInput | NoProviders | WeakToken | InvalidOrigin,
+  HttpLayerRouter.HttpRouter
+> => route(options).pipe(Layer.provideMerge(skeinRuntimeLayer(options)))
 
 export const SkeinEmbedding = { layer, route } as const

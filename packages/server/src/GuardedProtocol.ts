@@ -1,21 +1,35 @@
 /**
  * The server side of the RPC wire, shared by every transport (WebSocket, stdio).
  *
- * It screens each frame before `@effect/rpc` sees it, so that a bad client gets a
- * typed answer and everyone else keeps being served:
- * - a frame over the size limit is answered with `InvalidInput` (for the request id
- *   it carries, when one can be read from its first bytes) and dropped unparsed;
- * - a frame that is not JSON, or not an RPC message, is answered with a protocol
- *   defect;
- * - a request on a connection without the right token gets `Unauthorized`;
- * - an unknown method or a payload that does not decode gets `InvalidInput`.
+ * Every frame is screened before `@effect/rpc` sees it (see `Screening`), so that a
+ * bad client gets a typed answer and everyone else keeps being served:
+ * - a frame over the size limit, or nested deeper than the limit, is answered
+ *   unparsed: `InvalidInput` for the request id it carries, else a protocol defect;
+ * - a frame that is not JSON, or not an RPC message, is answered with a defect;
+ * - a request whose id is still in flight on the connection, or whose method,
+ *   headers or payload are wrong, gets `InvalidInput` for that id;
+ * - nothing a client sends reaches the RPC server except messages rebuilt from
+ *   fields of the right type, and no failure while handling a frame escapes it.
+ *
+ * Who may connect at all is decided before a connection exists (the WebSocket
+ * handshake, see `Handshake`; the parent process for stdio).
  */
-import { RpcMessage, RpcSerialization, RpcServer } from "@effect/rpc"
-import { InvalidInput, SkeinError, SkeinRpcs, Unauthorized } from "@skein/domain"
+import { RpcSerialization, RpcServer } from "@effect/rpc"
+import type { RpcMessage } from "@effect/rpc"
+import { SkeinRpcs } from "@skein/domain"
 import type { StoredEvent, ThreadId } from "@skein/domain"
 import { storedEventJson } from "@skein/runtime"
 import type { Orchestrator } from "@skein/runtime"
-import { Effect, Exit, Fiber, FiberId, Mailbox, ParseResult, Schema, Scope } from "effect"
+import { Cause, Effect, Exit, Fiber, FiberId, Mailbox, Schema, Scope } from "effect"
+import {
+  defectReply,
+  failureReply,
+  MAX_DEPTH,
+  refuseFrame,
+  scanFrame,
+  type Screened,
+  screenMessage
+} from "./Screening.js"
 
 export const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
 
@@ -35,6 +49,11 @@ export interface Connection {
   readonly id: number
   /** Feed one complete frame (a WebSocket message, a stdio line). */
   readonly onFrame: (frame: string | Uint8Array) => Effect.Effect<void>
+  /**
+   * A frame over the limit that the transport did not keep whole (a stdio line): its
+   * size and first bytes, to answer it for its request id.
+   */
+  readonly onOversizedFrame: (bytes: number, prefix: string) => Effect.Effect<void>
   /** The transport closed: interrupts the client's in-flight requests. */
   readonly close: Effect.Effect<void>
 }
@@ -49,9 +68,10 @@ export interface ConnectOptions {
    * frames go through `write`.
    */
   readonly writeNow?: ((frame: FanOutFrame) => void) | undefined
-  /** Whether the connection presented the right token (or none was required). */
-  readonly authorized: boolean
-  /** Headers of the transport (e.g. the HTTP upgrade request), passed to handlers. */
+  /**
+   * Headers of the transport (e.g. the HTTP upgrade request), passed to handlers.
+   * They win over headers of the same name that a request carries.
+   */
   readonly headers?: ReadonlyArray<[string, string]> | undefined
 }
 
@@ -62,18 +82,6 @@ export interface GuardedProtocol {
 
 type FromClient = RpcMessage.FromClientEncoded
 type FromServer = RpcMessage.FromServerEncoded
-
-const clientTags = new Set(["Request", "Ack", "Interrupt", "Ping", "Eof"])
-const encodeError = Schema.encodeSync(SkeinError)
-const requestIdPattern = /"id"\s*:\s*"([0-9]{1,30})"/
-
-const failure = (requestId: string, error: SkeinError): FromServer => ({
-  _tag: "Exit",
-  requestId,
-  exit: { _tag: "Failure", cause: { _tag: "Fail", error: encodeError(error) } }
-})
-
-const defect = (message: string): FromServer => RpcMessage.ResponseDefectEncoded(message)
 
 const encodeExit = Schema.encodeSync(
   Schema.Exit({ success: Schema.Unknown, failure: Schema.Unknown, defect: Schema.Defect })
@@ -87,64 +95,8 @@ const interrupted = (requestId: string): FromServer => ({
 const frameBytes = (frame: string | Uint8Array): number =>
   typeof frame === "string" ? Buffer.byteLength(frame, "utf8") : frame.byteLength
 
-const framePrefix = (frame: string | Uint8Array): string =>
-  typeof frame === "string" ? frame.slice(0, 512) : new TextDecoder().decode(frame.subarray(0, 512))
-
-const payloadDecoders = new Map(
-  Array.from(
-    SkeinRpcs.requests.values(),
-    (rpc) =>
-      [
-        rpc._tag as string,
-        Schema.decodeUnknownEither(rpc.payloadSchema as Schema.Schema<unknown, unknown, never>)
-      ] as const
-  )
-)
-const methodNames = Array.from(payloadDecoders.keys())
-
-/** What to do with one decoded message: forward it to the server, or answer it here. */
-export const screenMessage = (
-  message: unknown,
-  authorized: boolean
-):
-  | { readonly _tag: "Forward"; readonly message: FromClient }
-  | { readonly _tag: "Reply"; readonly reply: FromServer } => {
-  if (
-    typeof message !== "object" ||
-    message === null ||
-    !clientTags.has((message as { _tag?: unknown })._tag as string)
-  ) {
-    return { _tag: "Reply", reply: defect("Malformed message: expected an RPC message object with a known _tag.") }
-  }
-  const msg = message as FromClient
-  if (msg._tag !== "Request") return { _tag: "Forward", message: msg }
-  if (typeof msg.id !== "string" || !/^[0-9]{1,30}$/.test(msg.id)) {
-    return { _tag: "Reply", reply: defect("Malformed request: id must be a decimal string.") }
-  }
-  if (!authorized) return { _tag: "Reply", reply: failure(msg.id, new Unauthorized()) }
-  const decode = typeof msg.tag === "string" ? payloadDecoders.get(msg.tag) : undefined
-  if (decode === undefined) {
-    return {
-      _tag: "Reply",
-      reply: failure(
-        msg.id,
-        new InvalidInput({ detail: `unknown method ${JSON.stringify(msg.tag)}; methods are ${methodNames.join(", ")}` })
-      )
-    }
-  }
-  const decoded = decode(msg.payload)
-  if (decoded._tag === "Left") {
-    return {
-      _tag: "Reply",
-      reply: failure(
-        msg.id,
-        new InvalidInput({ detail: `${msg.tag}: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}` })
-      )
-    }
-  }
-  const headers = Array.isArray(msg.headers) ? msg.headers : []
-  return { _tag: "Forward", message: { ...msg, headers } }
-}
+/** How much of an oversized frame is scanned for its request id. */
+const OVERSIZED_SCAN_CHARS = 4096
 
 /** A fan-out frame: its text, and its UTF-8 bytes encoded on first use. */
 export class FanOutFrame {
@@ -199,7 +151,8 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
         // which dominated fan-out latency. Frames of one connection stay in order.
         supportsAck: false,
         supportsTransferables: false,
-        supportsSpanPropagation: true
+        // Screening keeps no trace fields (tracing is off).
+        supportsSpanPropagation: false
       })
     })
 
@@ -209,9 +162,17 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
         const transportHeaders = connection.headers ?? []
         const writeChunk =
           connection.writeNow ?? ((frame: FanOutFrame) => void Effect.runFork(connection.write(frame.text)))
-        const send = (response: FromServer): Effect.Effect<void> =>
+        /** An answer given here, not by the RPC server. */
+        const reply = (response: FromServer): Effect.Effect<void> =>
           Effect.suspend(() => connection.write(encodeFrame(response)))
-        clients.set(id, send)
+        // Ids of requests forwarded (or followed) and not yet answered: a second request
+        // with one of them is refused rather than queued behind the first.
+        const inFlight = new Set<string>()
+        const screenContext = { inFlight: (requestId: string) => inFlight.has(requestId) }
+        clients.set(id, (response) => {
+          if (response._tag === "Exit") inFlight.delete(response.requestId)
+          return reply(response)
+        })
 
         // thread.events followers of this connection, by request id.
         const follows = new Map<string, { readonly scope: Scope.CloseableScope; fiber?: Fiber.RuntimeFiber<void> }>()
@@ -220,6 +181,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
             const entry = follows.get(requestId)
             if (entry === undefined) return Effect.void
             follows.delete(requestId)
+            inFlight.delete(requestId)
             return Scope.close(entry.scope, Exit.void).pipe(
               Effect.zipRight(entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void),
               Effect.asVoid
@@ -231,6 +193,7 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
             const scope = yield* Scope.make()
             const entry: { readonly scope: Scope.CloseableScope; fiber?: Fiber.RuntimeFiber<void> } = { scope }
             follows.set(request.id, entry)
+            inFlight.add(request.id)
             const onEvents = (events: ReadonlyArray<StoredEvent>) => {
               if (follows.get(request.id) !== entry || events.length === 0) return
               // Synchronous, so frames leave in commit order.
@@ -239,57 +202,104 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
             // The replay reads the log: off the connection's frame loop.
             entry.fiber = yield* follow(payload.threadId, payload.fromSequence ?? 0, onEvents).pipe(
               Scope.extend(scope),
-              Effect.catchAll((error) => unfollow(request.id).pipe(Effect.zipRight(send(failure(request.id, error))))),
+              // Ends the follow from its own fiber (`unfollow` would interrupt that fiber
+              // before the answer is written); answered unless the client interrupted it meanwhile.
+              Effect.catchAll((error) =>
+                Effect.suspend(() => {
+                  if (follows.get(request.id) !== entry) return Effect.void
+                  follows.delete(request.id)
+                  inFlight.delete(request.id)
+                  return Scope.close(scope, Exit.void).pipe(Effect.zipRight(reply(failureReply(request.id, error))))
+                })
+              ),
               Effect.forkDaemon
             )
           })
 
-        const onFrame = (frame: string | Uint8Array): Effect.Effect<void> =>
-          Effect.suspend(() => {
-            const size = frameBytes(frame)
-            if (size > maxFrameBytes) {
-              const detail = `a frame of ${size} bytes is over the ${maxFrameBytes}-byte limit; send a smaller payload`
-              const requestId = requestIdPattern.exec(framePrefix(frame))?.[1]
-              return send(
-                requestId === undefined
-                  ? defect(`Invalid input: ${detail}`)
-                  : failure(requestId, new InvalidInput({ detail }))
-              )
+        const handle = (screened: Screened): Effect.Effect<void> => {
+          switch (screened._tag) {
+            case "Ignore":
+              return Effect.void
+            case "Reply":
+              return reply(screened.reply)
+          }
+          const message = screened.message
+          switch (message._tag) {
+            case "Request": {
+              if (message.tag === "thread.events") return startFollow(message)
+              inFlight.add(message.id)
+              // The transport's headers come last, so a client cannot pose as its transport.
+              return writeRequest(id, { ...message, headers: message.headers.concat(transportHeaders) })
             }
-            let decoded: ReadonlyArray<unknown>
-            try {
-              decoded = parser.decode(typeof frame === "string" ? frame : new TextDecoder().decode(frame))
-            } catch (cause) {
-              return send(defect(`Malformed frame: not valid JSON (${String(cause)}).`))
-            }
-            return Effect.forEach(
-              decoded,
-              (message) => {
-                const screened = screenMessage(message, connection.authorized)
-                if (screened._tag === "Reply") return send(screened.reply)
-                const forwarded = screened.message
-                if (forwarded._tag === "Request" && forwarded.tag === "thread.events") return startFollow(forwarded)
-                if (forwarded._tag === "Ack" && follows.has(forwarded.requestId)) return Effect.void
-                if (forwarded._tag === "Interrupt" && follows.has(forwarded.requestId)) {
-                  return unfollow(forwarded.requestId).pipe(Effect.zipRight(send(interrupted(forwarded.requestId))))
-                }
-                return writeRequest(
-                  id,
-                  forwarded._tag === "Request"
-                    ? { ...forwarded, headers: transportHeaders.concat(forwarded.headers) }
-                    : forwarded
-                )
-              },
-              { discard: true }
+            case "Interrupt":
+              if (follows.has(message.requestId)) {
+                return unfollow(message.requestId).pipe(Effect.zipRight(reply(interrupted(message.requestId))))
+              }
+              return writeRequest(id, message)
+            default:
+              return writeRequest(id, message)
+          }
+        }
+
+        const onText = (text: string): Effect.Effect<void> => {
+          const scan = scanFrame(text)
+          if (scan.tooDeep) return reply(refuseFrame(scan, `the frame nests deeper than ${MAX_DEPTH} levels`))
+          let message: unknown
+          try {
+            message = JSON.parse(text)
+          } catch (cause) {
+            return reply(defectReply(`Malformed frame: not valid JSON (${String(cause)}).`))
+          }
+          return handle(screenMessage(message, screenContext))
+        }
+
+        const oversized = (bytes: number, prefix: string): Effect.Effect<void> =>
+          reply(
+            refuseFrame(
+              scanFrame(prefix.slice(0, OVERSIZED_SCAN_CHARS)),
+              `a frame of ${bytes} bytes is over the ${maxFrameBytes}-byte limit; send a smaller payload`
             )
-          })
+          )
+
+        /** Whatever goes wrong handling a frame is answered and logged, never passed on to the transport. */
+        const guard = (effect: Effect.Effect<void>): Effect.Effect<void> =>
+          effect.pipe(
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause)
+                ? Effect.failCause(cause)
+                : Effect.logError("skein: a frame could not be handled", cause).pipe(
+                    Effect.zipRight(reply(defectReply("Internal error while handling a frame; it was dropped."))),
+                    Effect.catchAllCause(() => Effect.void)
+                  )
+            )
+          )
+
+        const onFrame = (frame: string | Uint8Array): Effect.Effect<void> =>
+          guard(
+            Effect.suspend(() => {
+              const size = frameBytes(frame)
+              if (size > maxFrameBytes) {
+                const prefix =
+                  typeof frame === "string"
+                    ? frame.slice(0, OVERSIZED_SCAN_CHARS)
+                    : new TextDecoder().decode(frame.subarray(0, OVERSIZED_SCAN_CHARS))
+                return oversized(size, prefix)
+              }
+              return onText(typeof frame === "string" ? frame : new TextDecoder().decode(frame))
+            })
+          )
 
         const close = Effect.suspend(() => {
           const ending = Effect.forEach(Array.from(follows.keys()), unfollow, { discard: true })
           if (!clients.delete(id)) return ending
           return ending.pipe(Effect.zipRight(disconnects.offer(id)), Effect.asVoid)
         })
-        return { id, onFrame, close }
+        return {
+          id,
+          onFrame,
+          onOversizedFrame: (bytes: number, prefix: string) => guard(Effect.suspend(() => oversized(bytes, prefix))),
+          close
+        }
       })
 
     return { protocol, connect }
@@ -297,7 +307,8 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
 
 /** Runs the Skein RPC server over a guarded protocol until the scope closes. */
 export const runSkeinRpcServer = (protocol: RpcServer.Protocol["Type"]) =>
-  RpcServer.make(SkeinRpcs, { disableTracing: true, concurrency: "unbounded" }).pipe(
+  // A handler's defect fails its own request (an `Exit`), not every request of the client.
+  RpcServer.make(SkeinRpcs, { disableTracing: true, concurrency: "unbounded", disableFatalDefects: true }).pipe(
     Effect.provideService(RpcServer.Protocol, protocol),
     Effect.interruptible,
     Effect.forkScoped

@@ -1,12 +1,13 @@
 /**
  * The runtime with its provider registry, wired the way the daemon, the demo and an
  * embedding host use it: SQLite at `dbPath`, providers from `configFile` (default:
- * the scripted instances alpha and beta), provider data under `dataDir`.
+ * the scripted instances alpha and beta), provider data under `dataDir`. A runtime
+ * with no provider instance could run nothing: it refuses to start.
  */
 import { providerRegistryLayer } from "@skein/adapters"
 import type { InvalidInput, StorageError } from "@skein/domain"
-import { makeRuntimeLayer, type Orchestrator } from "@skein/runtime"
-import { Layer } from "effect"
+import { makeRuntimeLayer, Orchestrator } from "@skein/runtime"
+import { Context, Effect, Layer, Schema } from "effect"
 
 export interface SkeinRuntimeOptions {
   readonly dbPath: string
@@ -15,10 +16,27 @@ export interface SkeinRuntimeOptions {
   readonly passivateAfterMs?: number | undefined
 }
 
+export class NoProviders extends Schema.TaggedError<NoProviders>()("NoProviders", {
+  configFile: Schema.optional(Schema.String)
+}) {
+  override get message() {
+    return `${this.configFile === undefined ? "The provider configuration" : `The config file ${this.configFile}`} names no provider instance, so no run could start. Add one under "providers", e.g. {"providers": {"alpha": {"driver": "scripted"}}}.`
+  }
+}
+
 export const skeinRuntimeLayer = (
   options: SkeinRuntimeOptions
-): Layer.Layer<Orchestrator, StorageError | InvalidInput> =>
+): Layer.Layer<Orchestrator, StorageError | InvalidInput | NoProviders> =>
   makeRuntimeLayer({
     dbPath: options.dbPath,
     ...(options.passivateAfterMs === undefined ? {} : { passivateAfterMs: options.passivateAfterMs })
-  }).pipe(Layer.provide(providerRegistryLayer({ configFile: options.configFile, dataDir: options.dataDir })))
+  }).pipe(
+    Layer.provide(providerRegistryLayer({ configFile: options.configFile, dataDir: options.dataDir })),
+    Layer.tap((context) =>
+      Effect.flatMap(Effect.orDie(Context.get(context, Orchestrator).listProviders), (providers) =>
+        providers.length > 0
+          ? Effect.void
+          : Effect.fail(new NoProviders(options.configFile === undefined ? {} : { configFile: options.configFile }))
+      )
+    )
+  )

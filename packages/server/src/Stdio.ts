@@ -1,12 +1,14 @@
 /**
  * The stdio transport, for a host that spawns Skein as a child process: one JSON
  * RPC message per line on stdin, one per line on stdout. The parent process is
- * trusted (no token); frame limits and screening are the same as over WebSocket.
+ * trusted (no token); frame limits and screening are the same as over WebSocket,
+ * and a line over the limit is never held whole in memory.
  */
 import { Orchestrator } from "@skein/runtime"
 import { Effect, Layer, Stream } from "effect"
 import type { Scope } from "effect"
-import { makeGuardedProtocol, runSkeinRpcServer } from "./GuardedProtocol.js"
+import { boundedLines } from "./BoundedLines.js"
+import { DEFAULT_MAX_FRAME_BYTES, makeGuardedProtocol, runSkeinRpcServer } from "./GuardedProtocol.js"
 import { SkeinRpcHandlers } from "./RpcHandlers.js"
 
 export interface StdioOptions<E, R> {
@@ -21,15 +23,16 @@ export interface StdioOptions<E, R> {
 export const serveStdio = <E, R>(options: StdioOptions<E, R>): Effect.Effect<void, E, Orchestrator | Scope.Scope | R> =>
   Effect.gen(function* () {
     const orchestrator = yield* Orchestrator
-    const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes, follow: orchestrator.follow })
+    const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
+    const guarded = yield* makeGuardedProtocol({ maxFrameBytes, follow: orchestrator.follow })
     const handlers = yield* Layer.build(SkeinRpcHandlers)
     yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))
-    const connection = yield* guarded.connect({ authorized: true, write: options.writeLine })
+    const connection = yield* guarded.connect({ write: options.writeLine })
     yield* options.stdin.pipe(
-      Stream.decodeText(),
-      Stream.splitLines,
-      Stream.filter((line) => line.trim().length > 0),
-      Stream.runForEach(connection.onFrame),
+      boundedLines(maxFrameBytes),
+      Stream.runForEach((line) =>
+        line._tag === "Line" ? connection.onFrame(line.text) : connection.onOversizedFrame(line.bytes, line.prefix)
+      ),
       Effect.ensuring(connection.close)
     )
   })

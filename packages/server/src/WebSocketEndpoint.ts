@@ -1,14 +1,17 @@
 /**
  * The RPC over WebSocket as an HTTP app: a daemon serves it on its own HTTP server,
- * an embedding host mounts it on its router.
+ * an embedding host mounts it on its router. Who may connect is decided on the
+ * upgrade request (`Handshake`): a refused request gets a plain HTTP 403 or 401 and
+ * never becomes a socket.
  */
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse, Socket } from "@effect/platform"
 import { Orchestrator } from "@skein/runtime"
 import { Deferred, Effect, Layer } from "effect"
 import type { Scope } from "effect"
-import { isAuthorized } from "./Auth.js"
+import type { WeakToken } from "./Auth.js"
 import { makeGuardedProtocol, runSkeinRpcServer } from "./GuardedProtocol.js"
+import { admitUpgrade, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
 import { SkeinRpcHandlers } from "./RpcHandlers.js"
 
 /** The `send` of the `ws` socket behind `Socket.WebSocket` on Node (a text frame from bytes). */
@@ -17,8 +20,20 @@ interface NodeWebSocket {
 }
 
 export interface EndpointOptions {
-  /** Required on every connection when set (`Authorization: Bearer T` or `?token=T`). */
+  /**
+   * Required on every connection when set (`Authorization: Bearer T` or `?token=T`);
+   * at least 32 random characters. Without one, only the Origin check protects the
+   * endpoint: a host that mounts it so relies on its own protection.
+   */
   readonly token?: string | undefined
+  /** Where the token came from, for the error when it is too weak (default "the token"). */
+  readonly tokenSource?: string | undefined
+  /**
+   * Origins (`http://localhost:5173`) whose pages may connect. A request that carries
+   * any other `Origin` header is refused with 403; requests without one (programs,
+   * not browsers) are not concerned. None by default.
+   */
+  readonly allowedOrigins?: ReadonlyArray<string> | undefined
   /** Largest accepted frame in bytes (default 4 MiB). */
   readonly maxFrameBytes?: number | undefined
   /**
@@ -35,8 +50,9 @@ export interface EndpointOptions {
  */
 export const makeWebSocketEndpoint = (
   options: EndpointOptions = {}
-): Effect.Effect<HttpApp.Default, never, Orchestrator | Scope.Scope> =>
+): Effect.Effect<HttpApp.Default, WeakToken | InvalidOrigin, Orchestrator | Scope.Scope> =>
   Effect.gen(function* () {
+    const policy = yield* makeAccessPolicy(options)
     const orchestrator = yield* Orchestrator
     const maxBufferedBytes = options.maxBufferedBytes ?? 64 * 1024 * 1024
     const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes, follow: orchestrator.follow })
@@ -45,20 +61,38 @@ export const makeWebSocketEndpoint = (
     // When the scope closes, every open connection ends first (its socket closes),
     // then the RPC server stops.
     const closing = yield* Deferred.make<void>()
+    // A refused origin is logged once (a page may retry in a loop): the user learns
+    // which page tried, or which origin to allow.
+    const reportedOrigins = new Set<string>()
+    const reportRefusedOrigin = (origin: string) =>
+      Effect.suspend(() => {
+        if (reportedOrigins.has(origin) || reportedOrigins.size >= 64) return Effect.void
+        reportedOrigins.add(origin)
+        return Effect.logWarning(
+          `skein: refused a WebSocket from a page of origin ${JSON.stringify(origin)} (not allowed by --allow-origin)`
+        )
+      })
     yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
 
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      // Refused first: a page of another origin gets 403 for any request, upgrade or not.
+      const admission = admitUpgrade(request, policy)
+      if (admission._tag === "Refuse") {
+        if (admission.origin !== undefined) yield* reportRefusedOrigin(admission.origin)
+        return HttpServerResponse.text(admission.reason, {
+          status: admission.status,
+          headers: admission.status === 401 ? { "www-authenticate": 'Bearer realm="skein"' } : {}
+        })
+      }
       if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
         return HttpServerResponse.text("Skein RPC: connect with a WebSocket.", { status: 426 })
       }
-      const authorized = isAuthorized(options.token, request.headers, request.url)
       const socket = yield* Effect.orDie(request.upgrade)
       const write = yield* socket.writer
       // The open socket itself, for synchronous event fan-out (known from the first frame).
       let open: globalThis.WebSocket | undefined
       const connection = yield* guarded.connect({
-        authorized,
         headers: Object.entries(request.headers).filter(([name]) => name !== "authorization"),
         write: (frame) => Effect.orDie(write(frame)),
         writeNow: (frame) => {

@@ -1,6 +1,9 @@
 /**
  * The daemon's transport: an HTTP server on host:port whose `path` speaks the Skein
  * RPC over WebSocket. Loopback by default; other hosts need a token.
+ * The WebSocket layer (`ws`) closes a socket whose single message passes 100 MiB
+ * with code 1009 before Skein sees it; messages up to that size that pass
+ * `maxFrameBytes` get a typed answer.
  */
 import * as Http from "node:http"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
@@ -8,7 +11,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import type { Orchestrator } from "@skein/runtime"
 import { Effect, ExecutionStrategy, Scope } from "effect"
-import { checkBind, type InsecureBind } from "./Auth.js"
+import { checkBind, type InsecureBind, type WeakToken } from "./Auth.js"
+import { type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
 
 export const DEFAULT_HOST = "127.0.0.1"
@@ -37,11 +41,13 @@ const formatHost = (host: string): string => (host.includes(":") && !host.starts
  */
 export const serveWebSocket = (
   options: WebSocketServerOptions = {}
-): Effect.Effect<RunningServer, InsecureBind | ServeError, Orchestrator | Scope.Scope> =>
+): Effect.Effect<RunningServer, InsecureBind | WeakToken | InvalidOrigin | ServeError, Orchestrator | Scope.Scope> =>
   Effect.gen(function* () {
     const host = options.host ?? DEFAULT_HOST
     const path = options.path ?? DEFAULT_RPC_PATH
     yield* checkBind(host, options.token)
+    // Fail on a weak token or a bad origin before listening (the endpoint checks them too).
+    yield* makeAccessPolicy(options)
     const nodeServer = Http.createServer()
     // The HTTP server lives in a child scope that closes last: its WebSocket server
     // waits for every socket to close, so the endpoint must close them before.

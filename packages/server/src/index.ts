@@ -1,9 +1,30 @@
 /**
  * @skein/server: Skein as a daemon, a CLI, a typed RPC service and an embeddable Layer.
  */
-export { checkBind, InsecureBind, isAuthorized, isLoopbackHost, presentedToken, tokenMatches } from "./Auth.js"
-export { clientUrl, followThread, makeSkeinClient, SkeinClient } from "./Client.js"
-export type { FollowOptions, SkeinClientOptions, SkeinClientShape } from "./Client.js"
+export {
+  checkBind,
+  checkToken,
+  InsecureBind,
+  isLoopbackHost,
+  MIN_TOKEN_CHARS,
+  presentedToken,
+  tokenMatches,
+  tokenWeakness,
+  WeakToken
+} from "./Auth.js"
+export { boundedLines, LineSplitter } from "./BoundedLines.js"
+export type { BoundedLine } from "./BoundedLines.js"
+export {
+  clientUrl,
+  followThread,
+  HandshakeRefused,
+  makeSkeinClient,
+  resolveClientToken,
+  SkeinClient
+} from "./Client.js"
+export type { ClientToken, FollowOptions, SkeinClientOptions, SkeinClientShape } from "./Client.js"
+export { admitUpgrade, InvalidOrigin, makeAccessPolicy, normaliseOrigin } from "./Handshake.js"
+export type { AccessPolicy, Admission } from "./Handshake.js"
 export { defaultDataDir, resolvePaths, startDaemon } from "./Daemon.js"
 export type { DaemonOptions, StartedDaemon } from "./Daemon.js"
 export { coverageSummary, demoRegistryLayer, driveSeed, matchesSeed, seedExpectedCoverage, seedScript } from "./Demo.js"
@@ -12,12 +33,15 @@ export { SkeinEmbedding } from "./Embedding.js"
 export type { SkeinEmbeddingOptions, SkeinRouteOptions } from "./Embedding.js"
 export { DEFAULT_MAX_FRAME_BYTES, makeGuardedProtocol } from "./GuardedProtocol.js"
 export type { Connection, GuardedProtocol } from "./GuardedProtocol.js"
+export { MAX_DEPTH, scanFrame, screenMessage } from "./Screening.js"
+export type { FrameScan, ScreenContext, Screened } from "./Screening.js"
 export { coverageLines, handoffLines, showLines } from "./Presentation.js"
 export { SkeinRpcHandlers } from "./RpcHandlers.js"
-export { skeinRuntimeLayer } from "./SkeinRuntime.js"
+export { NoProviders, skeinRuntimeLayer } from "./SkeinRuntime.js"
 export type { SkeinRuntimeOptions } from "./SkeinRuntime.js"
 export { serveStdio } from "./Stdio.js"
 export type { StdioOptions } from "./Stdio.js"
+export { generateToken, loadOrCreateToken, readTokenFile, TokenFileError, tokenFilePath } from "./TokenFile.js"
 export { makeSkeinStdioClient, SkeinStdioClient, SkeinStdioClientError } from "./StdioClient.js"
 export type { SkeinStdioClientOptions } from "./StdioClient.js"
 export { makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
