@@ -1,6 +1,6 @@
 /**
  * The RPC contract: method names and payload, success and error schemas
- * (DESIGN.md section 6). Handlers live in the server package.
+ * (the public surface; its names are part of the contract). Handlers live in the server package.
  */
 import { Rpc, RpcGroup } from "@effect/rpc"
 import { Schema } from "effect"

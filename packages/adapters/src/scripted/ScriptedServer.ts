@@ -1,5 +1,5 @@
 /**
- * The scripted provider's protocol handler (DESIGN.md section 7): it answers each
+ * The scripted provider's protocol handler (its directives: docs/ARCHITECTURE.md): it answers each
  * request line, runs turns by obeying the directives in the user message, and
  * keeps native threads in a ThreadStore. Transport-free: main.ts feeds it lines.
  */
