@@ -107,10 +107,16 @@ describe("makeSkeinStdioClient", () => {
 
           // Framing: newlines inside strings stay inside one line; a line far larger than
           // a pipe read, with multi-byte characters across read boundaries, comes back whole.
-          const workspace = "/tmp/é\n✓\r\n\u2028".repeat(40_000)
-          const big = yield* client.thread.create({ title: "line\nbreaks", workspace })
-          expect(big.title).toBe("line\nbreaks")
-          expect(big.workspace).toBe(workspace)
+          const message = "/tmp/é\n✓\r\n\u2028".repeat(40_000)
+          const bigThread = yield* client.thread.create({ title: "line\nbreaks" })
+          expect(bigThread.title).toBe("line\nbreaks")
+          const big = yield* client.run.start({
+            threadId: bigThread.id,
+            provider: ProviderName.make("alpha"),
+            message,
+            wait: true
+          })
+          expect(big.message).toBe(message)
 
           const events = yield* client.thread.events({ threadId: thread.id }).pipe(
             Stream.takeUntil((e) => e.event._tag === "RunEnded"),

@@ -74,7 +74,18 @@ export const ProviderInstanceConfig = Schema.Struct({
 export type ProviderInstanceConfig = typeof ProviderInstanceConfig.Type
 
 export const ProvidersConfig = Schema.Struct({
-  providers: Schema.Record({ key: ProviderName, value: ProviderInstanceConfig })
+  providers: Schema.Record({ key: ProviderName, value: ProviderInstanceConfig }),
+  /**
+   * Directories inside which thread workspaces must lie (absolute paths). Without
+   * it, any directory but the filesystem root and the home directory itself.
+   */
+  workspaceRoots: Schema.optional(
+    Schema.Array(
+      Schema.String.pipe(
+        Schema.filter((path) => Path.isAbsolute(path) || `workspace root ${JSON.stringify(path)} must be absolute`)
+      )
+    )
+  )
 })
 export type ProvidersConfig = typeof ProvidersConfig.Type
 
@@ -130,7 +141,7 @@ export const parseProvidersConfig = (document: unknown, source: string): Effect.
     Effect.mapError(
       (error) =>
         new InvalidInput({
-          detail: `provider config ${source} is wrong ${formatIssues(error)}. Expected {"providers": {NAME: {"driver": "scripted" | "codex" | "claude", "capabilities"?, "command"?, "env"?, "model"?}}}.`
+          detail: `provider config ${source} is wrong ${formatIssues(error)}. Expected {"providers": {NAME: {"driver": "scripted" | "codex" | "claude", "capabilities"?, "command"?, "env"?, "model"?}}, "workspaceRoots"?: [ABSOLUTE_PATH]}.`
         })
     )
   )
@@ -185,18 +196,23 @@ export const makeProviderAdapters = (
     }
   })
 
+/** The config file's contents, or the defaults (`alpha` and `beta`, no workspace roots) without one. */
+export const loadConfigOrDefaults = (configFile: string | undefined): Effect.Effect<ProvidersConfig, InvalidInput> =>
+  configFile === undefined ? Effect.succeed(defaultProvidersConfig) : loadProvidersConfig(configFile)
+
+/** The ProviderRegistry of a config. */
+export const registryLayerOf = (
+  config: ProvidersConfig,
+  options: { readonly dataDir: string }
+): Layer.Layer<ProviderRegistry, InvalidInput> =>
+  Layer.effect(
+    ProviderRegistry,
+    Effect.map(makeProviderAdapters(config, options), (adapters) => ({ adapters }))
+  )
+
 /** The ProviderRegistry from a config file, or the default `alpha` and `beta` scripted instances without one. */
 export const providerRegistryLayer = (options: {
   readonly configFile?: string | undefined
   readonly dataDir: string
 }): Layer.Layer<ProviderRegistry, InvalidInput> =>
-  Layer.effect(
-    ProviderRegistry,
-    (options.configFile === undefined
-      ? Effect.succeed(defaultProvidersConfig)
-      : loadProvidersConfig(options.configFile)
-    ).pipe(
-      Effect.flatMap((config) => makeProviderAdapters(config, { dataDir: options.dataDir })),
-      Effect.map((adapters) => ({ adapters }))
-    )
-  )
+  Layer.unwrapEffect(Effect.map(loadConfigOrDefaults(options.configFile), (config) => registryLayerOf(config, options)))

@@ -12,11 +12,15 @@ export {
   claudeLikeCapabilities,
   codexLikeCapabilities,
   defaultProvidersConfig,
+  loadConfigOrDefaults,
   loadProvidersConfig,
   makeProviderAdapters,
   parseProvidersConfig,
   ProviderDriver,
   ProviderInstanceConfig,
   ProvidersConfig,
-  providerRegistryLayer
+  providerRegistryLayer,
+  registryLayerOf
 } from "./ProviderConfig.js"
+export { containedPath } from "./workspace/WorkspacePath.js"
+export type { Contained } from "./workspace/WorkspacePath.js"

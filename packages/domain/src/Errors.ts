@@ -71,6 +71,17 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
   }
 }
 
+/** A thread's workspace must be an existing directory, given by absolute path, where agents may act. */
+export class InvalidWorkspace extends Schema.TaggedError<InvalidWorkspace>()("InvalidWorkspace", {
+  workspace: Schema.String,
+  problem: Schema.String
+}) {
+  override get message() {
+    const shown = this.workspace.length > 200 ? `${this.workspace.slice(0, 199)}…` : this.workspace
+    return `Workspace ${JSON.stringify(shown)} is refused: ${this.problem}. Give the absolute path of an existing project directory.`
+  }
+}
+
 export class UnsupportedContextTransfer extends Schema.TaggedError<UnsupportedContextTransfer>()(
   "UnsupportedContextTransfer",
   { provider: Schema.String, detail: Schema.String }
@@ -123,11 +134,18 @@ export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("Prov
   }
 }
 
+/**
+ * The database failed. While serving a command, nothing of it was recorded and it can
+ * be retried; at start-up (`startup: true`), Skein could not open its database at all.
+ */
 export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
-  detail: Schema.String
+  detail: Schema.String,
+  startup: Schema.optional(Schema.Boolean)
 }) {
   override get message() {
-    return `Storage failed: ${this.detail}. The command was not recorded; retry it with the same commandId.`
+    return this.startup
+      ? `Skein cannot use its database: ${this.detail}.`
+      : `Storage failed: ${this.detail}. The command was not recorded; retry it with the same commandId.`
   }
 }
 
@@ -167,7 +185,7 @@ export class ActorStopped extends Schema.TaggedError<ActorStopped>()("ActorStopp
 
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {}) {
   override get message() {
-    return "Missing or wrong token. Pass the daemon's token (SKEIN_TOKEN or --token)."
+    return "Missing or wrong token. Pass the daemon's token (SKEIN_TOKEN or --token); on the daemon's machine the CLI and the typed client read it from DATA_DIR/token."
   }
 }
 
@@ -181,6 +199,7 @@ export const SkeinError = Schema.Union(
   NoActiveRun,
   CommandConflict,
   InvalidInput,
+  InvalidWorkspace,
   UnsupportedContextTransfer,
   NotSupportedYet,
   ApprovalNotFound,

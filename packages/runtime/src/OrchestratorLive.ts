@@ -25,6 +25,7 @@ import { RuntimeConfig } from "./RuntimeConfig.js"
 import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
 import { EventStore } from "./store/EventStore.js"
+import { resolveWorkspace } from "./Workspace.js"
 
 const notSupported = (method: string) => Effect.fail(new NotSupportedYet({ method }))
 
@@ -32,6 +33,7 @@ export const makeOrchestrator = Effect.gen(function* () {
   const store = yield* EventStore
   const actors = yield* ThreadActors
   const sessions = yield* ProviderSessions
+  const config = yield* RuntimeConfig
 
   const threadView = (threadId: ThreadId) =>
     store
@@ -55,12 +57,14 @@ export const makeOrchestrator = Effect.gen(function* () {
           return view.thread
         }
       }
+      const workspace =
+        input.workspace === undefined ? null : yield* resolveWorkspace(input.workspace, config.workspaceRoots)
       const id = makeId.thread()
       const now = new Date().toISOString()
       const thread: AppThread = {
         id,
         title: input.title ?? "",
-        workspace: input.workspace ?? null,
+        workspace,
         lineage: { parentThreadId: null, relationshipToParent: null, rootThreadId: id },
         createdAt: now,
         updatedAt: now

@@ -31,6 +31,11 @@ export interface RuntimeOptions {
   readonly deadlines: ProviderDeadlines
   /** Thresholds of the staleness policy (see context/Staleness). */
   readonly staleness: StalenessPolicy
+  /**
+   * Directories inside which thread workspaces must lie (real paths); null: any
+   * directory but the filesystem root and the home directory itself.
+   */
+  readonly workspaceRoots: ReadonlyArray<string> | null
 }
 
 export const defaultRuntimeOptions: RuntimeOptions = {
@@ -40,7 +45,8 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   handoffBudgetTokens: DEFAULT_HANDOFF_BUDGET_TOKENS,
   summarySource: { _tag: "local" },
   deadlines: defaultDeadlines,
-  staleness: defaultStalenessPolicy
+  staleness: defaultStalenessPolicy,
+  workspaceRoots: null
 }
 
 /** Options a host may give: any subset, deadlines too (`{ deadlines: { callMs: 5000 } }`). */

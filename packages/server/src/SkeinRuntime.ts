@@ -4,7 +4,7 @@
  * the scripted instances alpha and beta), provider data under `dataDir`. A runtime
  * with no provider instance could run nothing: it refuses to start.
  */
-import { providerRegistryLayer } from "@skein/adapters"
+import { loadConfigOrDefaults, registryLayerOf } from "@skein/adapters"
 import type { InvalidInput, StorageError } from "@skein/domain"
 import { makeRuntimeLayer, Orchestrator } from "@skein/runtime"
 import { Context, Effect, Layer, Schema } from "effect"
@@ -27,11 +27,15 @@ export class NoProviders extends Schema.TaggedError<NoProviders>()("NoProviders"
 export const skeinRuntimeLayer = (
   options: SkeinRuntimeOptions
 ): Layer.Layer<Orchestrator, StorageError | InvalidInput | NoProviders> =>
-  makeRuntimeLayer({
-    dbPath: options.dbPath,
-    ...(options.passivateAfterMs === undefined ? {} : { passivateAfterMs: options.passivateAfterMs })
-  }).pipe(
-    Layer.provide(providerRegistryLayer({ configFile: options.configFile, dataDir: options.dataDir })),
+  Layer.unwrapEffect(
+    Effect.map(loadConfigOrDefaults(options.configFile), (config) =>
+      makeRuntimeLayer({
+        dbPath: options.dbPath,
+        workspaceRoots: config.workspaceRoots ?? null,
+        ...(options.passivateAfterMs === undefined ? {} : { passivateAfterMs: options.passivateAfterMs })
+      }).pipe(Layer.provide(registryLayerOf(config, { dataDir: options.dataDir })))
+    )
+  ).pipe(
     Layer.tap((context) =>
       Effect.flatMap(Effect.orDie(Context.get(context, Orchestrator).listProviders), (providers) =>
         providers.length > 0

@@ -8,6 +8,7 @@ import * as Path from "node:path"
 import { Schema } from "effect"
 import type { ProviderCapabilities, ProviderEvent, ProviderFailureKind, TurnItemContent } from "@skein/domain"
 import { makeId, ProviderEvent as ProviderEventSchema } from "@skein/domain"
+import { containedPath } from "../workspace/WorkspacePath.js"
 import { parseDirectives, reasoningText, recalls } from "./Directives.js"
 import type { Method, ParamsOf, ResultOf } from "./Protocol.js"
 import { Methods, Request } from "./Protocol.js"
@@ -310,24 +311,26 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
   return { handleLine }
 }
 
-/** Writes `relative` inside `workspace`; an error item when there is no workspace or the path escapes it. */
+/** Writes `relative` inside `workspace` (judged on real paths); an error item when it may not. */
 const writeFile = (workspace: string | null, relative: string, content: string): TurnItemContent => {
   if (workspace === null) {
     return { type: "error", message: `cannot write ${relative}: the turn has no workspace`, code: "write_rejected" }
   }
-  const root = Path.resolve(workspace)
-  const target = Path.resolve(root, relative)
-  const inside = Path.relative(root, target)
-  if (inside === "" || inside.startsWith("..") || Path.isAbsolute(inside)) {
-    return { type: "error", message: `cannot write ${relative}: the path leaves the workspace`, code: "write_rejected" }
+  const contained = containedPath(workspace, relative)
+  if (contained._tag === "Refused") {
+    return { type: "error", message: `cannot write ${relative}: ${contained.problem}`, code: "write_rejected" }
   }
+  const { target } = contained
   const existed = Fs.existsSync(target)
+  if (existed && !Fs.statSync(target).isFile()) {
+    return { type: "error", message: `cannot write ${relative}: it is not a file`, code: "write_rejected" }
+  }
   Fs.mkdirSync(Path.dirname(target), { recursive: true })
   Fs.writeFileSync(target, content)
   return {
     type: "file_change",
-    path: inside.split(Path.sep).join("/"),
+    path: contained.relative,
     kind: existed ? "modify" : "add",
-    summary: `${existed ? "modified" : "added"} ${inside} (${Buffer.byteLength(content)} bytes)`
+    summary: `${existed ? "modified" : "added"} ${contained.relative} (${Buffer.byteLength(content)} bytes)`
   }
 }

@@ -9,7 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
 import { StorageError } from "@skein/domain"
 import { Cause, Effect, Layer } from "effect"
-import { loader } from "./Migrations.js"
+import { loader, migrations } from "./Migrations.js"
 
 export interface DatabaseOptions {
   /** A file path, or `:memory:` for a private in-memory database (tests). */
@@ -39,7 +39,10 @@ const ensureDirectory = (filename: string) =>
             mkdirSync(dirname(filename), { recursive: true })
           },
           catch: (error) =>
-            new StorageError({ detail: `cannot create the directory of database ${filename}: ${describe(error)}` })
+            new StorageError({
+              detail: `cannot create the directory of database ${filename}: ${describe(error)}`,
+              startup: true
+            })
         })
   )
 
@@ -54,6 +57,52 @@ const pragmas = Layer.effectDiscard(
 )
 
 /**
+ * The version of what this Skein writes into a database beyond its tables (the event
+ * types in the log): kept in SQLite's `user_version`. A Skein that adds an event type
+ * raises it, so that an older one refuses the file instead of misreading it.
+ */
+export const STORE_FORMAT_VERSION = 1
+
+const latestMigration = Object.keys(migrations).sort().at(-1)!
+
+/**
+ * Refuses a database that a newer Skein wrote (a migration or a format this one does
+ * not know), before migrating or writing anything; records this format otherwise.
+ */
+const compatibility = (filename: string) => {
+  const newer = (what: string) =>
+    new StorageError({
+      detail: `database ${filename} was written by a newer version of Skein (${what}). Upgrade Skein, or give it another database file`,
+      startup: true
+    })
+  const check = Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [{ user_version: format } = { user_version: 0 }] = yield* sql.unsafe<{ readonly user_version: number }>(
+      "PRAGMA user_version"
+    )
+    if (format > STORE_FORMAT_VERSION) {
+      return yield* newer(`its store format is ${format}; this Skein reads up to ${STORE_FORMAT_VERSION}`)
+    }
+    const tables = yield* sql.unsafe<{ readonly name: string }>(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'effect_sql_migrations'"
+    )
+    if (tables.length === 0) return
+    const applied = yield* sql.unsafe<{ readonly migration_id: number; readonly name: string }>(
+      "SELECT migration_id, name FROM effect_sql_migrations ORDER BY migration_id DESC LIMIT 1"
+    )
+    const last = applied[0]
+    if (last !== undefined && last.migration_id > Number.parseInt(latestMigration, 10)) {
+      const id = String(last.migration_id).padStart(4, "0")
+      return yield* newer(`its schema is at migration ${id}_${last.name}; this Skein knows up to ${latestMigration}`)
+    }
+  })
+  const record = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.unsafe(`PRAGMA user_version = ${STORE_FORMAT_VERSION}`)
+  )
+  return { check: Layer.effectDiscard(check), record: Layer.effectDiscard(record) }
+}
+
+/**
  * SqlClient and SqliteClient over `options.filename`, migrated to the latest schema.
  * Fails with a StorageError naming the file when it cannot be opened or migrated.
  */
@@ -63,14 +112,21 @@ const layer = (
   const client = SqliteClient.layer({ filename: options.filename }).pipe(
     Layer.provide(ensureDirectory(options.filename))
   )
-  const migrate = SqliteMigrator.layer({ loader }).pipe(Layer.provide(NodeContext.layer))
+  const { check, record } = compatibility(options.filename)
+  // In order: refuse a newer database, migrate, then record this format.
+  const migrate = record.pipe(
+    Layer.provide(SqliteMigrator.layer({ loader }).pipe(Layer.provide(NodeContext.layer), Layer.provide(check)))
+  )
   return Layer.provideMerge(Layer.merge(pragmas, migrate), client).pipe(
     Layer.catchAllCause((cause) => {
       const error = Cause.squash(cause)
       return Layer.fail(
         error instanceof StorageError
           ? error
-          : new StorageError({ detail: `cannot open or migrate database ${options.filename}: ${describe(error)}` })
+          : new StorageError({
+              detail: `cannot open or migrate database ${options.filename}: ${describe(error)}`,
+              startup: true
+            })
       )
     })
   )

@@ -1,4 +1,5 @@
 import { SqlClient } from "@effect/sql/SqlClient"
+import { SqliteClient } from "@effect/sql-sqlite-node"
 import { describe, expect, it } from "@effect/vitest"
 import {
   CommandId,
@@ -392,6 +393,57 @@ describe("Database", () => {
       expect(journal[0]!.journal_mode).toBe("wal")
       expect(migrations[0]!.n).toBe(1)
     }).pipe(Effect.scoped)
+  )
+
+  it.effect("a database a newer Skein wrote is refused before anything is written, saying which version wrote it", () =>
+    Effect.gen(function* () {
+      const dir = mkdtempSync(join(tmpdir(), "skein-store-test-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const open = (file: string) => Effect.either(Effect.provide(EventStore, storeLayer(file)))
+      const tamper = (file: string, statement: string) =>
+        Effect.flatMap(SqlClient, (sql) => sql.unsafe(statement)).pipe(Effect.provide(storeLayer(file)))
+
+      const newerSchema = join(dir, "schema.db")
+      yield* tamper(
+        newerSchema,
+        "INSERT INTO effect_sql_migrations (migration_id, name) VALUES (9999, 'from_the_future')"
+      )
+      const schemaRefusal = yield* open(newerSchema)
+      expect(Either.isLeft(schemaRefusal) && schemaRefusal.left.message).toMatch(
+        /written by a newer version of Skein \(its schema is at migration 9999_from_the_future; this Skein knows up to 0001_initial\)/
+      )
+
+      const newerFormat = join(dir, "format.db")
+      yield* tamper(newerFormat, "PRAGMA user_version = 7")
+      const formatRefusal = yield* open(newerFormat)
+      expect(Either.isLeft(formatRefusal) && formatRefusal.left).toMatchObject({ _tag: "StorageError", startup: true })
+      expect(Either.isLeft(formatRefusal) && formatRefusal.left.message).toContain("its store format is 7")
+      // A refused file is left as it was: still format 7, still no migration beyond.
+      const sqlite = yield* Effect.flatMap(SqlClient, (sql) =>
+        sql.unsafe<{ user_version: number }>("PRAGMA user_version")
+      ).pipe(Effect.provide(SqliteClient.layer({ filename: newerFormat })))
+      expect(sqlite[0]!.user_version).toBe(7)
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("an event this Skein cannot decode is a typed error to every reader, never a silent wait", () =>
+    Effect.gen(function* () {
+      const store = yield* EventStore
+      const sql = yield* SqlClient
+      const t = threadId("future")
+      yield* store.append({ threadId: t, events: sampleLog(t) })
+      yield* sql.unsafe(
+        "INSERT INTO events (thread_id, thread_sequence, type, payload, created_at) VALUES (?, 99, 'FutureEvent', ?, 'now')",
+        [t, '{"_tag":"FutureEvent","what":"unknown"}']
+      )
+      const viaStream = yield* Effect.flip(Stream.runCollect(store.events(t, 0)).pipe(Effect.timeout("5 seconds")))
+      expect(viaStream).toMatchObject({ _tag: "StorageError" })
+      const viaFollow = yield* Effect.flip(
+        Effect.scoped(store.follow(t, 0, () => {})).pipe(Effect.timeout("5 seconds"))
+      )
+      expect(viaFollow).toMatchObject({ _tag: "StorageError" })
+      expect(viaFollow._tag === "StorageError" && viaFollow.detail).toContain("event 99 of thread thr_future")
+    }).pipe(Effect.provide(storeLayer()))
   )
 
   it.effect("an unusable path fails with a StorageError naming it", () =>
