@@ -8,6 +8,7 @@ import type { ProviderAdapter, ProviderEvent, ProviderName } from "@skein/domain
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Logger, Stream } from "effect"
 import { Orchestrator } from "@skein/runtime"
+import { makeFaultAdapter, makeFaultPlan } from "../support/FaultAdapter.js"
 import { removeDir, runtimeLayer, tempDir } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
@@ -129,5 +130,47 @@ describe("thread actor supervision", () => {
       })
     )
     expect(logs.some((l) => l.includes("ERROR") && /(RecordItems|FinishRun) died/.test(l))).toBe(true)
+  })
+})
+
+describe("nothing slow runs inside the thread's handlers", () => {
+  it("while a provider writes a handoff summary, the thread answers reads and an interrupt at once", async () => {
+    const plan = makeFaultPlan()
+    const { result } = await inRuntime(
+      {
+        extraAdapters: [makeFaultAdapter("faulty", plan)],
+        summarySource: { _tag: "entering" },
+        deadlines: { summaryMs: 20_000 }
+      },
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "first", wait: true })
+          // faulty enters and is asked to write the summary: it never answers.
+          plan.arm("summarise", "hang")
+          const started = yield* o.startRun({
+            threadId: thread.id,
+            provider: "faulty" as ProviderName,
+            message: "second"
+          })
+          expect(started.status).toBe("running")
+          // Until the provider is actually writing.
+          for (let i = 0; i < 500 && plan.fired.length === 0; i++) yield* Effect.sleep("10 millis")
+          expect(plan.fired).toEqual(["summarise/hang"])
+          const t0 = Date.now()
+          const view = yield* o.getThread(thread.id)
+          expect(view.handoffs.at(-1)?.status).toBe("pending")
+          const readMs = Date.now() - t0
+          const interrupted = yield* o.interruptRun({ threadId: thread.id })
+          const interruptMs = Date.now() - t0
+          return { readMs, interruptMs, interrupted, handoffs: (yield* o.getThread(thread.id)).handoffs }
+        })
+    )
+    expect(plan.fired).toEqual(["summarise/hang"])
+    expect(result.readMs).toBeLessThan(1_000)
+    expect(result.interruptMs).toBeLessThan(2_000)
+    expect(result.interrupted.status).toBe("interrupted")
+    // The summary never came: its handoff reached no provider.
+    expect(result.handoffs.at(-1)?.status).toBe("failed")
   })
 })
