@@ -55,6 +55,25 @@ export const HandoffContext = Schema.Struct({
   text: Schema.String
 })
 
+/**
+ * A child agent the provider ran natively inside this run (a sub-task it spawned
+ * itself): observed, not driven by Skein. An adapter reports it when it starts
+ * (`running`) and again when it ends; items of one run with the same `childRef`
+ * are one node, updated in place.
+ */
+export const ChildAgent = Schema.Struct({
+  type: Schema.Literal("child_agent"),
+  /** The provider's id for the child (its tool-use id, its agent id). */
+  childRef: Schema.String,
+  /** What it was asked to do. */
+  description: Schema.String,
+  status: Schema.Literal("running", "completed", "failed"),
+  /** The child's own native thread, when the provider reports one. */
+  nativeThreadRef: Schema.NullOr(Schema.String),
+  /** What it answered, once it ended. */
+  result: Schema.NullOr(Schema.String)
+})
+
 export const TurnItemContent = Schema.Union(
   UserMessage,
   AssistantMessage,
@@ -65,7 +84,8 @@ export const TurnItemContent = Schema.Union(
   Plan,
   ApprovalRequest,
   ErrorItem,
-  HandoffContext
+  HandoffContext,
+  ChildAgent
 )
 export type TurnItemContent = typeof TurnItemContent.Type
 export type TurnItemType = TurnItemContent["type"]

@@ -295,6 +295,12 @@ export const collectHandoffMaterial = (
         case "error":
           failures.push(`Run ${o} error${item.code ? ` ${item.code}` : ""}: ${clean(item.message, LINE_CAP)}`)
           break
+        case "child_agent":
+          if (item.status !== "running") {
+            const outcome = item.result === null ? item.status : clean(item.result, LINE_CAP - 130)
+            subagents.push(`Run ${o}: ${clean(item.description, 120)} → ${outcome}`)
+          }
+          break
         case "user_message":
         case "reasoning":
         case "handoff_context":
