@@ -1,33 +1,58 @@
 /**
  * A runtime host in its own process, for crash tests: opens the runtime on the
  * database in argv[2], creates a thread, starts a long run, prints one JSON line with
- * the thread, run and process ids, then waits to be killed.
+ * the thread, run and process ids, then waits to be killed. With argv[3] = "fork" it
+ * instead completes one run, forks the thread, prints the fork's ids and waits.
  */
 import type { ProviderName } from "@skein/domain"
 import { Effect } from "effect"
 import { withRuntime } from "./runtime.js"
 
 const dir = process.argv[2]!
-await withRuntime(dir, (o) =>
-  Effect.gen(function* () {
-    const thread = yield* o.createThread({ title: "crash", commandId: "cmd_host_create" as never })
-    const run = yield* o.startRun({
-      threadId: thread.id,
-      provider: "alpha" as ProviderName,
-      message: "long [[sleep:60000]]",
-      commandId: "cmd_host_run" as never
+const mode = process.argv[3] ?? "run"
+const forkThenWait = () =>
+  withRuntime(dir, (o) =>
+    Effect.gen(function* () {
+      const thread = yield* o.createThread({ title: "source" })
+      yield* o.startRun({
+        threadId: thread.id,
+        provider: "alpha" as ProviderName,
+        message: "the word is QUINCE",
+        wait: true
+      })
+      const { thread: fork, transfer } = yield* o.forkThread({
+        sourceThreadId: thread.id,
+        sourcePoint: "latest_stable",
+        commandId: "cmd_host_fork" as never
+      })
+      process.stdout.write(
+        JSON.stringify({ threadId: thread.id, forkId: fork.id, transferId: transfer.id, pid: process.pid }) + "\n"
+      )
+      yield* Effect.never
     })
-    // Wait (bounded) until the turn has reached the provider process.
-    let providerPid: number | null = null
-    for (let i = 0; i < 100 && providerPid === null; i++) {
-      yield* Effect.sleep("100 millis")
-      const view = yield* o.getThread(thread.id)
-      const started = view.providerThreads.some((pt) => pt.nativeRef !== null)
-      const providers = yield* o.listProviders
-      if (started) providerPid = providers.find((p) => p.name === "alpha")?.sessions[0]?.pid ?? null
-    }
-    yield* Effect.sleep("200 millis")
-    process.stdout.write(JSON.stringify({ threadId: thread.id, runId: run.id, pid: process.pid, providerPid }) + "\n")
-    yield* Effect.never
-  })
-)
+  )
+if (mode === "fork") await forkThenWait()
+else
+  await withRuntime(dir, (o) =>
+    Effect.gen(function* () {
+      const thread = yield* o.createThread({ title: "crash", commandId: "cmd_host_create" as never })
+      const run = yield* o.startRun({
+        threadId: thread.id,
+        provider: "alpha" as ProviderName,
+        message: "long [[sleep:60000]]",
+        commandId: "cmd_host_run" as never
+      })
+      // Wait (bounded) until the turn has reached the provider process.
+      let providerPid: number | null = null
+      for (let i = 0; i < 100 && providerPid === null; i++) {
+        yield* Effect.sleep("100 millis")
+        const view = yield* o.getThread(thread.id)
+        const started = view.providerThreads.some((pt) => pt.nativeRef !== null)
+        const providers = yield* o.listProviders
+        if (started) providerPid = providers.find((p) => p.name === "alpha")?.sessions[0]?.pid ?? null
+      }
+      yield* Effect.sleep("200 millis")
+      process.stdout.write(JSON.stringify({ threadId: thread.id, runId: run.id, pid: process.pid, providerPid }) + "\n")
+      yield* Effect.never
+    })
+  )

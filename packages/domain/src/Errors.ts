@@ -91,6 +91,32 @@ export class UnsupportedContextTransfer extends Schema.TaggedError<UnsupportedCo
   }
 }
 
+/** A fork or rollback named a point that cannot serve as a stable source. */
+export class InvalidSourcePoint extends Schema.TaggedError<InvalidSourcePoint>()("InvalidSourcePoint", {
+  threadId: Schema.String,
+  detail: Schema.String
+}) {
+  override get message() {
+    return `Thread ${this.threadId} has no usable source point: ${this.detail}.`
+  }
+}
+
+/** thread.mergeBack on a thread that was not forked from another. */
+export class NotAFork extends Schema.TaggedError<NotAFork>()("NotAFork", { threadId: Schema.String }) {
+  override get message() {
+    return `Thread ${this.threadId} is not a fork, so there is nothing to merge back. Merge back the fork itself (thread.list with parentThreadId lists a thread's forks).`
+  }
+}
+
+/** A thread that mirrors a provider's own child agent: it is read, not driven. */
+export class ObserveOnlyThread extends Schema.TaggedError<ObserveOnlyThread>()("ObserveOnlyThread", {
+  threadId: Schema.String
+}) {
+  override get message() {
+    return `Thread ${this.threadId} mirrors a child agent that a provider ran itself; it cannot take runs. Fork it to continue its work.`
+  }
+}
+
 export class NotSupportedYet extends Schema.TaggedError<NotSupportedYet>()("NotSupportedYet", {
   method: Schema.String
 }) {
@@ -202,6 +228,9 @@ export const SkeinError = Schema.Union(
   InvalidWorkspace,
   UnsupportedContextTransfer,
   NotSupportedYet,
+  InvalidSourcePoint,
+  NotAFork,
+  ObserveOnlyThread,
   ApprovalNotFound,
   ProviderFailure,
   StorageError,

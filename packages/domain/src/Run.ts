@@ -49,6 +49,8 @@ export const Run = Schema.Struct({
   commandId: Schema.NullOr(CommandId),
   createdAt: Schema.String,
   startedAt: Schema.NullOr(Schema.String),
-  completedAt: Schema.NullOr(Schema.String)
+  completedAt: Schema.NullOr(Schema.String),
+  /** When a rollback removed it from the live history (forks made earlier still hold it). */
+  rolledBackAt: Schema.optional(Schema.String)
 })
 export type Run = typeof Run.Type

@@ -9,7 +9,12 @@ export const AppThreadLineage = Schema.Struct({
   relationshipToParent: Schema.NullOr(ThreadRelationship),
   rootThreadId: ThreadId,
   /** A fork shown only inside its parent. */
-  sideChat: Schema.optional(Schema.Boolean)
+  sideChat: Schema.optional(Schema.Boolean),
+  /**
+   * A thread that mirrors what a provider's own child agent did: it can be read, not
+   * driven (run.start on it is refused).
+   */
+  observeOnly: Schema.optional(Schema.Boolean)
 })
 export type AppThreadLineage = typeof AppThreadLineage.Type
 

@@ -71,7 +71,9 @@ export const ChildAgent = Schema.Struct({
   /** The child's own native thread, when the provider reports one. */
   nativeThreadRef: Schema.NullOr(Schema.String),
   /** What it answered, once it ended. */
-  result: Schema.NullOr(Schema.String)
+  result: Schema.NullOr(Schema.String),
+  /** The observe-only app thread Skein keeps of it (set by Skein, when the child has its own thread). */
+  childThreadId: Schema.optional(ThreadId)
 })
 
 export const TurnItemContent = Schema.Union(

@@ -20,7 +20,9 @@ export const ThreadView = Schema.Struct({
   /** Transfers in which this thread is the source or the target. */
   transfers: Schema.Array(ContextTransfer),
   handoffs: Schema.Array(ContextHandoff),
-  checkpoints: Schema.Array(Checkpoint)
+  checkpoints: Schema.Array(Checkpoint),
+  /** Threads made from this one: forks (side chats among them) and subagent children. */
+  children: Schema.Array(AppThread)
 })
 export type ThreadView = typeof ThreadView.Type
 

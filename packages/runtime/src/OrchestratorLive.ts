@@ -3,18 +3,21 @@
  * SQLite event store. `makeRuntimeLayer` is what a host (or the daemon) provides.
  */
 import type { AppThread, ProviderInstanceInfo, Run, SkeinError, StoredEvent, ThreadId } from "@skein/domain"
+import { ForkThreadFields, ThreadId as ThreadIdSchema } from "@skein/domain"
 import {
   CommandConflict,
   HandoffNotFound,
-  NotSupportedYet,
+  InvalidSourcePoint,
+  NotAFork,
   ProviderRegistry,
+  RunNotFound,
+  StorageError,
   ThreadCreated,
   ThreadNotFound,
   isTerminalRunStatus,
   makeId
 } from "@skein/domain"
-import type { StorageError } from "@skein/domain"
-import { Deferred, Duration, Effect, Exit, Layer, Option, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import { ProviderSessions } from "./actors/ProviderSessions.js"
 import { payloadHash } from "./actors/Receipts.js"
 import { ThreadActors } from "./actors/ThreadActors.js"
@@ -26,8 +29,15 @@ import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
 import { EventStore } from "./store/EventStore.js"
 import { resolveWorkspace } from "./Workspace.js"
+import { inheritanceOf } from "./lineage/LineageContext.js"
+import { mergeBackTransfer, planChildThread } from "./lineage/Lineage.js"
+import { sourceOfRun } from "./lineage/Spawn.js"
 
-const notSupported = (method: string) => Effect.fail(new NotSupportedYet({ method }))
+type ForkThreadFieldsType = Schema.Struct.Type<typeof ForkThreadFields>
+const ForkReceipt = Schema.Struct({ threadId: ThreadIdSchema })
+
+/** Writes a checkpoint's files back (git checkpoints: the lineage module does the git work). */
+const restoreFiles = (_workspace: string, _gitRef: string): Effect.Effect<void> => Effect.void
 
 export const makeOrchestrator = Effect.gen(function* () {
   const store = yield* EventStore
@@ -81,25 +91,7 @@ export const makeOrchestrator = Effect.gen(function* () {
       return thread
     })
 
-  /**
-   * The run once it is terminal: its RunEnded, watched live from the store (a cluster
-   * could wait the same way, from any node). The thread is asked after subscribing, so
-   * an end that came before the subscription is not missed.
-   */
-  const awaitEnd = (threadId: ThreadId, runId: Run["id"]): Effect.Effect<Run, SkeinError> =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        const ended = yield* Deferred.make<Run>()
-        yield* store.watch(threadId, (events) => {
-          for (const { event } of events) {
-            if (event._tag === "RunEnded" && event.run.id === runId) Deferred.unsafeDone(ended, Exit.succeed(event.run))
-          }
-        })
-        const now = yield* actors.use(threadId, (actor) => actor.ask("GetRun", { runId }))
-        if (isTerminalRunStatus(now.status)) return now
-        return yield* Deferred.await(ended)
-      })
-    )
+  const awaitEnd = (threadId: ThreadId, runId: Run["id"]) => store.awaitRunEnd(threadId, runId)
 
   const startRun: OrchestratorShape["startRun"] = (input) =>
     Effect.gen(function* () {
@@ -112,6 +104,184 @@ export const makeOrchestrator = Effect.gen(function* () {
     Effect.gen(function* () {
       const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("InterruptRun", input))
       return isTerminalRunStatus(accepted.run.status) ? accepted.run : yield* awaitEnd(input.threadId, accepted.run.id)
+    })
+
+  const forkThread: OrchestratorShape["forkThread"] = (input) =>
+    Effect.gen(function* () {
+      const hash = payloadHash({
+        sourceThreadId: input.sourceThreadId,
+        sourcePoint: input.sourcePoint,
+        sideChat: input.sideChat ?? false,
+        title: input.title ?? null
+      })
+      if (input.commandId) {
+        const receipt = yield* store.receipt(input.commandId)
+        if (Option.isSome(receipt)) {
+          if (receipt.value.method !== "thread.fork" || receipt.value.payloadHash !== hash) {
+            return yield* new CommandConflict({ commandId: input.commandId, method: "thread.fork" })
+          }
+          const forkId = (yield* Schema.decodeUnknown(ForkReceipt)(receipt.value.result).pipe(Effect.orDie)).threadId
+          const fork = yield* store.loadThread(forkId)
+          const transfer = Option.flatMap(fork, (f) => Option.fromNullable(inheritanceOf(f)))
+          if (Option.isSome(fork) && Option.isSome(transfer))
+            return { thread: fork.value.thread, transfer: transfer.value }
+        }
+      }
+      const source = yield* Effect.flatMap(store.lookup.thread(input.sourceThreadId), (found) =>
+        Option.isSome(found)
+          ? Effect.succeed(found.value)
+          : Effect.fail(new ThreadNotFound({ threadId: input.sourceThreadId }))
+      )
+      const run = yield* sourceRunOf(source.id, input.sourcePoint)
+      const planned = planChildThread({
+        kind: "fork",
+        parent: source,
+        source: yield* sourceOfRun(store, source, run),
+        fromCheckpoint: typeof input.sourcePoint === "object" && "checkpointId" in input.sourcePoint,
+        title: input.title ?? (source.title === "" ? "fork" : `fork of ${source.title}`.slice(0, 500)),
+        sideChat: input.sideChat ?? false,
+        createdBy: "user",
+        now: new Date().toISOString()
+      })
+      yield* store
+        .append({
+          threadId: planned.thread.id,
+          events: planned.events,
+          expectedSequence: 0,
+          commandId: input.commandId,
+          receipt: input.commandId
+            ? {
+                commandId: input.commandId,
+                method: "thread.fork",
+                payloadHash: hash,
+                result: { threadId: planned.thread.id }
+              }
+            : undefined
+        })
+        .pipe(Effect.catchTag("SequenceConflict", (e) => Effect.fail(new StorageError({ detail: e.message }))))
+      return { thread: planned.thread, transfer: planned.transfer }
+    })
+
+  /** The run a fork starts from: completed, not rolled back (a checkpoint names its run). */
+  const sourceRunOf = (threadId: ThreadId, spec: ForkThreadFieldsType["sourcePoint"]) =>
+    Effect.gen(function* () {
+      const refuse = (detail: string) => Effect.fail(new InvalidSourcePoint({ threadId, detail }))
+      if (spec === "latest_stable") {
+        const latest = yield* store.lookup.latestStableRun(threadId)
+        if (Option.isNone(latest)) return yield* refuse("it has no completed run with a checkpoint yet")
+        return latest.value
+      }
+      let runId: Run["id"]
+      if ("checkpointId" in spec) {
+        const checkpoint = yield* store.lookup.checkpoint(threadId, spec.checkpointId)
+        if (Option.isNone(checkpoint) || checkpoint.value.status !== "ready") {
+          return yield* refuse(`there is no ready checkpoint ${spec.checkpointId} on it`)
+        }
+        runId = checkpoint.value.runId
+      } else runId = spec.runId
+      const run = yield* store.lookup.run(threadId, runId)
+      if (Option.isNone(run)) return yield* new RunNotFound({ runId })
+      const status = run.value.status
+      if (status !== "completed") {
+        return yield* refuse(
+          status === "running" || status === "queued"
+            ? `run ${runId} is still in flight; fork from a completed run, or wait for it to end`
+            : `run ${runId} is ${status.replace("_", " ")}: only a completed run is a stable point to fork from`
+        )
+      }
+      return run.value
+    })
+
+  const mergeBack: OrchestratorShape["mergeBack"] = (input) =>
+    Effect.gen(function* () {
+      const fork = yield* store.loadThread(input.forkThreadId)
+      if (Option.isNone(fork)) return yield* new ThreadNotFound({ threadId: input.forkThreadId })
+      const forkTransfer = inheritanceOf(fork.value)
+      if (fork.value.thread.lineage.relationshipToParent !== "fork" || forkTransfer === undefined) {
+        return yield* new NotAFork({ threadId: input.forkThreadId })
+      }
+      const latest = yield* store.lookup.latestStableRun(input.forkThreadId)
+      if (Option.isNone(latest)) {
+        return yield* new InvalidSourcePoint({
+          threadId: input.forkThreadId,
+          detail: "the fork has no completed run to merge back yet"
+        })
+      }
+      const transfer = mergeBackTransfer({
+        fork: fork.value.thread,
+        forkTransfer,
+        latest: latest.value,
+        now: new Date().toISOString()
+      })
+      return yield* actors.use(forkTransfer.sourceThreadId, (actor) =>
+        actor.ask("RecordTransfer", {
+          transfer,
+          receipt: input.commandId
+            ? {
+                commandId: input.commandId,
+                method: "thread.mergeBack",
+                hash: payloadHash({ forkThreadId: input.forkThreadId })
+              }
+            : null
+        })
+      )
+    })
+
+  const rollback: OrchestratorShape["rollback"] = (input) =>
+    Effect.gen(function* () {
+      const started = yield* actors.use(input.threadId, (actor) =>
+        actor.ask("Rollback", {
+          toRunOrdinal: input.toRunOrdinal,
+          restoreFiles: input.restoreFiles ?? false,
+          commandId: input.commandId
+        })
+      )
+      if (!started.replayed) {
+        const workspace = (yield* threadView(input.threadId)).thread.workspace
+        // Provider threads that can drop the rolled-back turns natively are kept usable.
+        const results = yield* Effect.forEach(
+          started.native,
+          (target) =>
+            sessions
+              .use(target.provider, workspace, (lease) =>
+                lease.handle.rollbackThread(target.nativeRef, target.beforeTurnRef)
+              )
+              .pipe(
+                Effect.match({
+                  onFailure: (error) => ({ providerThreadId: target.providerThreadId, detail: error.message }),
+                  onSuccess: () => ({ providerThreadId: target.providerThreadId, detail: null })
+                })
+              ),
+          { concurrency: 4 }
+        )
+        if (results.length > 0) {
+          yield* actors.use(input.threadId, (actor) =>
+            actor.ask("RollbackSettled", { toRunOrdinal: input.toRunOrdinal, results })
+          )
+        }
+        if (started.restore !== null) yield* restoreFiles(started.restore.workspace, started.restore.gitRef)
+        // Work this thread sent elsewhere from runs now rolled back is no longer to be delivered.
+        const view = yield* threadView(input.threadId)
+        const targets = new Set(
+          view.transfers
+            .filter(
+              (t) =>
+                t.sourceThreadId === input.threadId &&
+                t.targetThreadId !== input.threadId &&
+                t.status === "pending" &&
+                (t.type === "merge_back" || t.type === "subagent_result")
+            )
+            .map((t) => t.targetThreadId)
+        )
+        yield* Effect.forEach(
+          targets,
+          (target) => actors.use(target, (actor) => actor.ask("RevalidateIncoming", undefined)),
+          {
+            discard: true
+          }
+        )
+      }
+      return yield* threadView(input.threadId)
     })
 
   /** A thread exists once its first event (ThreadCreated) is in the log. */
@@ -175,10 +345,10 @@ export const makeOrchestrator = Effect.gen(function* () {
     follow,
     startRun,
     interruptRun,
-    forkThread: () => notSupported("thread.fork"),
-    mergeBack: () => notSupported("thread.mergeBack"),
-    rollback: () => notSupported("thread.rollback"),
-    spawnSubagent: () => notSupported("subagent.spawn"),
+    forkThread,
+    mergeBack,
+    rollback,
+    spawnSubagent: (input) => actors.spawnSubagent({ ...input, createdBy: "user" }),
     getHandoff: (handoffId) =>
       store
         .getHandoff(handoffId)

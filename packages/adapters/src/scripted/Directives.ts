@@ -15,6 +15,7 @@ export type Directive =
   | { readonly _tag: "Ask"; readonly question: string }
   | { readonly _tag: "Decide"; readonly text: string }
   | { readonly _tag: "Subagent"; readonly provider: string; readonly prompt: string }
+  | { readonly _tag: "Child"; readonly description: string }
   | { readonly _tag: "Forget" }
 
 const MARKER = /\[\[([a-z]+)(?::([\s\S]*?))?\]\]/g
@@ -68,6 +69,8 @@ const parseOne = (name: string, arg: string | undefined): Directive | null => {
       // `\n` (backslash, n) in the content stands for a newline.
       return { _tag: "Write", path: parts[0].trim(), content: parts[1].replace(/\\n/g, "\n") }
     }
+    case "child":
+      return arg !== undefined && arg.trim().length > 0 ? { _tag: "Child", description: arg.trim() } : null
     case "subagent": {
       const parts = arg === undefined ? null : splitFirst(arg)
       if (parts === null || parts[0].length === 0) return null

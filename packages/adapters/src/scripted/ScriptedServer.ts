@@ -159,6 +159,20 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
           case "Subagent":
             emit(nativeRef, { _tag: "SubagentRequested", provider: directive.provider, prompt: directive.prompt })
             break
+          case "Child": {
+            // A child agent this provider runs itself, with a native thread of its own.
+            const childRef = `child_${turnRef}_${items.length}`
+            const child = { type: "child_agent" as const, childRef, description: directive.description }
+            item({ ...child, status: "running", nativeThreadRef: null, result: null })
+            const childThread = freshNativeRef()
+            item({
+              ...child,
+              status: "completed",
+              nativeThreadRef: childThread,
+              result: `done: ${directive.description}`
+            })
+            break
+          }
           case "Write":
             item(writeFile(workspace, directive.path, directive.content))
             break

@@ -5,10 +5,10 @@
  * write the summary instead of the local summariser. Asking that provider is the run
  * driver's work, outside the actor's message handler.
  */
-import type { ProviderName, ProviderThread, RunId } from "@skein/domain"
+import type { ProviderName, RunId } from "@skein/domain"
 import type { BuiltHandoff } from "../context/HandoffBuilder.js"
 import { assembleHandoff } from "../context/HandoffBuilder.js"
-import type { ContextDecision } from "../context/ContextResolver.js"
+import type { ContextDecision, IncomingTransfer, InheritedContext } from "../context/ContextResolver.js"
 import { resolveStartContext } from "../context/ContextResolver.js"
 import type { RuntimeOptions } from "../RuntimeConfig.js"
 import type { ThreadState } from "../store/ThreadState.js"
@@ -26,6 +26,8 @@ export const decideContext = (
     readonly options: RuntimeOptions
     /** Re-planning a run already recorded (resume fallback). */
     readonly forRun?: RunId
+    readonly inherited?: InheritedContext | null
+    readonly incoming?: ReadonlyArray<IncomingTransfer>
   }
 ): ContextDecision => {
   const run = input.forRun === undefined ? undefined : runById(state, input.forRun)
@@ -38,6 +40,8 @@ export const decideContext = (
     resumeFailed: input.resumeFailed,
     budgetTokens: input.budgetTokens,
     policy: input.options.staleness,
+    inherited: input.inherited ?? null,
+    incoming: input.incoming ?? [],
     ...(run ? { runOrdinal: run.ordinal } : {})
   })
 }
@@ -45,6 +49,10 @@ export const decideContext = (
 /** The handoff the local summariser writes for a decision, from the material it carries. */
 export const localHandoff = (decision: ContextDecision, budgetTokens: number): BuiltHandoff | null =>
   decision._tag === "delta" || decision._tag === "portable" ? assembleHandoff(decision.material, budgetTokens) : null
+
+/** The handoffs delivered beside the decision's own (merged forks, subagent results), in order. */
+export const extraHandoffs = (decision: ContextDecision, budgetTokens: number): ReadonlyArray<BuiltHandoff> =>
+  decision.extras.map((extra) => assembleHandoff(extra.material, budgetTokens))
 
 /**
  * Which provider instance should write the summary, if not the local summariser: only
@@ -75,7 +83,3 @@ export const summaryWriter = (
   }
   return writer !== null && canSummarise(writer) ? (writer as ProviderName) : null
 }
-
-/** The provider thread a decision continues, when it continues one. */
-export const reusedProviderThread = (decision: ContextDecision): ProviderThread | null =>
-  decision._tag === "unsupported" ? null : decision.providerThread

@@ -14,8 +14,17 @@
  * does not stop within the grace period has its process killed.
  */
 import type { Rpc } from "@effect/rpc"
-import type { ProviderEvent, ProviderFailure, Run, RunFailure, SkeinError, TurnItemContent } from "@skein/domain"
-import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option } from "effect"
+import { ProviderName } from "@skein/domain"
+import type {
+  NativeRefStrength,
+  ProviderEvent,
+  ProviderFailure,
+  Run,
+  RunFailure,
+  SkeinError,
+  TurnItemContent
+} from "@skein/domain"
+import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option, Schema } from "effect"
 import type { Chunk } from "effect"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
 import type { FinishRun, RunContext, RunOutcome, SummaryOutcome, ThreadMessage } from "./ThreadProtocol.js"
@@ -30,6 +39,11 @@ export interface DriveInput {
   readonly workspace: string | null
   readonly sessions: ProviderSessionsShape
   readonly ask: ThreadAsk
+  /** The provider called the app tool `spawn_subagent`: start the child, say where it runs. */
+  readonly spawn: (
+    provider: ProviderName,
+    prompt: string
+  ) => Effect.Effect<{ readonly threadId: string; readonly runId: string }, SkeinError>
   /** Completed with the failure to record when the run must stop. */
   readonly stop: Deferred.Deferred<RunFailure>
   readonly graceMs: number
@@ -53,6 +67,10 @@ export const failureOf = (error: ProviderFailure | SkeinError): RunFailure => {
       return { reason: "provider_error", message: error.message }
   }
 }
+
+/** A native operation the provider refused (not a broken session): fall back to a portable handoff. */
+const recoverable = (error: ProviderFailure): boolean =>
+  error.kind === "resume_failed" || error.kind === "error" || error.kind === "unsupported"
 
 /** A call that timed out or died leaves its session suspect: close it. */
 const sessionSuspect = (error: unknown): boolean =>
@@ -98,20 +116,34 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   const ensureThread = (lease: SessionLease, initial: RunContext) =>
     Effect.gen(function* () {
       let context = initial
+      const bind = (ctx: RunContext, forked: boolean) => (native: { nativeRef: string; strength: NativeRefStrength }) =>
+        ask("BindNativeThread", {
+          runId: run.id,
+          providerThreadId: ctx.providerThread.id,
+          nativeRef: native.nativeRef,
+          strength: native.strength,
+          forked
+        }).pipe(Effect.as(native.nativeRef))
       const start = (ctx: RunContext) =>
-        lease.handle.startThread({ workspace: input.workspace, model: ctx.providerThread.settings.model }).pipe(
-          Effect.tap((native) =>
-            ask("BindNativeThread", {
-              runId: run.id,
-              providerThreadId: ctx.providerThread.id,
-              nativeRef: native.nativeRef,
-              strength: native.strength
-            })
-          ),
-          Effect.map((native) => native.nativeRef)
-        )
+        lease.handle
+          .startThread({ workspace: input.workspace, model: ctx.providerThread.settings.model })
+          .pipe(Effect.flatMap(bind(ctx, false)))
+      /** Re-plan with a full summary into a new provider thread, and start it. */
+      const fallBack = (detail: string) =>
+        Effect.gen(function* () {
+          context = yield* ask("ResumeFailed", { runId: run.id, detail })
+          context = yield* ensureSummary(context)
+          return yield* start(context)
+        })
       let nativeRef = context.providerThread.nativeRef
-      if (nativeRef === null) {
+      if (nativeRef === null && context.fork !== null) {
+        // Inherit natively: fork the source's own provider thread at the source turn.
+        const { nativeRef: from, turnRef } = context.fork
+        const forked = yield* Effect.either(lease.handle.forkThread(from, turnRef))
+        if (Either.isRight(forked)) nativeRef = yield* bind(context, true)(forked.right)
+        else if (recoverable(forked.left)) nativeRef = yield* fallBack(`native fork failed: ${forked.left.detail}`)
+        else return yield* forked.left
+      } else if (nativeRef === null) {
         nativeRef = yield* start(context)
       } else if (!lease.loadedRefs.has(nativeRef) || run.contextResolution !== "none") {
         // Coming back after other runs: resume explicitly even in a warm process, since
@@ -119,9 +151,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
         const resumed = yield* Effect.either(lease.handle.resumeThread(nativeRef))
         if (Either.isLeft(resumed)) {
           if (resumed.left.kind !== "resume_failed") return yield* resumed.left
-          context = yield* ask("ResumeFailed", { runId: run.id, detail: resumed.left.detail })
-          context = yield* ensureSummary(context)
-          nativeRef = yield* start(context)
+          nativeRef = yield* fallBack(resumed.left.detail)
         }
       }
       lease.loadedRefs.add(nativeRef)
@@ -138,57 +168,79 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
    * burst of events that means fewer transactions and fewer frames, and with events
    * that trickle in, one commit each as before.
    */
-  const onChunk = (events: Chunk.Chunk<ProviderEvent>): Effect.Effect<void, SkeinError> => {
-    const items: Array<TurnItemContent> = []
-    let ended = false
-    for (const event of events) {
-      switch (event._tag) {
-        case "TurnStarted":
-          turnRef = event.turnRef
-          break
-        case "Item":
-          items.push(event.item)
-          break
-        case "SubagentRequested":
-          items.push({
-            type: "tool_call",
-            name: "spawn_subagent",
-            input: JSON.stringify({ provider: event.provider, prompt: event.prompt }),
-            output: null
-          })
-          break
-        case "TurnInterrupted":
-          outcome = "interrupted"
-          turnRef = event.turnRef
-          ended = true
-          break
-        case "TurnCompleted":
-          turnRef = event.turnRef
-          ended = true
-          break
+  /** The app tool `spawn_subagent`: the child starts now; the call's output says where, or why not. */
+  const spawnCall = (provider: string, prompt: string): Effect.Effect<TurnItemContent> =>
+    Effect.suspend(() => {
+      const named = Schema.decodeUnknownOption(ProviderName)(provider)
+      const started = Option.isNone(named)
+        ? Effect.fail(`"${provider}" is not a provider instance name`)
+        : input.spawn(named.value, prompt).pipe(Effect.mapError((error) => error.message))
+      return started.pipe(
+        Effect.match({
+          onFailure: (why) => JSON.stringify({ error: why }),
+          onSuccess: (child) => JSON.stringify(child)
+        }),
+        Effect.map((output): TurnItemContent => ({
+          type: "tool_call",
+          name: "spawn_subagent",
+          input: JSON.stringify({ provider, prompt }),
+          output
+        }))
+      )
+    })
+
+  const onChunk = (events: Chunk.Chunk<ProviderEvent>): Effect.Effect<void, SkeinError> =>
+    Effect.gen(function* () {
+      const items: Array<TurnItemContent> = []
+      let ended = false
+      for (const event of events) {
+        switch (event._tag) {
+          case "TurnStarted":
+            turnRef = event.turnRef
+            break
+          case "Item":
+            items.push(event.item)
+            break
+          case "SubagentRequested":
+            items.push(yield* spawnCall(event.provider, event.prompt))
+            break
+          case "TurnInterrupted":
+            outcome = "interrupted"
+            turnRef = event.turnRef
+            ended = true
+            break
+          case "TurnCompleted":
+            turnRef = event.turnRef
+            ended = true
+            break
+        }
       }
-    }
-    if (ended) {
-      tail = items
-      return Effect.void
-    }
-    return Arr.isNonEmptyArray(items) ? ask("RecordItems", { runId: run.id, items }) : Effect.void
-  }
+      if (ended) {
+        tail = items
+        return
+      }
+      if (Arr.isNonEmptyArray(items)) yield* ask("RecordItems", { runId: run.id, items })
+    })
 
   const turn = (lease: SessionLease, initial: RunContext) =>
     Effect.gen(function* () {
       const { context, nativeRef } = yield* ensureThread(lease, initial)
       if (yield* Deferred.isDone(input.stop)) return { outcome: "interrupted", turnRef: null } satisfies TurnResult
       turnSent = true
-      const handoff = context.handoff
+      // One block: the run's own handoff, then whatever it brings in from other threads.
+      const blocks = [...(context.handoff ? [context.handoff] : []), ...context.extras]
       const consume = lease.handle.runTurn(
         {
           nativeRef,
           runId: run.id,
           message: run.message,
           handoff:
-            handoff && context.delivery
-              ? { handoffId: handoff.id, delivery: context.delivery, text: handoff.summaryText }
+            blocks.length > 0 && context.delivery
+              ? {
+                  handoffId: blocks[0]!.id,
+                  delivery: context.delivery,
+                  text: blocks.map((h) => h.summaryText).join("\n\n")
+                }
               : null,
           model: run.model,
           workspace: input.workspace

@@ -16,7 +16,10 @@
  *   to the provider from outside the mailbox, so the thread keeps answering.
  */
 import type {
+  AppThread,
   CommandId,
+  ContextTransfer,
+  Run,
   ProviderAdapter,
   RespondApprovalFields,
   RunFailure,
@@ -29,6 +32,11 @@ import type {
 import {
   ActorFailed,
   ActorStopped,
+  ContextTransferId,
+  InvalidInput,
+  InvalidSourcePoint,
+  ObserveOnlyThread,
+  TransferRecorded,
   ApprovalNotFound,
   CommandConflict,
   HandoffNotFound,
@@ -49,7 +57,12 @@ import { EventStore } from "../store/EventStore.js"
 import { applyEvent } from "../store/Projection.js"
 import type { ThreadState } from "../store/ThreadState.js"
 import { activeRun, itemsOf, runById } from "../store/ThreadState.js"
-import { decideContext, localHandoff, summaryWriter } from "./ContextPlanning.js"
+import type { InheritedContext } from "../context/ContextResolver.js"
+import { childResults } from "../lineage/Subagents.js"
+import type { SpawnInput } from "../lineage/Spawn.js"
+import { loadIncoming, loadInherited } from "../lineage/LineageContext.js"
+import { planRollback, planRollbackSettled } from "../lineage/Rollback.js"
+import { decideContext, extraHandoffs, localHandoff, summaryWriter } from "./ContextPlanning.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import { payloadHash } from "./Receipts.js"
 import { driveRun, failureOf } from "./RunDriver.js"
@@ -62,6 +75,7 @@ import {
   planBindNativeThread,
   planFinish,
   planItems,
+  planObservedChild,
   planResumeFallback,
   planRunStart,
   planSummary
@@ -108,9 +122,15 @@ const startRunHash = (command: StartRunPayload) =>
     handoffBudgetTokens: command.handoffBudgetTokens ?? null
   })
 
-/** What receipts of run.start / run.interrupt and approval.respond hold. */
+/** What receipts of run.start / run.interrupt, approval.respond, thread.mergeBack and thread.rollback hold. */
 const RunReceipt = Schema.Struct({ runId: RunId })
 const ItemReceipt = Schema.Struct({ itemId: TurnItemId })
+const TransferReceipt = Schema.Struct({ transferId: ContextTransferId })
+const RollbackReceipt = Schema.Struct({ toRunOrdinal: Schema.Int })
+
+/** Incoming transfers whose source run was rolled back since: superseded, never delivered. */
+const supersede = (stale: ReadonlyArray<ContextTransfer>, _now: string): Array<ThreadEvent> =>
+  stale.map((transfer) => new TransferRecorded({ transfer: { ...transfer, status: "superseded" } }))
 
 const interrupted: RunFailure = { reason: "user_interrupt", message: "The run was interrupted" }
 
@@ -135,7 +155,8 @@ const describeCause = (cause: Cause.Cause<unknown>): string => {
  */
 export const makeThreadActor = (
   threadId: ThreadId,
-  retain: Effect.Effect<void, never, Scope.Scope>
+  retain: Effect.Effect<void, never, Scope.Scope>,
+  spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
 ): Effect.Effect<ThreadActor, SkeinError, Scope.Scope | EventStore | ProviderSessions | RuntimeConfig> =>
   Effect.gen(function* () {
     const store = yield* EventStore
@@ -150,6 +171,8 @@ export const makeThreadActor = (
       )
     let state: ThreadState = yield* load
     let current: ActiveRun | null = null
+    /** What this thread inherited, read from its source once (it does not change). */
+    const inheritedCache = new Map<string, Omit<InheritedContext, "transfer" | "open">>()
     /** Approvals whose decision is on its way to the provider. */
     const answering = new Set<string>()
 
@@ -243,6 +266,23 @@ export const makeThreadActor = (
         )
       })
 
+    /**
+     * Child agents the provider ran natively that have ended with a thread of their own
+     * get an observe-only app thread (a new log, written here once): the item names it.
+     */
+    const observeChildren = (runId: RunId, events: ReadonlyArray<ThreadEvent>) =>
+      Effect.forEach(events, (event) => {
+        const run = runById(state, runId)
+        if (event._tag !== "TurnItemRecorded" || event.item.type !== "child_agent" || run === undefined) {
+          return Effect.succeed(event)
+        }
+        const observed = planObservedChild(state, run, event.item, now())
+        if (observed === null) return Effect.succeed(event)
+        return store
+          .append({ threadId: observed.threadId, events: observed.events, expectedSequence: 0 })
+          .pipe(Effect.as(new TurnItemRecorded({ item: observed.item }) as ThreadEvent))
+      })
+
     // Set once the actor exists: runs' drivers talk to their own actor.
     let ask: ThreadAsk = () => Effect.fail(new ActorStopped({ threadId }))
     const actorScope = yield* Effect.scope
@@ -254,6 +294,11 @@ export const makeThreadActor = (
         workspace: state.thread.workspace,
         sessions,
         ask: (tag, payload) => ask(tag, payload),
+        spawn: (provider, prompt) =>
+          Effect.map(spawn({ parentThreadId: threadId, provider, prompt, createdBy: "agent" }), ({ run, thread }) => ({
+            threadId: thread.id,
+            runId: run.id
+          })),
         stop: control.stop,
         graceMs: config.interruptGraceMs
       }).pipe(
@@ -279,18 +324,26 @@ export const makeThreadActor = (
           const hash = startRunHash(command)
           const replayed = yield* replay(command.commandId, "run.start", hash, RunReceipt)
           if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
+          if (state.thread.lineage.observeOnly) return yield* new ObserveOnlyThread({ threadId })
           const adapter = yield* sessions.adapter(command.provider)
           const busy = activeRun(state)
           if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
           const provider = infoOf(adapter)
           const budgetTokens = command.handoffBudgetTokens ?? config.handoffBudgetTokens
+          // What this thread takes in from others: read now, when a run needs it.
+          const returned = yield* childResults(store, state, now())
+          if (returned.length > 0) yield* commit(returned)
+          const { incoming, stale } = yield* loadIncoming(store, state)
+          const inherited = yield* loadInherited(store, state, inheritedCache)
           const decision = decideContext(state, {
             provider,
             model: command.model ?? adapter.model,
             cleanContext: command.cleanContext ?? false,
             resumeFailed: false,
             budgetTokens,
-            options: config
+            options: config,
+            inherited,
+            incoming
           })
           if (decision._tag === "unsupported") {
             return yield* new UnsupportedContextTransfer({ provider: command.provider, detail: decision.detail })
@@ -303,10 +356,15 @@ export const makeThreadActor = (
             provider,
             decision,
             draft,
+            extras: extraHandoffs(decision, budgetTokens),
             summaryBy: draft ? summaryWriter(state, decision, provider, config, canSummarise) : null,
             now: now()
           })
-          yield* commit(plan.events, command.commandId, { method: "run.start", hash, result: { runId: plan.run.id } })
+          yield* commit([...supersede(stale, now()), ...plan.events], command.commandId, {
+            method: "run.start",
+            hash,
+            result: { runId: plan.run.id }
+          })
           const control: ActiveRun = {
             runId: plan.run.id,
             context: plan.context,
@@ -396,11 +454,13 @@ export const makeThreadActor = (
         })),
 
       RecordItems: ({ items, runId }) =>
-        current?.runId === runId ? commit(planItems(state, runId, items, now())) : Effect.void,
-
-      BindNativeThread: ({ nativeRef, providerThreadId, runId, strength }) =>
         current?.runId === runId
-          ? commit(planBindNativeThread(state, providerThreadId, nativeRef, strength, now()))
+          ? Effect.flatMap(observeChildren(runId, planItems(state, runId, items, now())), (events) => commit(events))
+          : Effect.void,
+
+      BindNativeThread: ({ forked, nativeRef, providerThreadId, runId, strength }) =>
+        current?.runId === runId
+          ? commit(planBindNativeThread(state, { runId, providerThreadId, nativeRef, strength, forked, now: now() }))
           : Effect.void,
 
       RecordSummary: ({ handoffId, runId, summary }) =>
@@ -430,7 +490,8 @@ export const makeThreadActor = (
             resumeFailed: true,
             budgetTokens,
             options: config,
-            forRun: run.id
+            forRun: run.id,
+            inherited: yield* loadInherited(store, state, inheritedCache)
           })
           if (decision._tag === "unsupported") {
             return yield* new UnsupportedContextTransfer({ provider: run.provider, detail: decision.detail })
@@ -446,13 +507,14 @@ export const makeThreadActor = (
             now: now()
           })
           yield* commit(plan.events)
-          control.context = plan.context
-          return plan.context
+          // What else the run delivers (merged work) was recorded at its start and stays.
+          control.context = { ...plan.context, extras: control.context.extras }
+          return control.context
         }),
 
       FinishRun: (message) =>
         Effect.gen(function* () {
-          const events = planFinish(state, { ...message, now: now() })
+          const events = yield* observeChildren(message.runId, planFinish(state, { ...message, now: now() }))
           const control = current !== null && current.runId === message.runId ? current : null
           const stopCommandId = control?.stopCommandId ?? undefined
           yield* commit(
@@ -464,6 +526,80 @@ export const makeThreadActor = (
           )
           if (control) current = null
         }),
+
+      RecordTransfer: ({ receipt, transfer }) =>
+        Effect.gen(function* () {
+          if (receipt !== null) {
+            const replayed = yield* replay(receipt.commandId, receipt.method, receipt.hash, TransferReceipt)
+            if (Option.isSome(replayed)) {
+              const recorded = state.transfers.get(replayed.value.transferId)
+              if (recorded) return recorded
+            }
+          }
+          // The same source run sent here twice (a retry, a reconciliation): one transfer.
+          for (const existing of state.transfers.values()) {
+            if (
+              existing.type === transfer.type &&
+              existing.sourceThreadId === transfer.sourceThreadId &&
+              existing.sourcePoint.runId === transfer.sourcePoint.runId &&
+              existing.status === "pending"
+            ) {
+              return existing
+            }
+          }
+          yield* commit(
+            [new TransferRecorded({ transfer })],
+            receipt?.commandId,
+            receipt ? { method: receipt.method, hash: receipt.hash, result: { transferId: transfer.id } } : undefined
+          )
+          return transfer
+        }),
+
+      Rollback: ({ commandId, restoreFiles, toRunOrdinal }) =>
+        Effect.gen(function* () {
+          const hash = payloadHash({ threadId, toRunOrdinal, restoreFiles })
+          const replayed = yield* replay(commandId, "thread.rollback", hash, RollbackReceipt)
+          if (Option.isSome(replayed)) return { replayed: true, native: [], restore: null }
+          const busy = activeRun(state)
+          if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
+          const last = state.runs.length
+          if (toRunOrdinal > last) {
+            return yield* new InvalidInput({
+              detail: `thread ${threadId} has ${last} run(s): it cannot be rolled back to run ${toRunOrdinal}`
+            })
+          }
+          let restore: { workspace: string; gitRef: string } | null = null
+          if (restoreFiles) {
+            const checkpoint = [...state.checkpoints.values()].find(
+              (c) => c.runOrdinal === toRunOrdinal && c.kind === "git" && c.status === "ready" && c.gitRef !== null
+            )
+            if (checkpoint === undefined || state.thread.workspace === null) {
+              return yield* new InvalidSourcePoint({
+                threadId,
+                detail: `run ${toRunOrdinal} has no git checkpoint to restore files from (its workspace is not a git repository, or the run did not complete)`
+              })
+            }
+            restore = { workspace: state.thread.workspace, gitRef: checkpoint.gitRef! }
+          }
+          const plan = planRollback(state, {
+            toRunOrdinal,
+            capabilitiesOf: (name) => sessions.adapters.find((a) => a.name === name)?.capabilities,
+            now: now()
+          })
+          // Recorded even when nothing changes, so that the commandId answers the same.
+          yield* commit(plan.events.length > 0 ? plan.events : [], commandId, {
+            method: "thread.rollback",
+            hash,
+            result: { toRunOrdinal }
+          })
+          return { replayed: false, native: plan.native, restore }
+        }),
+
+      RollbackSettled: ({ results, toRunOrdinal }) =>
+        commit(planRollbackSettled(state, { toRunOrdinal, results, now: now() })),
+
+      RevalidateIncoming: () =>
+        Effect.flatMap(loadIncoming(store, state), ({ stale }) => commit(supersede(stale, now()))),
 
       DriverExited: ({ detail, runId }) =>
         current !== null && current.runId === runId

@@ -7,11 +7,13 @@
  * defect failed) is dropped, so the next use activates a fresh one from storage.
  * A cluster-backed implementation can replace this service without touching the actor.
  */
-import type { SkeinError, ThreadId } from "@skein/domain"
+import type { AppThread, Run, SkeinError, ThreadId } from "@skein/domain"
 import { Context, Duration, Effect, Layer } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
-import type { EventStore } from "../store/EventStore.js"
-import type { ProviderSessions } from "./ProviderSessions.js"
+import type { SpawnInput } from "../lineage/Spawn.js"
+import { spawnSubagent } from "../lineage/Spawn.js"
+import { EventStore } from "../store/EventStore.js"
+import { ProviderSessions } from "./ProviderSessions.js"
 import * as RcRegistry from "./RcRegistry.js"
 import type { ThreadActor } from "./ThreadActor.js"
 import { makeThreadActor } from "./ThreadActor.js"
@@ -24,6 +26,10 @@ export interface ThreadActorsShape {
   ) => Effect.Effect<A, E | SkeinError>
   /** Threads whose actor is active now. */
   readonly activeThreads: Effect.Effect<ReadonlyArray<ThreadId>>
+  /** Start a subagent: its child thread, its run, and its result's way back. */
+  readonly spawnSubagent: (
+    input: SpawnInput
+  ) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
 }
 
 export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<ThreadActors, ThreadActorsShape>() {
@@ -31,12 +37,29 @@ export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<Thr
     ThreadActors,
     Effect.gen(function* () {
       const config = yield* RuntimeConfig
+      const store = yield* EventStore
+      const sessions = yield* ProviderSessions
+      const scope = yield* Effect.scope
       // eslint-disable-next-line prefer-const
       let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
       const retain = (threadId: ThreadId) => Effect.orDie(actors.get(threadId)).pipe(Effect.asVoid)
+      const use: ThreadActorsShape["use"] = (threadId, f) => Effect.scoped(Effect.flatMap(actors.get(threadId), f))
+      const spawn = (input: SpawnInput) =>
+        spawnSubagent(
+          {
+            store,
+            providerExists: (name) => Effect.asVoid(sessions.adapter(name)),
+            startRun: ({ message, provider, threadId }) =>
+              use(threadId, (actor) => actor.ask("StartRun", { threadId, provider, message })),
+            recordResult: (parentId, transfer) =>
+              use(parentId, (actor) => actor.ask("RecordTransfer", { transfer, receipt: null })),
+            scope
+          },
+          input
+        )
       const activate = (threadId: ThreadId) =>
         Effect.gen(function* () {
-          const actor = yield* makeThreadActor(threadId, retain(threadId))
+          const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
           // Stopped for good: drop it, so the next use starts again from storage.
           const drop = Effect.suspend(() =>
             actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void
@@ -45,8 +68,7 @@ export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<Thr
           return actor
         })
       actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
-      const use: ThreadActorsShape["use"] = (threadId, f) => Effect.scoped(Effect.flatMap(actors.get(threadId), f))
-      return { use, activeThreads: actors.keys } satisfies ThreadActorsShape
+      return { use, activeThreads: actors.keys, spawnSubagent: spawn } satisfies ThreadActorsShape
     })
   )
 }

@@ -3,7 +3,9 @@
  * the events to append. No I/O; the actor persists the events, then folds them in.
  */
 import type {
+  AppThread,
   Checkpoint,
+  ThreadId,
   ContextHandoff,
   ContextTransfer,
   DiffEntry,
@@ -22,6 +24,7 @@ import type {
 } from "@skein/domain"
 import {
   CheckpointRecorded,
+  ThreadCreated,
   HandoffRecorded,
   makeId,
   ProviderThreadRecorded,
@@ -62,7 +65,7 @@ export interface StartPlan {
 
 /** A provider thread the decision retires (marked stale with its reasons). */
 const retiredBy = (decision: RunDecision): ProviderThread | null =>
-  decision._tag === "none" || decision._tag === "portable" ? decision.replaces : null
+  decision._tag === "none" || decision._tag === "portable" || decision._tag === "native" ? decision.replaces : null
 
 /** The handoff part of a decision, when it has one. */
 const handoffOf = (decision: RunDecision) =>
@@ -133,7 +136,8 @@ const recordHandoff = (
         ...options.existingTransfer,
         status: "resolved_portable",
         resolution,
-        reasons: [...spec.reasons]
+        reasons: [...spec.reasons],
+        consumedByRunId: options.runId
       }
     : {
         id: makeId.transfer(),
@@ -162,7 +166,7 @@ const recordHandoff = (
         createdBy: "system",
         createdAt: options.now,
         consumedAt: null,
-        consumedByRunId: null
+        consumedByRunId: options.runId
       }
   const handoff: ContextHandoff = {
     id: handoffId,
@@ -222,6 +226,68 @@ const handoffItem = (
   })
 
 /**
+ * The handoffs a run delivers beside its own (a merged fork's work, a subagent's
+ * result): one per incoming transfer, each resolved for this run, with its block
+ * recorded on the run.
+ */
+const recordExtras = (
+  state: ThreadState,
+  input: {
+    readonly runId: RunId
+    readonly target: ProviderThread
+    readonly decision: RunDecision
+    readonly built: ReadonlyArray<BuiltHandoff>
+    readonly delivery: HandoffDelivery | null
+    readonly firstSeq: number
+    readonly now: string
+  }
+): { readonly events: Array<ThreadEvent>; readonly handoffs: Array<ContextHandoff> } => {
+  const events: Array<ThreadEvent> = []
+  const handoffs: Array<ContextHandoff> = []
+  input.decision.extras.forEach((extra, i) => {
+    const draft = input.built[i]!
+    const handoffId = makeId.handoff()
+    const handoff: ContextHandoff = {
+      id: handoffId,
+      transferId: extra.transfer.id,
+      // It tells about another thread's runs: never part of this thread's coverage.
+      threadId: extra.transfer.sourceThreadId,
+      targetRunId: input.runId,
+      kind: extra.kind,
+      strategy: extra.strategy,
+      fromProviderThreadIds: [],
+      toProviderThreadId: input.target.id,
+      coveredRunOrdinals: { from: extra.material.from, to: extra.material.to },
+      payload: draft.payload,
+      summaryText: draft.summaryText,
+      tokenEstimate: draft.tokenEstimate,
+      budgetTokens: draft.budgetTokens,
+      status: "ready",
+      supersededBy: null,
+      createdByProvider: null,
+      createdAt: input.now,
+      updatedAt: input.now
+    }
+    handoffs.push(handoff)
+    events.push(
+      new TransferRecorded({
+        transfer: {
+          ...extra.transfer,
+          status: "resolved_portable",
+          resolution: { strategy: "delta_context", contextHandoffId: handoffId },
+          consumedByRunId: input.runId
+        }
+      }),
+      new HandoffRecorded({ handoff })
+    )
+    if (input.delivery) {
+      events.push(handoffItem(state, input.runId, input.firstSeq + i, handoff, input.delivery, input.now))
+    }
+  })
+  return { events, handoffs }
+}
+
+/**
  * Start a run: the run, its provider thread, and the transfer + handoff when context
  * must cross. `draft` is the local summariser's handoff for the decision; when a
  * provider is to write the summary (`summaryBy`), the handoff is recorded `pending`
@@ -236,6 +302,8 @@ export const planRunStart = (
     readonly provider: ProviderInfo
     readonly decision: RunDecision
     readonly draft: BuiltHandoff | null
+    /** One per `decision.extras`, in order. */
+    readonly extras: ReadonlyArray<BuiltHandoff>
     readonly summaryBy: ProviderName | null
     readonly now: string
   }
@@ -262,11 +330,14 @@ export const planRunStart = (
       decision: spec,
       draft: input.draft,
       summaryBy: input.summaryBy,
-      existingTransfer: null,
+      existingTransfer: decision.resolves,
       now
     })
     handoff = recorded.handoff
     events.push(new TransferRecorded({ transfer: recorded.transfer }), new HandoffRecorded({ handoff }))
+  } else if (decision.resolves) {
+    // A native fork: the transfer is resolved once the provider has forked.
+    events.push(new TransferRecorded({ transfer: { ...decision.resolves, consumedByRunId: runId } }))
   }
   const run: Run = {
     id: runId,
@@ -287,13 +358,32 @@ export const planRunStart = (
   }
   events.push(new RunStarted({ run }))
   events.push(new TurnItemRecorded({ item: item(state, runId, 0, { type: "user_message", text: input.message }, now) }))
-  const delivery = spec?.delivery ?? null
-  if (handoff && delivery && handoff.status === "ready")
-    events.push(handoffItem(state, runId, 1, handoff, delivery, now))
+  const delivery = spec?.delivery ?? provider.capabilities.handoffDelivery[0] ?? null
+  let seq = 1
+  if (handoff && delivery && handoff.status === "ready") {
+    events.push(handoffItem(state, runId, seq++, handoff, delivery, now))
+  }
+  const extras = recordExtras(state, {
+    runId,
+    target: providerThread,
+    decision,
+    built: input.extras,
+    delivery,
+    firstSeq: seq,
+    now
+  })
+  events.push(...extras.events)
   return {
     decision,
     run,
-    context: { providerThread, handoff, delivery, summaryBy: handoff?.status === "pending" ? input.summaryBy : null },
+    context: {
+      providerThread,
+      handoff,
+      extras: extras.handoffs,
+      delivery,
+      summaryBy: handoff?.status === "pending" ? input.summaryBy : null,
+      fork: decision._tag === "native" ? decision.fork : null
+    },
     events
   }
 }
@@ -345,7 +435,8 @@ export const planResumeFallback = (
           decision: spec,
           draft: input.draft,
           summaryBy: input.summaryBy,
-          existingTransfer: previous ? (state.transfers.get(previous.transferId) ?? null) : null,
+          existingTransfer:
+            input.decision.resolves ?? (previous ? (state.transfers.get(previous.transferId) ?? null) : null),
           now
         })
       : null
@@ -377,7 +468,14 @@ export const planResumeFallback = (
   return {
     decision: input.decision,
     run: updated,
-    context: { providerThread, handoff, delivery, summaryBy: handoff?.status === "pending" ? input.summaryBy : null },
+    context: {
+      providerThread,
+      handoff,
+      extras: [],
+      delivery,
+      summaryBy: handoff?.status === "pending" ? input.summaryBy : null,
+      fork: null
+    },
     events
   }
 }
@@ -430,22 +528,166 @@ export const planItems = (
   contents: ReadonlyArray<TurnItemContent>,
   now: string
 ): Array<TurnItemRecorded> => {
-  const first = itemsOf(state, runId).length
-  return contents.map((content, i) => new TurnItemRecorded({ item: item(state, runId, first + i, content, now) }))
+  const existing = itemsOf(state, runId)
+  let next = existing.length
+  const children = new Map<string, TurnItem>()
+  for (const it of existing) if (it.type === "child_agent") children.set(it.childRef, it)
+  const out: Array<TurnItemRecorded> = []
+  for (const content of contents) {
+    // A child agent is one node of the run, updated in place as it reports.
+    const earlier = content.type === "child_agent" ? children.get(content.childRef) : undefined
+    const recorded: TurnItem =
+      earlier !== undefined && content.type === "child_agent"
+        ? {
+            ...earlier,
+            ...content,
+            ...(earlier.type === "child_agent" && earlier.childThreadId !== undefined
+              ? { childThreadId: earlier.childThreadId }
+              : {})
+          }
+        : item(state, runId, next++, content, now)
+    if (recorded.type === "child_agent") children.set(recorded.childRef, recorded)
+    out.push(new TurnItemRecorded({ item: recorded }))
+  }
+  return out
 }
 
+/**
+ * A child agent the provider ran natively, that has its own native thread and has
+ * ended, gets an observe-only app thread (relationship `subagent`): readable, never
+ * driven. Its log holds one run mirroring the child: what it was asked, what it
+ * answered. Returns the thread's events, and the item now naming that thread.
+ */
+export const planObservedChild = (
+  state: ThreadState,
+  run: Run,
+  child: TurnItem & { readonly type: "child_agent" },
+  now: string
+): { readonly threadId: ThreadId; readonly events: ReadonlyArray<ThreadEvent>; readonly item: TurnItem } | null => {
+  if (child.nativeThreadRef === null || child.status === "running" || child.childThreadId !== undefined) return null
+  const threadId = makeId.thread()
+  const thread: AppThread = {
+    id: threadId,
+    title: child.description.replace(/\s+/g, " ").trim().slice(0, 200),
+    workspace: state.thread.workspace,
+    lineage: {
+      parentThreadId: state.thread.id,
+      relationshipToParent: "subagent",
+      rootThreadId: state.thread.lineage.rootThreadId,
+      observeOnly: true
+    },
+    createdAt: now,
+    updatedAt: now
+  }
+  const mirrored: Run = {
+    id: makeId.run(),
+    threadId,
+    ordinal: 1,
+    provider: run.provider,
+    model: run.model,
+    message: child.description,
+    status: child.status === "completed" ? "completed" : "failed",
+    providerThreadId: null,
+    contextHandoffId: null,
+    contextResolution: null,
+    failure:
+      child.status === "failed"
+        ? { reason: "provider_error", message: child.result ?? "the child agent failed" }
+        : null,
+    commandId: null,
+    createdAt: now,
+    startedAt: now,
+    completedAt: now
+  }
+  const at = (seq: number, content: TurnItemContent): TurnItem => ({
+    id: makeId.turnItem(),
+    threadId,
+    runId: mirrored.id,
+    seq,
+    createdAt: now,
+    ...content
+  })
+  const events: Array<ThreadEvent> = [
+    new ThreadCreated({ thread }),
+    new RunStarted({ run: { ...mirrored, status: "running", completedAt: null, failure: null } }),
+    new TurnItemRecorded({ item: at(0, { type: "user_message", text: child.description }) })
+  ]
+  if (child.result !== null) {
+    events.push(new TurnItemRecorded({ item: at(1, { type: "assistant_message", text: child.result }) }))
+  }
+  events.push(new RunEnded({ run: mirrored }))
+  return { threadId, events, item: { ...child, childThreadId: threadId } }
+}
+
+/**
+ * The run's provider thread got its native ref. When it came from forking the
+ * source's native thread, the inherited transfer this run resolves is `resolved_native`.
+ */
 export const planBindNativeThread = (
   state: ThreadState,
-  providerThreadId: ProviderThreadId,
-  nativeRef: string,
-  strength: ProviderThread["nativeRefStrength"],
-  now: string
+  input: {
+    readonly runId: RunId
+    readonly providerThreadId: ProviderThreadId
+    readonly nativeRef: string
+    readonly strength: ProviderThread["nativeRefStrength"]
+    readonly forked: boolean
+    readonly now: string
+  }
 ): ReadonlyArray<ThreadEvent> => {
-  const pt = state.providerThreads.get(providerThreadId)
+  const { nativeRef, now } = input
+  const pt = state.providerThreads.get(input.providerThreadId)
   if (!pt) return []
-  return [
-    new ProviderThreadRecorded({ providerThread: { ...pt, nativeRef, nativeRefStrength: strength, updatedAt: now } })
+  const events: Array<ThreadEvent> = [
+    new ProviderThreadRecorded({
+      providerThread: { ...pt, nativeRef, nativeRefStrength: input.strength, updatedAt: now }
+    })
   ]
+  if (input.forked) {
+    for (const transfer of state.transfers.values()) {
+      if (transfer.consumedByRunId === input.runId && transfer.status === "pending") {
+        events.push(
+          new TransferRecorded({
+            transfer: {
+              ...transfer,
+              status: "resolved_native",
+              resolution: { strategy: "native_fork", providerThreadRef: nativeRef }
+            }
+          })
+        )
+      }
+    }
+  }
+  return events
+}
+
+/**
+ * What becomes of the transfers a run resolved when it ends. Kept (the provider took
+ * the turn): consumed. Not kept: a transfer into this thread from elsewhere (a fork's
+ * source, a merge-back, a subagent's result) waits for the next run again; a provider
+ * switch's own transfer failed (the next run decides anew).
+ */
+const settleTransfers = (state: ThreadState, runId: RunId, kept: boolean, now: string): Array<ThreadEvent> => {
+  const events: Array<ThreadEvent> = []
+  for (const transfer of state.transfers.values()) {
+    if (transfer.consumedByRunId !== runId || transfer.status === "consumed" || transfer.status === "superseded") {
+      continue
+    }
+    const next: ContextTransfer = kept
+      ? { ...transfer, status: "consumed", consumedAt: now }
+      : transfer.type === "provider_handoff"
+        ? { ...transfer, status: "failed" }
+        : { ...transfer, status: "pending", resolution: null, consumedByRunId: null }
+    events.push(new TransferRecorded({ transfer: next }))
+  }
+  // Handoffs delivered beside the run's own that reached no provider for good.
+  if (!kept) {
+    for (const handoff of state.handoffs.values()) {
+      if (handoff.targetRunId === runId && handoff.threadId !== state.thread.id && handoff.status === "ready") {
+        events.push(new HandoffRecorded({ handoff: { ...handoff, status: "failed", updatedAt: now } }))
+      }
+    }
+  }
+  return events
 }
 
 const diffOf = (items: ReadonlyArray<TurnItem>): Array<DiffEntry> => {
@@ -513,18 +755,7 @@ export const planFinish = (
     // Its summary was never finished, so it reached no provider.
     events.push(new HandoffRecorded({ handoff: { ...handoff, status: "failed", updatedAt: now } }))
   }
-  if (handoff) {
-    const transfer = state.transfers.get(handoff.transferId)
-    if (transfer) {
-      events.push(
-        new TransferRecorded({
-          transfer: kept
-            ? { ...transfer, status: "consumed", consumedAt: now, consumedByRunId: run.id }
-            : { ...transfer, status: "failed" }
-        })
-      )
-    }
-  }
+  events.push(...settleTransfers(state, run.id, kept, now))
   const ended: Run = {
     ...run,
     status: input.outcome,

@@ -16,6 +16,7 @@ import {
   CommandId,
   ContextHandoff,
   ContextHandoffId,
+  ContextTransfer,
   HandoffDelivery,
   InterruptRunFields,
   ProviderName,
@@ -45,9 +46,13 @@ export type RunAccepted = typeof RunAccepted.Type
 export const RunContext = Schema.Struct({
   providerThread: ProviderThread,
   handoff: Schema.NullOr(ContextHandoff),
+  /** Handoffs delivered beside it: merged forks, subagent results (in creation order). */
+  extras: Schema.Array(ContextHandoff),
   delivery: Schema.NullOr(HandoffDelivery),
   /** A provider asked to write the handoff's summary first (it is `pending` until then). */
-  summaryBy: Schema.NullOr(ProviderName)
+  summaryBy: Schema.NullOr(ProviderName),
+  /** Fork the source's native thread at this turn instead of starting a new one. */
+  fork: Schema.NullOr(Schema.Struct({ nativeRef: Schema.String, turnRef: Schema.String }))
 })
 export type RunContext = typeof RunContext.Type
 
@@ -99,13 +104,15 @@ export const RecordItems = Rpc.make("RecordItems", {
   payload: { runId: RunId, items: Schema.NonEmptyArray(TurnItemContent) },
   error
 })
-/** The run's provider thread now has a native ref (a new provider thread was started). */
+/** The run's provider thread now has a native ref (started, or forked from the source's). */
 export const BindNativeThread = Rpc.make("BindNativeThread", {
   payload: {
     runId: RunId,
     providerThreadId: ProviderThreadId,
     nativeRef: Schema.String,
-    strength: Schema.Literal("strong", "weak", "none")
+    strength: Schema.Literal("strong", "weak", "none"),
+    /** It came from forking the source's native thread (the inherited transfer is then resolved natively). */
+    forked: Schema.Boolean
   },
   error
 })
@@ -143,6 +150,53 @@ export const FinishRun = Rpc.make("FinishRun", {
   },
   error
 })
+// --- lineage ------------------------------------------------------------------------
+
+/**
+ * Record a transfer into this thread (a fork merged back, a subagent's result), once:
+ * the same source run, or the same commandId, gives the transfer already recorded.
+ */
+export const RecordTransfer = Rpc.make("RecordTransfer", {
+  payload: {
+    transfer: ContextTransfer,
+    receipt: Schema.NullOr(Schema.Struct({ commandId: CommandId, method: Schema.String, hash: Schema.String }))
+  },
+  success: ContextTransfer,
+  error
+})
+
+export const NativeRollbackTarget = Schema.Struct({
+  providerThreadId: ProviderThreadId,
+  provider: ProviderName,
+  nativeRef: Schema.String,
+  beforeTurnRef: Schema.String
+})
+
+/** Roll back to run N: recorded at once; says what the caller rolls back natively and restores. */
+export const Rollback = Rpc.make("Rollback", {
+  payload: { toRunOrdinal: Schema.Int, restoreFiles: Schema.Boolean, commandId: Schema.optional(CommandId) },
+  success: Schema.Struct({
+    /** The commandId was used before for this same rollback: it already happened. */
+    replayed: Schema.Boolean,
+    native: Schema.Array(NativeRollbackTarget),
+    /** The checkpoint whose files to write back, when asked for. */
+    restore: Schema.NullOr(Schema.Struct({ workspace: Schema.String, gitRef: Schema.String }))
+  }),
+  error
+})
+
+/** What the native rollbacks did (detail null: it worked). */
+export const RollbackSettled = Rpc.make("RollbackSettled", {
+  payload: {
+    toRunOrdinal: Schema.Int,
+    results: Schema.Array(Schema.Struct({ providerThreadId: ProviderThreadId, detail: Schema.NullOr(Schema.String) }))
+  },
+  error
+})
+
+/** Supersede the incoming transfers whose source run was rolled back since they were made. */
+export const RevalidateIncoming = Rpc.make("RevalidateIncoming", { error })
+
 /** The driver fiber ended, however it ended: a run it left active is ended here. */
 export const DriverExited = Rpc.make("DriverExited", { payload: { runId: RunId, detail: Schema.String }, error })
 
@@ -161,7 +215,11 @@ export const threadRpcs = [
   RecordSummary,
   ResumeFailed,
   FinishRun,
-  DriverExited
+  DriverExited,
+  RecordTransfer,
+  Rollback,
+  RollbackSettled,
+  RevalidateIncoming
 ] as const
 
 export class ThreadProtocol extends RpcGroup.make(...threadRpcs) {}

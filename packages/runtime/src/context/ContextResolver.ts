@@ -7,6 +7,7 @@
  * run's driver delivers the handoff through the decision's channel.
  */
 import type {
+  ContextTransfer,
   CoveredRunOrdinals,
   HandoffDelivery,
   HandoffKind,
@@ -28,7 +29,7 @@ import {
   targetProviderThread
 } from "./Coverage.js"
 import type { HandoffMaterial } from "./HandoffBuilder.js"
-import { collectHandoffMaterial, handoffMaterialTokens } from "./HandoffBuilder.js"
+import { collectHandoffMaterial, combineMaterials, handoffMaterialTokens } from "./HandoffBuilder.js"
 import type { StalenessPolicy } from "./Staleness.js"
 import { describeReasons, stalenessReasons } from "./Staleness.js"
 import { clampHandoffBudget } from "./Tokens.js"
@@ -46,6 +47,47 @@ export interface StartContextInput {
   readonly policy: StalenessPolicy
   /** The run being started; default: the queued/running run, else one past the last run. */
   readonly runOrdinal?: number
+  /** What this thread inherited from its source (a fork's, a subagent's), when it has a source. */
+  readonly inherited?: InheritedContext | null
+  /** Transfers into this thread that the run takes in with the user's message, in creation order. */
+  readonly incoming?: ReadonlyArray<IncomingTransfer>
+}
+
+/**
+ * A fork's (or a subagent child's) context from its source: the source's runs up to
+ * the source point, as material, and the source's native continuation when there is one.
+ */
+export interface InheritedContext {
+  readonly transfer: ContextTransfer
+  /** Not delivered yet: no run of this thread has taken it in. */
+  readonly open: boolean
+  /** The source's native thread at the source turn, when a provider could fork it there. */
+  readonly native: {
+    readonly provider: ProviderName
+    readonly nativeRef: string
+    readonly turnRef: string
+    /** The source turn is its native thread's newest (enough for `fork: "latest"`). */
+    readonly isLatestTurn: boolean
+  } | null
+  readonly material: HandoffMaterial
+  readonly kind: HandoffKind
+  readonly strategy: "full_thread_summary" | "checkpoint_summary"
+  /** A short name of the source for the handoff's lines, e.g. the thread id. */
+  readonly label: string
+}
+
+/** Work to bring in from another thread: a fork merged back, a subagent's result. */
+export interface IncomingTransfer {
+  readonly transfer: ContextTransfer
+  readonly material: HandoffMaterial
+}
+
+/** A handoff a run delivers beside its own (one per incoming transfer). */
+export interface ExtraHandoff {
+  readonly transfer: ContextTransfer
+  readonly material: HandoffMaterial
+  readonly kind: "delta_context"
+  readonly strategy: "fork_delta"
 }
 
 interface Common {
@@ -53,6 +95,10 @@ interface Common {
   readonly reasons: ReadonlyArray<StalenessReason>
   /** One or two sentences a user can read. */
   readonly explanation: string
+  /** Handoffs delivered beside the decision's own: merged forks, subagent results. */
+  readonly extras: ReadonlyArray<ExtraHandoff>
+  /** The inherited transfer (a fork's, a child's) this run resolves, if any. */
+  readonly resolves: ContextTransfer | null
 }
 
 /** The target already knows every live run (or there is none): no handoff. null = start a new provider thread. */
@@ -63,11 +109,13 @@ export interface ResolvedNone extends Common {
   readonly replaces: ProviderThread | null
 }
 
-/** Native fork/resume at a source turn (forks; not produced for plain runs). */
+/** Fork the source's native thread at the source turn: the provider keeps the context itself. */
 export interface ResolvedNative extends Common {
   readonly _tag: "native"
-  readonly providerThread: ProviderThread
-  readonly sourceTurnRef: typeof NativeTurnRef.Type
+  /** Always a new provider thread: the fork's result. */
+  readonly providerThread: null
+  readonly replaces: ProviderThread | null
+  readonly fork: { readonly nativeRef: string; readonly turnRef: string }
 }
 
 /** What a decision that needs a handoff carries: which runs, how, and the material, collected once. */
@@ -90,7 +138,7 @@ export interface ResolvedDelta extends Common, WithHandoff {
 export type ResolvedPortable = Common &
   WithHandoff & {
     readonly _tag: "portable"
-    readonly strategy: "full_thread_summary"
+    readonly strategy: "full_thread_summary" | "checkpoint_summary"
   } & (
     | { readonly into: "existing"; readonly providerThread: ProviderThread; readonly replaces: null }
     | { readonly into: "new"; readonly providerThread: null; readonly replaces: ProviderThread | null }
@@ -113,54 +161,144 @@ const runsText = (r: CoveredRunOrdinals): string => (r.from === r.to ? `run ${r.
 
 /** Decides how the run's provider gets the context it lacks. */
 export const resolveStartContext = (input: StartContextInput): ContextDecision => {
+  const decision = resolveOwn(input)
+  const incoming = input.incoming ?? []
+  if (decision._tag === "unsupported" || incoming.length === 0) return decision
+  if (input.capabilities.handoffDelivery[0] === undefined) {
+    return {
+      _tag: "unsupported",
+      provider: input.provider,
+      detail: `work from ${incoming.length} other thread(s) must be brought in, but "${input.provider}" accepts no handoff context (its handoffDelivery is empty)`,
+      reasons: decision.reasons,
+      explanation: `Cannot start: "${input.provider}" cannot receive the work merged into this thread.`,
+      extras: [],
+      resolves: null
+    }
+  }
+  const extras = incoming.map(({ material, transfer }): ExtraHandoff => ({
+    transfer,
+    material,
+    kind: "delta_context",
+    strategy: "fork_delta"
+  }))
+  return {
+    ...decision,
+    extras,
+    explanation: `${decision.explanation} It also brings in the work of ${extras.length} other thread(s).`
+  }
+}
+
+/** The decision about this thread's own runs and inheritance (no incoming work yet). */
+const resolveOwn = (input: StartContextInput): ContextDecision => {
   const { state, provider, capabilities } = input
   const ordinal = input.runOrdinal ?? nextRunOrdinal(state)
   const budget = clampHandoffBudget(input.budgetTokens)
   const history = liveSpan(state, ordinal)
   const delivery = capabilities.handoffDelivery[0]
   const target = targetProviderThread(state, provider)
+  const inherited = input.inherited ?? null
+  const lineage = { extras: [], resolves: null } as const
 
   const unsupported = (reasons: ReadonlyArray<StalenessReason>, why: string): ResolvedUnsupported => ({
     _tag: "unsupported",
     provider,
     detail: `${why}, but "${provider}" accepts no handoff context (its handoffDelivery is empty)`,
     reasons,
-    explanation: `Cannot start: ${why} and "${provider}" cannot receive handoff context.`
+    explanation: `Cannot start: ${why} and "${provider}" cannot receive handoff context.`,
+    ...lineage
   })
+
+  /** A full summary for a new provider thread: what the thread inherited, then its own runs. */
+  const fullMaterial = (): { material: HandoffMaterial; covered: CoveredRunOrdinals } | null => {
+    const own =
+      history === null
+        ? null
+        : collectHandoffMaterial(state, {
+            fromOrdinal: history.from,
+            toOrdinal: history.to,
+            strategy: "full_thread_summary"
+          })
+    if (inherited === null) return own === null || history === null ? null : { material: own, covered: history }
+    const covered = history ?? { from: 1, to: 0 }
+    // The inherited material's lines already name the threads they come from.
+    const parts: Array<{ readonly label: string | null; readonly material: HandoffMaterial }> = [
+      { label: null, material: inherited.material }
+    ]
+    if (own !== null) parts.push({ label: null, material: own })
+    return {
+      covered,
+      material: combineMaterials(parts, {
+        strategy: inherited.strategy,
+        from: covered.from,
+        to: covered.to,
+        subject:
+          own === null
+            ? `what this conversation starts from: ${inherited.label} up to its source point`
+            : `this conversation so far (${runsText(covered)}), after what it took from ${inherited.label}`
+      })
+    }
+  }
 
   const fresh = (
     reasons: ReadonlyArray<StalenessReason>,
     replaces: ProviderThread | null,
     why: string
   ): ContextDecision => {
-    if (history === null) {
+    const full = fullMaterial()
+    const resolves = inherited?.open ? inherited.transfer : null
+    if (full === null) {
       return {
         _tag: "none",
         providerThread: null,
         replaces,
         reasons,
-        explanation: `${why}: start a new ${provider} provider thread; there is no earlier run to summarise.`
+        explanation: `${why}: start a new ${provider} provider thread; there is no earlier run to summarise.`,
+        ...lineage
       }
     }
-    if (delivery === undefined)
-      return unsupported(reasons, `a new ${provider} provider thread needs a summary of ${runsText(history)}`)
+    const what =
+      history === null ? `what it inherited from ${inherited?.label ?? "its source"}` : runsText(full.covered)
+    if (delivery === undefined) return unsupported(reasons, `a new ${provider} provider thread needs a summary of ${what}`)
     return {
       _tag: "portable",
       into: "new",
       providerThread: null,
       replaces,
-      kind: "portable_context",
-      strategy: "full_thread_summary",
-      covered: history,
+      kind: inherited !== null && history === null ? inherited.kind : "portable_context",
+      strategy: inherited !== null && history === null ? inherited.strategy : "full_thread_summary",
+      covered: full.covered,
       delivery,
-      material: collectHandoffMaterial(state, {
-        fromOrdinal: history.from,
-        toOrdinal: history.to,
-        strategy: "full_thread_summary"
-      }),
+      material: full.material,
       reasons,
-      explanation: `${why}: start a new ${provider} provider thread with a full summary of ${runsText(history)}.`
+      explanation: `${why}: start a new ${provider} provider thread with a full summary of ${what}${inherited !== null && history !== null ? ` (after what it inherited from ${inherited.label})` : ""}.`,
+      extras: [],
+      resolves
     }
+  }
+
+  // The first run of a fork or a child takes in what it inherited: natively when the
+  // same provider can fork the source's own thread at the source turn, else portably.
+  if (inherited?.open) {
+    const native = inherited.native
+    const forkable =
+      capabilities.fork === "at_turn" || (capabilities.fork === "latest" && native?.isLatestTurn === true)
+    if (native !== null && native.provider === provider && forkable && !input.resumeFailed) {
+      return {
+        _tag: "native",
+        providerThread: null,
+        replaces: target,
+        fork: { nativeRef: native.nativeRef, turnRef: native.turnRef },
+        reasons: [],
+        explanation: `Fork ${provider}'s own thread of ${inherited.label} at the source turn: the provider keeps the context natively.`,
+        extras: [],
+        resolves: inherited.transfer
+      }
+    }
+    return fresh(
+      input.resumeFailed ? ["resume_failed"] : [],
+      target,
+      `this thread takes in what it inherited from ${inherited.label}`
+    )
   }
 
   if (target === null) {
@@ -206,7 +344,8 @@ export const resolveStartContext = (input: StartContextInput): ContextDecision =
       providerThread: target,
       replaces: null,
       reasons,
-      explanation: `${provider} provider thread ${target.id} already covers every run: resume it with no handoff.`
+      explanation: `${provider} provider thread ${target.id} already covers every run: resume it with no handoff.`,
+      ...lineage
     }
   }
   if (range !== null && deltaMaterial !== null) {
@@ -220,7 +359,8 @@ export const resolveStartContext = (input: StartContextInput): ContextDecision =
       delivery,
       material: deltaMaterial,
       reasons,
-      explanation: `Resume ${provider} provider thread ${target.id} with a delta handoff for ${runsText(range)}, which it missed.`
+      explanation: `Resume ${provider} provider thread ${target.id} with a delta handoff for ${runsText(range)}, which it missed.`,
+      ...lineage
     }
   }
   // Missed runs in more than one stretch: a full summary into the same provider thread.
@@ -243,6 +383,7 @@ export const resolveStartContext = (input: StartContextInput): ContextDecision =
     reasons,
     explanation:
       `${provider} provider thread ${target.id} missed ${missing.length} runs in several stretches: ` +
-      `resume it with a full summary of ${runsText(span)}.`
+      `resume it with a full summary of ${runsText(span)}.`,
+    ...lineage
   }
 }

@@ -24,7 +24,7 @@ import type {
 import { HandoffSectionKind as HandoffSectionKindSchema } from "@skein/domain"
 import type { ThreadState } from "../store/ThreadState.js"
 import { latestReadyCheckpoint } from "./CheckpointLookup.js"
-import { isLiveRun } from "./Coverage.js"
+import { isLiveRun as isLive } from "./Coverage.js"
 import { charsForTokens, clampHandoffBudget, estimateTokens } from "./Tokens.js"
 
 export interface HandoffRequest {
@@ -77,6 +77,13 @@ const dropOldestFirst: Record<HandoffSectionKind, boolean> = {
 }
 
 const LINE_CAP = 400
+/** What a later summary keeps of work brought in from another thread. */
+const broughtKinds: ReadonlyArray<HandoffSectionKind> = [
+  "subagent_results",
+  "decisions",
+  "files_changed",
+  "conversation"
+]
 const SHORT_USER = 160
 const SHORT_REPLY = 240
 const MAX_DIFF_ENTRIES = 200
@@ -178,6 +185,8 @@ interface Draft {
 /** What a handoff of a range says before budgeting: plain lines per section. */
 export interface HandoffMaterial {
   readonly strategy: HandoffStrategy
+  /** What the block summarises, when not this conversation's own runs (e.g. a fork's work). */
+  readonly subject?: string | undefined
   readonly from: number
   readonly to: number
   readonly liveRuns: number
@@ -189,11 +198,6 @@ const userTextOf = (run: Run, items: ReadonlyArray<TurnItem>): string => {
   return run.message
 }
 
-const firstLiveRun = (state: ThreadState): Run | undefined => {
-  for (const run of state.runs) if (isLiveRun(run)) return run
-  return undefined
-}
-
 const lastLine = (text: string): string => {
   const trimmed = text.trimEnd()
   return trimmed.slice(trimmed.lastIndexOf("\n") + 1).trim()
@@ -201,16 +205,29 @@ const lastLine = (text: string): string => {
 
 const planMark = { pending: "[ ]", in_progress: "[~]", completed: "[x]" } as const
 
+/** Which runs of a range a handoff tells about, and how it names what it summarises. */
+export interface MaterialRange {
+  readonly fromOrdinal: number
+  readonly toOrdinal: number
+  readonly strategy: HandoffStrategy
+  /** Also runs rolled back after this instant: a fork made then still holds them. */
+  readonly asOf?: string | undefined
+  readonly subject?: string | undefined
+}
+
 /** Reads the live runs of a range into handoff material (scrubbed of reasoning). */
-export const collectHandoffMaterial = (
-  state: ThreadState,
-  range: { readonly fromOrdinal: number; readonly toOrdinal: number; readonly strategy: HandoffStrategy }
-): HandoffMaterial => {
+export const collectHandoffMaterial = (state: ThreadState, range: MaterialRange): HandoffMaterial => {
   const request = range
+  const isLiveRun = (run: Run) =>
+    isLive(run) || (range.asOf !== undefined && run.status === "rolled_back" && (run.rolledBackAt ?? "") > range.asOf)
+  const firstLiveRun = (): Run | undefined => {
+    for (const run of state.runs) if (isLiveRun(run)) return run
+    return undefined
+  }
   const from = Math.max(1, Math.floor(request.fromOrdinal))
   const to = Math.min(state.runs.length, Math.floor(request.toOrdinal))
   const full = request.strategy === "full_thread_summary" || request.strategy === "checkpoint_summary"
-  const goalRun = full ? firstLiveRun(state) : undefined
+  const goalRun = full ? firstLiveRun() : undefined
 
   // Every reasoning text of the covered runs (and of the goal run) is a secret.
   const secrets: Array<string> = []
@@ -301,9 +318,22 @@ export const collectHandoffMaterial = (
             subagents.push(`Run ${o}: ${clean(item.description, 120)} → ${outcome}`)
           }
           break
+        case "handoff_context": {
+          // Work brought in from another thread (a merged fork, a subagent's result) is
+          // part of this conversation from then on: later summaries keep its gist.
+          const brought = state.handoffs.get(item.handoffId)
+          if (brought !== undefined && brought.threadId !== state.thread.id) {
+            const gist = brought.payload.sections
+              .filter((section) => broughtKinds.includes(section.kind))
+              .flatMap((section) => section.lines)
+              .slice(0, 6)
+            for (const line of gist)
+              subagents.push(`Run ${o} took in ${brought.threadId}: ${clean(line, LINE_CAP - 60)}`)
+          }
+          break
+        }
         case "user_message":
         case "reasoning":
-        case "handoff_context":
           break
       }
     }
@@ -367,6 +397,7 @@ export const collectHandoffMaterial = (
   }
   return {
     strategy: request.strategy,
+    subject: request.subject,
     from,
     to,
     liveRuns,
@@ -380,13 +411,15 @@ export const collectHandoffMaterial = (
 
 const headerOf = (c: HandoffMaterial): string => {
   const strategy = c.strategy
-  const range = c.from === c.to ? `run ${c.from}` : `runs ${c.from}-${c.to}`
+  const range = c.from > c.to ? "no runs of its own yet" : c.from === c.to ? `run ${c.from}` : `runs ${c.from}-${c.to}`
   const what =
-    strategy === "delta_since_target_last_seen"
-      ? `what happened in this conversation while you were not taking part (${range})`
-      : strategy === "fork_delta"
-        ? `the work done on a fork of this conversation (${range})`
-        : `this conversation so far (${range})`
+    c.subject !== undefined
+      ? c.subject
+      : strategy === "delta_since_target_last_seen"
+        ? `what happened in this conversation while you were not taking part (${range})`
+        : strategy === "fork_delta"
+          ? `the work done on a fork of this conversation (${range})`
+          : `this conversation so far (${range})`
   return [
     `# Context handoff (${strategy}): ${range}`,
     `This block summarises ${what}: ${c.liveRuns} run(s), taken from the app thread's own record. ` +
@@ -501,6 +534,33 @@ export const assembleHandoff = (c: HandoffMaterial, budgetTokens?: number): Buil
     budgetTokens: budget
   }
 }
+
+/**
+ * Several materials told as one: section by section, in the order given, each part's
+ * lines marked with its label (e.g. the thread a fork inherited from).
+ */
+export const combineMaterials = (
+  parts: ReadonlyArray<{ readonly label: string | null; readonly material: HandoffMaterial }>,
+  into: { readonly strategy: HandoffStrategy; readonly from: number; readonly to: number; readonly subject: string }
+): HandoffMaterial => ({
+  strategy: into.strategy,
+  subject: into.subject,
+  from: into.from,
+  to: into.to,
+  liveRuns: parts.reduce((n, p) => n + p.material.liveRuns, 0),
+  drafts: handoffSectionOrder.map((kind) => {
+    const lines: Array<string> = []
+    let pinned = 0
+    for (const { label, material } of parts) {
+      const draft = material.drafts.find((d) => d.kind === kind)
+      if (draft === undefined) continue
+      // Only the first part's pinned lines (its overall goal) stay pinned.
+      if (lines.length === 0) pinned = draft.pinned
+      for (const line of draft.lines) lines.push(label === null ? line : `[${label}] ${line}`)
+    }
+    return { kind, lines, pinned }
+  })
+})
 
 /** The size in tokens the material would have with no budget at all (what the staleness policy compares). */
 export const handoffMaterialTokens = (c: HandoffMaterial): number => {

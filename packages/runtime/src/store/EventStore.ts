@@ -5,34 +5,47 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import {
+  isTerminalRunStatus,
   SequenceConflict,
   StorageError,
   type AppThread,
+  type Checkpoint,
+  type CheckpointId,
   type CommandId,
   type ContextHandoff,
   type ContextHandoffId,
+  type ProviderThread,
+  type ProviderThreadId,
   type Run,
+  type RunId,
   type StoredEvent,
   type ThreadEvent,
   type ThreadId,
   type ThreadView
 } from "@skein/domain"
-import { Clock, Context, Effect, Either, Layer, Option, Stream } from "effect"
+import { Clock, Context, Deferred, Effect, Either, Exit, Layer, Option, Stream } from "effect"
 import type { Scope } from "effect"
 import { describeError, fromSqlError } from "./Codec.js"
 import { decodeEvent, encodeEvent, type StoredForm } from "./EventCodec.js"
 import { toThreadView } from "./Projection.js"
 import {
   activeRunRows,
+  checkpointOfRunRow,
+  checkpointRow,
   chunks,
   clearProjections,
   handoffRow,
+  latestStableRunRow,
   listThreadRows,
   loadThreadState,
   maxRowsPerStatement,
   multiRowInsert,
   outgoingTransfers,
   projectionRows,
+  providerThreadRow,
+  runByOrdinalRow,
+  runRow,
+  threadRow,
   writeProjections,
   type ProjectionRows
 } from "./ProjectionTables.js"
@@ -121,6 +134,31 @@ export interface EventStoreShape {
     threadId: ThreadId,
     onEvents: (events: ReadonlyArray<StoredEvent>) => void
   ) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * The run once it is terminal: watched live, after checking what is stored (so an
+   * end committed before the watch began is not missed). Waits for as long as it takes.
+   */
+  readonly awaitRunEnd: (threadId: ThreadId, runId: RunId) => Effect.Effect<Run, StorageError>
+  /** Single rows by key, for lineage (cost independent of the thread's length). */
+  readonly lookup: {
+    readonly thread: (threadId: ThreadId) => Effect.Effect<Option.Option<AppThread>, StorageError>
+    readonly run: (threadId: ThreadId, runId: RunId) => Effect.Effect<Option.Option<Run>, StorageError>
+    readonly runByOrdinal: (threadId: ThreadId, ordinal: number) => Effect.Effect<Option.Option<Run>, StorageError>
+    /** The newest completed run that has a ready checkpoint. */
+    readonly latestStableRun: (threadId: ThreadId) => Effect.Effect<Option.Option<Run>, StorageError>
+    readonly checkpoint: (
+      threadId: ThreadId,
+      id: CheckpointId
+    ) => Effect.Effect<Option.Option<Checkpoint>, StorageError>
+    readonly checkpointOfRun: (
+      threadId: ThreadId,
+      runId: RunId
+    ) => Effect.Effect<Option.Option<Checkpoint>, StorageError>
+    readonly providerThread: (
+      threadId: ThreadId,
+      id: ProviderThreadId
+    ) => Effect.Effect<Option.Option<ProviderThread>, StorageError>
+  }
   /** Runs that are queued or running (after a crash: the ones to end as interrupted). */
   readonly activeRuns: Effect.Effect<ReadonlyArray<Run>, StorageError>
   /** Clears the projection tables and refolds the whole log into them, in one transaction. */
@@ -287,7 +325,10 @@ const make = Effect.gen(function* () {
     Effect.flatMap(loadThread(threadId), (state) =>
       Option.isNone(state)
         ? Effect.succeedNone
-        : Effect.map(outgoingTransfers(sql, threadId), (extra) => Option.some(toThreadView(state.value, extra)))
+        : Effect.map(
+            Effect.all([outgoingTransfers(sql, threadId), listThreadRows(sql, { parentThreadId: threadId })]),
+            ([extra, children]) => Option.some(toThreadView(state.value, extra, children))
+          )
     )
 
   const readEvents = (
@@ -335,6 +376,21 @@ const make = Effect.gen(function* () {
 
   const watch = (threadId: ThreadId, onEvents: (events: ReadonlyArray<StoredEvent>) => void) =>
     Effect.asVoid(listen(threadId, onEvents))
+
+  const awaitRunEnd = (threadId: ThreadId, runId: RunId): Effect.Effect<Run, StorageError> =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const ended = yield* Deferred.make<Run>()
+        yield* watch(threadId, (events) => {
+          for (const { event } of events) {
+            if (event._tag === "RunEnded" && event.run.id === runId) Deferred.unsafeDone(ended, Exit.succeed(event.run))
+          }
+        })
+        const stored = yield* runRow(sql, threadId, runId)
+        if (Option.isSome(stored) && isTerminalRunStatus(stored.value.status)) return stored.value
+        return yield* Deferred.await(ended)
+      })
+    )
 
   const follow = (
     threadId: ThreadId,
@@ -412,12 +468,26 @@ const make = Effect.gen(function* () {
     receipt,
     loadThread,
     threadView,
-    listThreads: (filter) => listThreadRows(sql, filter),
+    // A side chat is shown with its parent, not among the top-level threads.
+    listThreads: (filter) =>
+      Effect.map(listThreadRows(sql, filter), (threads) =>
+        filter.parentThreadId === undefined ? threads.filter((t) => !t.lineage.sideChat) : threads
+      ),
     getHandoff: (id) => handoffRow(sql, id),
     readEvents,
     events,
     follow,
     watch,
+    awaitRunEnd,
+    lookup: {
+      thread: (threadId) => threadRow(sql, threadId),
+      run: (threadId, runId) => runRow(sql, threadId, runId),
+      runByOrdinal: (threadId, ordinal) => runByOrdinalRow(sql, threadId, ordinal),
+      latestStableRun: (threadId) => latestStableRunRow(sql, threadId),
+      checkpoint: (threadId, id) => checkpointRow(sql, threadId, id),
+      checkpointOfRun: (threadId, runId) => checkpointOfRunRow(sql, threadId, runId),
+      providerThread: (threadId, id) => providerThreadRow(sql, threadId, id)
+    },
     activeRuns,
     rebuildProjections
   })

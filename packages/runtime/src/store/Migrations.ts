@@ -109,9 +109,13 @@ const initial = statements(
   )`
 )
 
+/** Lineage reads a thread's checkpoint by run (a fork's source point) without scanning them all. */
+const checkpointsByRun = statements(`CREATE INDEX checkpoints_run ON checkpoints (thread_id, run_id)`)
+
 /** Every schema version, keyed `NNNN_name` as `Migrator.fromRecord` expects. */
 export const migrations = {
-  "0001_initial": initial
+  "0001_initial": initial,
+  "0002_checkpoints_by_run": checkpointsByRun
 } as const
 
 export const loader: Migrator.Loader = Migrator.fromRecord(migrations)

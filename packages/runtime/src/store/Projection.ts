@@ -7,7 +7,7 @@
  * returns the state to use next (a shallow copy when the thread record itself changes).
  * Callers must carry on with the returned value and not keep using an older reference.
  */
-import type { ContextTransfer, RunView, ThreadEvent, ThreadView, TurnItem } from "@skein/domain"
+import type { AppThread, ContextTransfer, RunView, ThreadEvent, ThreadView, TurnItem } from "@skein/domain"
 import { emptyThreadState, type ThreadState } from "./ThreadState.js"
 
 /**
@@ -86,7 +86,11 @@ const byCreatedAt = (a: ContextTransfer, b: ContextTransfer) =>
  * threads' logs in which this thread is the source (a fork's origin, a merge-back's
  * source); others are ignored. Transfers come in creation order (then by id).
  */
-export const toThreadView = (state: ThreadState, extraTransfers: ReadonlyArray<ContextTransfer> = []): ThreadView => {
+export const toThreadView = (
+  state: ThreadState,
+  extraTransfers: ReadonlyArray<ContextTransfer> = [],
+  children: ReadonlyArray<AppThread> = []
+): ThreadView => {
   const runs: Array<RunView> = []
   for (const run of state.runs) {
     if (run !== undefined) runs.push({ ...run, items: state.items.get(run.id) ?? [] })
@@ -106,6 +110,7 @@ export const toThreadView = (state: ThreadState, extraTransfers: ReadonlyArray<C
     providerThreads: [...state.providerThreads.values()],
     transfers,
     handoffs: [...state.handoffs.values()],
-    checkpoints: [...state.checkpoints.values()]
+    checkpoints: [...state.checkpoints.values()],
+    children: [...children]
   }
 }

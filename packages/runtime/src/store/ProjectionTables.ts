@@ -313,3 +313,74 @@ export const activeRunRows = (sql: SqlClient): Effect.Effect<ReadonlyArray<Run>,
 /** Deletes every projection row (inside the caller's transaction). */
 export const clearProjections = (sql: SqlClient): Effect.Effect<void, SqlError> =>
   Effect.forEach(Object.keys(tables), (table) => sql.unsafe(`DELETE FROM ${table}`), { discard: true })
+
+// --- lineage lookups: single rows by key, cost independent of the thread's length ---
+
+const oneRow = <A>(
+  sql: SqlClient,
+  text: string,
+  params: ReadonlyArray<Param>,
+  decode: (json: string, what: string) => Either.Either<A, StorageError>,
+  what: string
+): Effect.Effect<Option.Option<A>, StorageError> =>
+  selectData(sql, text, params).pipe(
+    Effect.mapError(fromSqlError(`cannot read ${what}`)),
+    Effect.flatMap((rows) =>
+      rows[0] === undefined ? Effect.succeedNone : Effect.map(decode(rows[0].data, what), Option.some)
+    )
+  )
+
+export const runRow = (sql: SqlClient, threadId: ThreadId, runId: string) =>
+  oneRow(sql, "SELECT data FROM runs WHERE id = ? AND thread_id = ?", [runId, threadId], decodeRun, `run ${runId}`)
+
+export const runByOrdinalRow = (sql: SqlClient, threadId: ThreadId, ordinal: number) =>
+  oneRow(
+    sql,
+    "SELECT data FROM runs WHERE thread_id = ? AND ordinal = ?",
+    [threadId, ordinal],
+    decodeRun,
+    `run ${ordinal} of thread ${threadId}`
+  )
+
+/** The newest completed run of the thread that has a ready checkpoint. */
+export const latestStableRunRow = (sql: SqlClient, threadId: ThreadId) =>
+  oneRow(
+    sql,
+    `SELECT r.data AS data FROM runs r
+     WHERE r.thread_id = ? AND r.status = 'completed'
+       AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = r.thread_id AND c.run_id = r.id AND c.status = 'ready')
+     ORDER BY r.ordinal DESC LIMIT 1`,
+    [threadId],
+    decodeRun,
+    `the latest stable run of thread ${threadId}`
+  )
+
+export const checkpointRow = (sql: SqlClient, threadId: ThreadId, checkpointId: string) =>
+  oneRow(
+    sql,
+    "SELECT data FROM checkpoints WHERE thread_id = ? AND id = ?",
+    [threadId, checkpointId],
+    decodeCheckpoint,
+    `checkpoint ${checkpointId}`
+  )
+
+export const checkpointOfRunRow = (sql: SqlClient, threadId: ThreadId, runId: string) =>
+  oneRow(
+    sql,
+    "SELECT data FROM checkpoints WHERE thread_id = ? AND run_id = ? AND status = 'ready' ORDER BY rowid DESC LIMIT 1",
+    [threadId, runId],
+    decodeCheckpoint,
+    `the checkpoint of run ${runId}`
+  )
+
+export const providerThreadRow = (sql: SqlClient, threadId: ThreadId, id: string) =>
+  oneRow(
+    sql,
+    "SELECT data FROM provider_threads WHERE thread_id = ? AND id = ?",
+    [threadId, id],
+    decodeProviderThread,
+    `provider thread ${id}`
+  )
+
+export const threadRow = (sql: SqlClient, threadId: ThreadId) =>
+  oneRow(sql, "SELECT data FROM threads WHERE id = ?", [threadId], decodeThread, `thread ${threadId}`)

@@ -391,7 +391,7 @@ describe("Database", () => {
       }).pipe(Effect.provide(storeLayer(file)))
       expect(Option.getOrThrow(state)).toEqual(foldEvents(log))
       expect(journal[0]!.journal_mode).toBe("wal")
-      expect(migrations[0]!.n).toBe(1)
+      expect(migrations[0]!.n).toBe(2)
     }).pipe(Effect.scoped)
   )
 
@@ -410,7 +410,7 @@ describe("Database", () => {
       )
       const schemaRefusal = yield* open(newerSchema)
       expect(Either.isLeft(schemaRefusal) && schemaRefusal.left.message).toMatch(
-        /written by a newer version of Skein \(its schema is at migration 9999_from_the_future; this Skein knows up to 0001_initial\)/
+        /written by a newer version of Skein \(its schema is at migration 9999_from_the_future; this Skein knows up to 0002_checkpoints_by_run\)/
       )
 
       const newerFormat = join(dir, "format.db")

@@ -1,0 +1,46 @@
+/**
+ * Subagent results coming home, read from storage: a parent's subagent children whose
+ * first run has ended and whose result the parent does not hold yet. The orchestrator
+ * records a result as soon as the child's run ends; this is the durable path behind
+ * it (after a crash in between, the parent's next run still receives the result).
+ */
+import type { StorageError, ThreadEvent } from "@skein/domain"
+import { isTerminalRunStatus, TransferRecorded } from "@skein/domain"
+import { Effect, Option } from "effect"
+import type { EventStoreShape } from "../store/EventStore.js"
+import type { ThreadState } from "../store/ThreadState.js"
+import { subagentResultTransfer } from "./Lineage.js"
+
+/** Pending subagent_result transfers for children whose result this parent lacks. */
+export const childResults = (
+  store: EventStoreShape,
+  state: ThreadState,
+  now: string
+): Effect.Effect<ReadonlyArray<ThreadEvent>, StorageError> =>
+  Effect.gen(function* () {
+    const children = yield* store.listThreads({ parentThreadId: state.thread.id })
+    const events: Array<ThreadEvent> = []
+    for (const child of children) {
+      if (child.lineage.relationshipToParent !== "subagent" || child.lineage.observeOnly) continue
+      const known = [...state.transfers.values()].some(
+        (t) => t.type === "subagent_result" && t.sourceThreadId === child.id
+      )
+      if (known) continue
+      const first = yield* store.lookup.runByOrdinal(child.id, 1)
+      if (Option.isNone(first) || !isTerminalRunStatus(first.value.status) || first.value.status === "rolled_back") {
+        continue
+      }
+      events.push(
+        new TransferRecorded({
+          transfer: subagentResultTransfer({
+            parentId: state.thread.id,
+            child,
+            run: first.value,
+            createdBy: "system",
+            now
+          })
+        })
+      )
+    }
+    return events
+  })
