@@ -10,6 +10,8 @@ import { NodeStream } from "@effect/platform-node"
 import { RpcSchema } from "@effect/rpc"
 import {
   AppThread,
+  ContextTransfer,
+  ForkThreadFields,
   InvalidInput,
   RunView,
   SkeinError,
@@ -24,7 +26,8 @@ import type { Scope } from "effect"
 import { HandshakeRefused, makeSkeinClient, type SkeinClientShape } from "./Client.js"
 import { startDaemon } from "./Daemon.js"
 import { runDemo } from "./Demo.js"
-import { assistantReply, eventLine, showLines } from "./Presentation.js"
+import { assistantReply, eventLine, showLines, treeLines } from "./Presentation.js"
+import type { LineageNode } from "./Presentation.js"
 import { serveStdio } from "./Stdio.js"
 import { resolvePaths } from "./Daemon.js"
 import { skeinRuntimeLayer } from "./SkeinRuntime.js"
@@ -314,12 +317,104 @@ const follow = Command.make(
     )
 ).pipe(Command.withDescription("Print a thread's events (replay, then live) until interrupted or --limit."))
 
+// ---- lineage ----------------------------------------------------------------------
+
+const fork = Command.make(
+  "fork",
+  {
+    ...connection,
+    json,
+    thread: threadArg,
+    run: Options.text("run").pipe(
+      Options.optional,
+      Options.withDescription("Fork at this run (default: latest stable).")
+    ),
+    checkpoint: Options.text("checkpoint").pipe(Options.optional, Options.withDescription("Fork at this checkpoint.")),
+    sideChat: Options.boolean("side-chat").pipe(Options.withDescription("A fork shown only with its parent.")),
+    title: Options.text("title").pipe(Options.optional)
+  },
+  (o) =>
+    withClient(o, (client) =>
+      Effect.gen(function* () {
+        const payload = yield* Schema.decodeUnknown(Schema.Struct(ForkThreadFields))({
+          sourceThreadId: o.thread,
+          sourcePoint: Option.isSome(o.run)
+            ? { runId: o.run.value }
+            : Option.isSome(o.checkpoint)
+              ? { checkpointId: o.checkpoint.value }
+              : "latest_stable",
+          ...(o.sideChat ? { sideChat: true } : {}),
+          ...(Option.isSome(o.title) ? { title: o.title.value } : {})
+        }).pipe(Effect.mapError((e) => new InvalidInput({ detail: e.message })))
+        const forked = yield* client.thread.fork(payload)
+        yield* o.json ? printJson(Schema.encodeSync(AppThread)(forked.thread)) : Console.log(forked.thread.id)
+      })
+    )
+).pipe(Command.withDescription("Fork a thread at a stable point; cheap: the fork's first run resolves its context."))
+
+const mergeBack = Command.make("merge-back", { ...connection, json, fork: Args.text({ name: "FORK" }) }, (o) =>
+  withClient(o, (client) =>
+    Effect.gen(function* () {
+      const transfer = yield* client.thread.mergeBack({ forkThreadId: yield* decodeThreadId(o.fork) })
+      yield* o.json
+        ? printJson(Schema.encodeSync(ContextTransfer)(transfer))
+        : Console.log(`${transfer.id} merge_back ${transfer.status} into ${transfer.targetThreadId}`)
+    })
+  )
+).pipe(Command.withDescription("Bring a fork's work into its source thread's next run."))
+
+const rollback = Command.make(
+  "rollback",
+  {
+    ...connection,
+    json,
+    thread: threadArg,
+    to: Args.integer({ name: "RUN" }),
+    restoreFiles: Options.boolean("restore-files").pipe(
+      Options.withDescription("Also write the workspace back to run RUN's checkpoint.")
+    )
+  },
+  (o) =>
+    withClient(o, (client) =>
+      Effect.gen(function* () {
+        const view = yield* client.thread.rollback({
+          threadId: yield* decodeThreadId(o.thread),
+          toRunOrdinal: o.to,
+          ...(o.restoreFiles ? { restoreFiles: true } : {})
+        })
+        yield* o.json ? printJson(Schema.encodeSync(ThreadView)(view)) : Console.log(showLines(view).join("\n"))
+      })
+    )
+).pipe(Command.withDescription("Roll a thread back to run RUN (0 empties it); later runs become rolled_back."))
+
+const tree = Command.make("tree", { ...connection, json, thread: threadArg }, (o) =>
+  withClient(o, (client) =>
+    Effect.gen(function* () {
+      const load = (threadId: ThreadId, depth: number): Effect.Effect<LineageNode, unknown> =>
+        Effect.gen(function* () {
+          const view = yield* client.thread.get({ threadId })
+          const children =
+            depth >= 32 ? [] : yield* Effect.forEach(view.children, (c) => load(c.id, depth + 1), { concurrency: 4 })
+          return { view, children }
+        })
+      const root = yield* load(yield* decodeThreadId(o.thread), 0)
+      const encode = (node: LineageNode): unknown => ({
+        thread: Schema.encodeSync(ThreadView)(node.view),
+        children: node.children.map(encode)
+      })
+      yield* o.json ? printJson(encode(root)) : Console.log(treeLines(root).join("\n"))
+    })
+  )
+).pipe(
+  Command.withDescription("The lineage tree of a thread: forks, side chats, subagents, coverage, pending transfers.")
+)
+
 const demo = Command.make("demo", { json }, (o) => runDemo({ json: o.json }).pipe(reportFailures())).pipe(
   Command.withDescription("Run the seed example offline (scripted codex and claude) and print the coverage table.")
 )
 
 export const skeinCommand = Command.make("skein").pipe(
-  Command.withSubcommands([daemon, stdio, call, thread, send, show, follow, demo]),
+  Command.withSubcommands([daemon, stdio, call, thread, send, show, follow, fork, mergeBack, rollback, tree, demo]),
   Command.withDescription("Skein: one conversation across coding-agent providers.")
 )
 

@@ -35,10 +35,13 @@ export const labels = (
   return { providerThreads, handoffs }
 }
 
+/** The runs a handoff covers; one that only carries what a fork inherited covers none of its own. */
 const range = (h: ContextHandoff): string =>
-  h.coveredRunOrdinals.from === h.coveredRunOrdinals.to
-    ? `${h.coveredRunOrdinals.from}`
-    : `${h.coveredRunOrdinals.from}-${h.coveredRunOrdinals.to}`
+  h.coveredRunOrdinals.from > h.coveredRunOrdinals.to
+    ? "inherited"
+    : h.coveredRunOrdinals.from === h.coveredRunOrdinals.to
+      ? `${h.coveredRunOrdinals.from}`
+      : `${h.coveredRunOrdinals.from}-${h.coveredRunOrdinals.to}`
 
 /** One line per provider thread: `C1 (codex)  native 1,2,3,4,5,9  handoffs H2(6-8)`. */
 export const coverageLines = (view: ThreadView): Array<string> => {
@@ -127,4 +130,56 @@ export const eventLine = (stored: StoredEvent): string => {
     }
   })()
   return `#${stored.threadSequence} ${e._tag} ${detail}`
+}
+
+/** A thread with the threads made from it, for `skein tree`. */
+export interface LineageNode {
+  readonly view: ThreadView
+  readonly children: ReadonlyArray<LineageNode>
+}
+
+/**
+ * The lineage tree: each thread with how it came to be (fork, side chat, subagent,
+ * observe-only), its runs, the coverage of its provider threads, and the transfers
+ * still waiting to be taken in.
+ */
+export const treeLines = (root: LineageNode): Array<string> => {
+  const out: Array<string> = []
+  const visit = (node: LineageNode, indent: string, branch: string, childIndent: string) => {
+    const { thread, transfers, runs } = node.view
+    const inherited = transfers.find(
+      (x) =>
+        (x.type === "fork" || x.type === "subagent_spawn") &&
+        x.targetThreadId === thread.id &&
+        x.status !== "superseded"
+    )
+    const kind = thread.lineage.observeOnly
+      ? "observed child agent"
+      : thread.lineage.relationshipToParent === "subagent"
+        ? "subagent"
+        : thread.lineage.relationshipToParent === "fork"
+          ? thread.lineage.sideChat
+            ? "side chat"
+            : "fork"
+          : "thread"
+    const from = inherited?.sourcePoint.runOrdinal === undefined ? "" : ` from run ${inherited.sourcePoint.runOrdinal}`
+    const live = runs.filter((r) => r.status !== "rolled_back").length
+    const rolled = runs.length - live
+    out.push(
+      `${indent}${branch}${kind} ${thread.id} "${thread.title}"${from}  ${live} run(s)${rolled > 0 ? `, ${rolled} rolled back` : ""}${inherited ? `  [inherited: ${inherited.status}]` : ""}`
+    )
+    const detail = `${indent}${childIndent}${node.children.length > 0 ? "│ " : "  "} `
+    for (const line of coverageLines(node.view)) out.push(`${detail}${line}`)
+    const pending = transfers.filter(
+      (x) =>
+        x.status === "pending" && x.targetThreadId === thread.id && x.type !== "fork" && x.type !== "subagent_spawn"
+    )
+    for (const x of pending) out.push(`${detail}pending ${x.type} from ${x.sourceThreadId}`)
+    node.children.forEach((child, i) => {
+      const last = i === node.children.length - 1
+      visit(child, `${indent}${childIndent}`, last ? "└─ " : "├─ ", last ? "   " : "│  ")
+    })
+  }
+  visit(root, "", "", "")
+  return out
 }
