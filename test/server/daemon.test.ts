@@ -246,5 +246,48 @@ describe("skein daemon and skein call", () => {
     expect(result.stdout).toMatch(/H1 full_thread_summary covers 1-5 -> L1/)
     expect(result.stdout).toMatch(/H2 delta_since_target_last_seen covers 6-8 -> C1/)
     expect(result.stdout).toContain("seed check: ok")
+    // The lineage part: fork, merge-back, subagent, rollback, tree.
+    expect(result.stdout).toContain("seed run 10 on codex took in 2 handoff(s): recall:append-only=yes recall:500=yes")
+    expect(result.stdout).toMatch(/├─ fork thr_\w+ "try a log instead" from run 1/)
+    expect(result.stdout).toMatch(/└─ subagent thr_\w+/)
+    expect(result.stdout).toContain("lineage check: ok")
   }, 100_000)
+
+  it("lineage over the CLI: fork, send, merge-back, rollback, tree, subagent.spawn", async () => {
+    const home = tempDir("skein-lineage-cli-")
+    const d = await start(["--port", "0"], childEnv(home))
+    const env = childEnv(home, { SKEIN_URL: d.url })
+    const ok = async (...args: Array<string>) => {
+      const result = await runSkein(args, env)
+      if (result.code !== 0) throw new Error(`skein ${args.join(" ")} failed (${result.code}): ${result.stderr}`)
+      return result.stdout.trim()
+    }
+    const thread = await ok("thread", "new", "--title", "cli lineage")
+    await ok("send", thread, "alpha", "the word is OLIVE")
+    await ok("send", thread, "alpha", "the second word is PEAR")
+    const runs = JSON.parse(await ok("show", thread, "--json")).runs as Array<{ id: string }>
+    const fork = await ok("fork", thread, "--run", runs[0]!.id, "--title", "side path")
+    expect(await ok("send", fork, "beta", "[[recall:OLIVE]] [[recall:PEAR]] and RAISIN")).toMatch(
+      /recall:OLIVE=yes[\s\S]*recall:PEAR=no/
+    )
+    expect(await ok("merge-back", fork)).toMatch(/^xfr_\w+ merge_back pending into thr_/)
+    expect(await ok("send", thread, "alpha", "[[recall:RAISIN]]")).toContain("recall:RAISIN=yes")
+    const spawned = JSON.parse(
+      await ok(
+        "call",
+        "subagent.spawn",
+        JSON.stringify({ parentThreadId: thread, provider: "beta", prompt: "look around" })
+      )
+    )
+    expect(spawned.thread.lineage.relationshipToParent).toBe("subagent")
+    const rolled = await ok("rollback", thread, "2")
+    expect(rolled).toMatch(/run 3 .* rolled_back/)
+    const tree = await ok("tree", thread)
+    expect(tree).toMatch(/^thread thr_\w+ "cli lineage"  2 run\(s\), 1 rolled back/)
+    expect(tree).toContain(`fork ${fork} "side path" from run 1`)
+    expect(tree).toContain(`subagent ${spawned.thread.id}`)
+    const failed = await runSkein(["merge-back", thread], env)
+    expect(failed.code).not.toBe(0)
+    expect(JSON.parse(failed.stderr.trim())._tag).toBe("NotAFork")
+  }, 60_000)
 })
