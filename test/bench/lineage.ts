@@ -1,0 +1,142 @@
+/**
+ * Lineage figures: `thread.fork` latency on a thread of 1 run and on one of 10,000
+ * runs (a fork records a thread and a pending transfer from a few indexed reads, so
+ * the two should cost the same), with a bare `thread.create` measured in the same run
+ * as the baseline.
+ */
+import { providerRegistryLayer } from "@skein/adapters"
+import type { Checkpoint, Run, ThreadEvent } from "@skein/domain"
+import {
+  CheckpointId,
+  CheckpointRecorded,
+  RunEnded,
+  RunId,
+  RunStarted,
+  ThreadCreated,
+  ThreadId,
+  ProviderName
+} from "@skein/domain"
+import { Database, EventStore, makeRuntimeLayer, Orchestrator } from "@skein/runtime"
+import { Effect, Layer } from "effect"
+import { join } from "node:path"
+import { performance } from "node:perf_hooks"
+import { removeDir, tempDir } from "../support/runtime.js"
+import { percentile } from "./stats.js"
+
+const at = "2026-01-01T00:00:00.000Z"
+
+/** A completed run with its checkpoint: what makes a stable point. */
+const runEvents = (threadId: ThreadId, ordinal: number): Array<ThreadEvent> => {
+  const run: Run = {
+    id: RunId.make(`run_${threadId}_${ordinal}`),
+    threadId,
+    ordinal,
+    provider: ProviderName.make("alpha"),
+    model: null,
+    message: `message ${ordinal}`,
+    status: "completed",
+    providerThreadId: null,
+    contextHandoffId: null,
+    contextResolution: "none",
+    failure: null,
+    commandId: null,
+    createdAt: at,
+    startedAt: at,
+    completedAt: at
+  }
+  const checkpoint: Checkpoint = {
+    id: CheckpointId.make(`chk_${threadId}_${ordinal}`),
+    threadId,
+    runId: run.id,
+    runOrdinal: ordinal,
+    kind: "logical",
+    gitRef: null,
+    treeSha: null,
+    diffSummary: [],
+    status: "ready",
+    createdAt: at
+  }
+  return [
+    new RunStarted({ run: { ...run, status: "running", completedAt: null } }),
+    new RunEnded({ run }),
+    new CheckpointRecorded({ checkpoint })
+  ]
+}
+
+const seedThread = (threadId: ThreadId, runs: number) =>
+  Effect.gen(function* () {
+    const store = yield* EventStore
+    yield* store.append({
+      threadId,
+      events: [
+        new ThreadCreated({
+          thread: {
+            id: threadId,
+            title: `${runs} runs`,
+            workspace: null,
+            lineage: { parentThreadId: null, relationshipToParent: null, rootThreadId: threadId },
+            createdAt: at,
+            updatedAt: at
+          }
+        })
+      ]
+    })
+    for (let first = 1; first <= runs; first += 500) {
+      const events: Array<ThreadEvent> = []
+      for (let o = first; o < first + 500 && o <= runs; o++) events.push(...runEvents(threadId, o))
+      yield* store.append({ threadId, events })
+    }
+  })
+
+export async function run(): Promise<void> {
+  console.log("## lineage")
+  const dir = tempDir("skein-bench-lineage-")
+  const small = ThreadId.make("thr_small")
+  const large = ThreadId.make("thr_large")
+  try {
+    const dbPath = join(dir, "bench.db")
+    await Effect.runPromise(
+      Effect.all([seedThread(small, 1), seedThread(large, 10_000)]).pipe(
+        Effect.provide(EventStore.layer.pipe(Layer.provide(Database.layer({ filename: dbPath })))),
+        Effect.orDie
+      )
+    )
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const o = yield* Orchestrator
+        const N = 300
+        const time = (op: Effect.Effect<unknown, unknown>) =>
+          Effect.gen(function* () {
+            const samples: Array<number> = []
+            for (let i = 0; i < N; i++) {
+              const t = performance.now()
+              yield* op
+              samples.push(performance.now() - t)
+            }
+            return samples
+          })
+        // Warm up every path once.
+        yield* time(o.createThread({}))
+        yield* time(o.forkThread({ sourceThreadId: small, sourcePoint: "latest_stable" }))
+        const create = yield* time(o.createThread({}))
+        const one = yield* time(o.forkThread({ sourceThreadId: small, sourcePoint: "latest_stable" }))
+        const many = yield* time(o.forkThread({ sourceThreadId: large, sourcePoint: "latest_stable" }))
+        const fmt = (xs: Array<number>) =>
+          `p50 ${percentile(xs, 50).toFixed(3)} ms, p99 ${percentile(xs, 99).toFixed(3)} ms`
+        console.log(`thread.create (baseline): ${fmt(create)}`)
+        console.log(`thread.fork, source of 1 run:       ${fmt(one)} (goal p50 < 2 ms)`)
+        console.log(`thread.fork, source of 10,000 runs: ${fmt(many)}`)
+        const ratio = percentile(many, 50) / percentile(one, 50)
+        console.log(
+          `thread.fork 10,000-run / 1-run: ${ratio.toFixed(2)}x (goal <= 1.2x); fork / create: ${(percentile(one, 50) / percentile(create, 50)).toFixed(2)}x`
+        )
+      }).pipe(
+        Effect.provide(
+          makeRuntimeLayer({ dbPath }).pipe(Layer.provide(providerRegistryLayer({ dataDir: dir })), Layer.orDie)
+        )
+      )
+    )
+  } finally {
+    removeDir(dir)
+  }
+}
