@@ -15,7 +15,8 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["actors", () => import("./actors.js")],
   ["context", () => import("./context.js")],
   ["server", () => import("./server.js")],
-  ["lineage", () => import("./lineage.js")]
+  ["lineage", () => import("./lineage.js")],
+  ["checkpoints", () => import("./checkpoints.js")]
 ]
 
 const requested = process.argv.slice(2)

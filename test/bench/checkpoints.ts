@@ -1,0 +1,139 @@
+/**
+ * Git checkpoint capture on a repository of 5,000 committed files with 10 changed: p50
+ * of GitCheckpoints.capture (temporary index, tree, commit, hidden ref, diff summary)
+ * against `git add -A && git write-tree` on a copy of the repository in the same run,
+ * both run through @effect/platform's Command. Goals: under 150 ms; at most 1.5x.
+ */
+import { Command } from "@effect/platform"
+import { NodeContext } from "@effect/platform-node"
+import { Effect, ManagedRuntime } from "effect"
+import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { performance } from "node:perf_hooks"
+import type * as GitCheckpoints from "../../packages/runtime/src/lineage/GitCheckpoints.js"
+import { percentile } from "./stats.js"
+
+const DIRECTORIES = 50
+const FILES_PER_DIRECTORY = 100
+const CHANGED = 10
+const WARMUP = 2
+const REPETITIONS = 10
+
+/** The runtime's package does not export the module yet: load its build output by path. */
+const loadModule = async (): Promise<typeof GitCheckpoints> =>
+  (await import(
+    new URL("../../../packages/runtime/dist/src/lineage/GitCheckpoints.js", import.meta.url).href
+  )) as typeof GitCheckpoints
+
+const gitEnv = (home: string) => ({
+  PATH: process.env.PATH ?? "",
+  HOME: home,
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_AUTHOR_NAME: "Bench",
+  GIT_AUTHOR_EMAIL: "bench@example.com",
+  GIT_COMMITTER_NAME: "Bench",
+  GIT_COMMITTER_EMAIL: "bench@example.com"
+})
+
+const sh = (cwd: string, ...args: Array<string>) =>
+  execFileSync("git", args, { cwd, env: gitEnv(cwd), encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+
+const fileName = (d: number, f: number) => Path.join("src", `module${d}`, `file${f}.ts`)
+
+/** 5,000 small files, their times an hour back (so none is racily clean), committed. */
+const buildRepository = (root: string) => {
+  sh(root, "init", "-q", "-b", "main")
+  const past = new Date(Date.now() - 3_600_000)
+  for (let d = 0; d < DIRECTORIES; d++) {
+    Fs.mkdirSync(Path.join(root, "src", `module${d}`), { recursive: true })
+    for (let f = 0; f < FILES_PER_DIRECTORY; f++) {
+      const path = Path.join(root, fileName(d, f))
+      Fs.writeFileSync(path, `export const value${f} = ${d * FILES_PER_DIRECTORY + f}\n// module ${d}\n`)
+      Fs.utimesSync(path, past, past)
+    }
+  }
+  Fs.writeFileSync(Path.join(root, ".gitignore"), "*.log\n")
+  Fs.utimesSync(Path.join(root, ".gitignore"), past, past)
+  sh(root, "add", "-A")
+  sh(root, "commit", "-q", "-m", "5,000 files")
+}
+
+/** The same 10 files in both repositories, with new content each repetition. */
+const change = (root: string, repetition: number) => {
+  for (let i = 0; i < CHANGED; i++) {
+    const path = Path.join(root, fileName(i * 5, i))
+    Fs.appendFileSync(path, `// repetition ${repetition}\n`)
+  }
+}
+
+const baseline = (root: string) =>
+  Effect.gen(function* () {
+    const run = (...args: Array<string>) =>
+      Command.make("git", ...args).pipe(
+        Command.workingDirectory(root),
+        Command.env(gitEnv(root), { extendEnv: false }),
+        Command.string
+      )
+    yield* run("add", "-A")
+    return (yield* run("write-tree")).trim()
+  })
+
+export async function run(): Promise<void> {
+  const { capture } = await loadModule()
+  const dir = Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-bench-checkpoints-")))
+  const runtime = ManagedRuntime.make(NodeContext.layer)
+  try {
+    const repository = Path.join(dir, "repository")
+    const copy = Path.join(dir, "copy")
+    Fs.mkdirSync(repository)
+    buildRepository(repository)
+    Fs.cpSync(repository, copy, { recursive: true, preserveTimestamps: true })
+    // The copy's index describes the original's inodes: one refresh, untimed.
+    await runtime.runPromise(baseline(copy))
+
+    let previous: string | null = null
+    const captureMs: Array<number> = []
+    const baselineMs: Array<number> = []
+    let lastDiff = 0
+    for (let repetition = 1; repetition <= WARMUP + REPETITIONS; repetition++) {
+      change(repository, repetition)
+      change(copy, repetition)
+      // Alternate which side goes first, so that caches and load from elsewhere hit both alike.
+      const sides = [
+        async () => {
+          const started = performance.now()
+          const checkpoint: GitCheckpoints.GitCheckpoint = await runtime.runPromise(
+            capture({ workspace: repository, threadId: "thr_bench", ordinal: repetition, previous })
+          )
+          const ms = performance.now() - started
+          previous = checkpoint.commit
+          lastDiff = checkpoint.diff.length
+          if (repetition > WARMUP) captureMs.push(ms)
+        },
+        async () => {
+          const started = performance.now()
+          await runtime.runPromise(baseline(copy))
+          const ms = performance.now() - started
+          if (repetition > WARMUP) baselineMs.push(ms)
+        }
+      ]
+      for (const side of repetition % 2 === 0 ? sides : [...sides].reverse()) await side()
+    }
+    const ours = percentile(captureMs, 50)
+    const theirs = percentile(baselineMs, 50)
+    const files = DIRECTORIES * FILES_PER_DIRECTORY
+    console.log(
+      `checkpoints: capture of a repository of ${files.toLocaleString("en-US")} committed files with ${CHANGED} changed, p50 of ${REPETITIONS}`
+    )
+    console.log(
+      `  GitCheckpoints.capture (temporary index, tree, commit, ref, diff of ${lastDiff} files): ${ours.toFixed(1)} ms (goal < 150 ms)`
+    )
+    console.log(`  git add -A && git write-tree on a copy:                ${theirs.toFixed(1)} ms`)
+    console.log(`  ratio capture/baseline: ${(ours / theirs).toFixed(2)} (goal <= 1.5)`)
+  } finally {
+    await runtime.dispose()
+    Fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
