@@ -24,6 +24,8 @@ export const Checkpoint = Schema.Struct({
   kind: CheckpointKind,
   gitRef: Schema.NullOr(Schema.String),
   treeSha: Schema.NullOr(Schema.String),
+  /** The checkpoint's commit (git checkpoints), what a restore writes back. */
+  commitSha: Schema.optional(Schema.String),
   diffSummary: Schema.Array(DiffEntry),
   status: CheckpointStatus,
   createdAt: Schema.String

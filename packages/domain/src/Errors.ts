@@ -117,6 +117,16 @@ export class ObserveOnlyThread extends Schema.TaggedError<ObserveOnlyThread>()("
   }
 }
 
+/** git failed while checkpointing or restoring a workspace (or is not installed). */
+export class GitFailed extends Schema.TaggedError<GitFailed>()("GitFailed", {
+  workspace: Schema.String,
+  detail: Schema.String
+}) {
+  override get message() {
+    return `git failed in workspace ${this.workspace}: ${this.detail}`
+  }
+}
+
 export class NotSupportedYet extends Schema.TaggedError<NotSupportedYet>()("NotSupportedYet", {
   method: Schema.String
 }) {
@@ -228,6 +238,7 @@ export const SkeinError = Schema.Union(
   InvalidWorkspace,
   UnsupportedContextTransfer,
   NotSupportedYet,
+  GitFailed,
   InvalidSourcePoint,
   NotAFork,
   ObserveOnlyThread,

@@ -32,18 +32,17 @@ import { resolveWorkspace } from "./Workspace.js"
 import { inheritanceOf } from "./lineage/LineageContext.js"
 import { mergeBackTransfer, planChildThread } from "./lineage/Lineage.js"
 import { sourceOfRun } from "./lineage/Spawn.js"
+import { WorkspaceCheckpoints } from "./lineage/WorkspaceCheckpoints.js"
 
 type ForkThreadFieldsType = Schema.Struct.Type<typeof ForkThreadFields>
 const ForkReceipt = Schema.Struct({ threadId: ThreadIdSchema })
-
-/** Writes a checkpoint's files back (git checkpoints: the lineage module does the git work). */
-const restoreFiles = (_workspace: string, _gitRef: string): Effect.Effect<void> => Effect.void
 
 export const makeOrchestrator = Effect.gen(function* () {
   const store = yield* EventStore
   const actors = yield* ThreadActors
   const sessions = yield* ProviderSessions
   const config = yield* RuntimeConfig
+  const checkpoints = yield* WorkspaceCheckpoints
 
   const threadView = (threadId: ThreadId) =>
     store
@@ -259,7 +258,7 @@ export const makeOrchestrator = Effect.gen(function* () {
             actor.ask("RollbackSettled", { toRunOrdinal: input.toRunOrdinal, results })
           )
         }
-        if (started.restore !== null) yield* restoreFiles(started.restore.workspace, started.restore.gitRef)
+        if (started.restore !== null) yield* checkpoints.restore(started.restore.workspace, started.restore.commit)
         // Work this thread sent elsewhere from runs now rolled back is no longer to be delivered.
         const view = yield* threadView(input.threadId)
         const targets = new Set(
@@ -377,7 +376,11 @@ export const orchestratorLayer: Layer.Layer<
     yield* Effect.addFinalizer(() => orchestrator.shutdown)
     return orchestrator
   })
-).pipe(Layer.provideMerge(ThreadActors.local), Layer.provide(ProviderSessions.layer))
+).pipe(
+  Layer.provideMerge(ThreadActors.local),
+  Layer.provide(ProviderSessions.layer),
+  Layer.provide(WorkspaceCheckpoints.layer)
+)
 
 /** Everything a host needs: SQLite at `dbPath`, the actor runtime and the Orchestrator. */
 export const makeRuntimeLayer = (

@@ -22,10 +22,12 @@ import type {
   Run,
   RunFailure,
   SkeinError,
-  TurnItemContent
+  TurnItemContent,
+  GitFailed
 } from "@skein/domain"
 import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option, Schema } from "effect"
 import type { Chunk } from "effect"
+import type { CapturedCheckpoint } from "../lineage/WorkspaceCheckpoints.js"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
 import type { FinishRun, RunContext, RunOutcome, SummaryOutcome, ThreadMessage } from "./ThreadProtocol.js"
 import type { SupervisedActor } from "./SupervisedActor.js"
@@ -44,6 +46,8 @@ export interface DriveInput {
     provider: ProviderName,
     prompt: string
   ) => Effect.Effect<{ readonly threadId: string; readonly runId: string }, SkeinError>
+  /** The workspace's git checkpoint after a completed turn (None: not a repository). */
+  readonly checkpoint: Effect.Effect<Option.Option<CapturedCheckpoint>, GitFailed>
   /** Completed with the failure to record when the run must stop. */
   readonly stop: Deferred.Deferred<RunFailure>
   readonly graceMs: number
@@ -278,7 +282,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   /** The one FinishRun this run ends with, from however the body ended. */
   const finishOf = (
     exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>,
-    stopped: RunFailure | null
+    stopped: RunFailure | null,
+    checkpoint: CapturedCheckpoint | null
   ): Option.Option<Rpc.Payload<typeof FinishRun>> => {
     const finish = (outcome: RunOutcome, failure: RunFailure | null) =>
       Option.some({
@@ -286,7 +291,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
         outcome,
         failure: failure && stopNote ? { ...failure, message: `${failure.message}; ${stopNote}` } : failure,
         turnRef,
-        items: tail
+        items: tail,
+        checkpoint: outcome === "completed" ? checkpoint : null
       })
     if (Exit.isSuccess(exit)) {
       if (exit.value.outcome === "completed") return finish("completed", null)
@@ -305,13 +311,33 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
     return Option.none()
   }
 
+  /**
+   * After a completed turn, the workspace's checkpoint: git when it is a repository.
+   * A git failure leaves a logical checkpoint and says so on the run.
+   */
+  const captureAfter = (exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>) =>
+    Exit.isSuccess(exit) && exit.value.outcome === "completed"
+      ? input.checkpoint.pipe(
+          Effect.map(Option.getOrNull),
+          Effect.catchAll((error) =>
+            Effect.sync(() => {
+              tail = [
+                ...tail,
+                { type: "error", message: `no git checkpoint: ${error.message}`, code: "checkpoint_failed" }
+              ]
+              return null
+            })
+          )
+        )
+      : Effect.succeed(null)
+
   return Effect.raceFirst(body, stoppedBeforeTurn).pipe(
     Effect.exit,
     Effect.flatMap((exit) =>
-      Effect.flatMap(Deferred.poll(input.stop), (polled) =>
+      Effect.flatMap(Effect.all([Deferred.poll(input.stop), captureAfter(exit)]), ([polled, checkpoint]) =>
         Option.isSome(polled)
-          ? Effect.map(polled.value, (s) => finishOf(exit, s))
-          : Effect.succeed(finishOf(exit, null))
+          ? Effect.map(polled.value, (s) => finishOf(exit, s, checkpoint))
+          : Effect.succeed(finishOf(exit, null, checkpoint))
       )
     ),
     // If this fails, the actor hears why from this fiber's exit (DriverExited), and ends

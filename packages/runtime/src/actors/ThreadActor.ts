@@ -62,6 +62,7 @@ import { childResults } from "../lineage/Subagents.js"
 import type { SpawnInput } from "../lineage/Spawn.js"
 import { loadIncoming, loadInherited } from "../lineage/LineageContext.js"
 import { planRollback, planRollbackSettled } from "../lineage/Rollback.js"
+import { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
 import { decideContext, extraHandoffs, localHandoff, summaryWriter } from "./ContextPlanning.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import { payloadHash } from "./Receipts.js"
@@ -128,6 +129,17 @@ const ItemReceipt = Schema.Struct({ itemId: TurnItemId })
 const TransferReceipt = Schema.Struct({ transferId: ContextTransferId })
 const RollbackReceipt = Schema.Struct({ toRunOrdinal: Schema.Int })
 
+/** The commit of the newest git checkpoint of a live run: a new checkpoint's parent. */
+const previousCommit = (state: ThreadState): string | null => {
+  let best: { readonly ordinal: number; readonly commit: string } | null = null
+  for (const c of state.checkpoints.values()) {
+    const run = state.runs[c.runOrdinal - 1]
+    if (c.kind !== "git" || c.commitSha === undefined || run === undefined || run.status === "rolled_back") continue
+    if (best === null || c.runOrdinal > best.ordinal) best = { ordinal: c.runOrdinal, commit: c.commitSha }
+  }
+  return best?.commit ?? null
+}
+
 /** Incoming transfers whose source run was rolled back since: superseded, never delivered. */
 const supersede = (stale: ReadonlyArray<ContextTransfer>, _now: string): Array<ThreadEvent> =>
   stale.map((transfer) => new TransferRecorded({ transfer: { ...transfer, status: "superseded" } }))
@@ -157,11 +169,16 @@ export const makeThreadActor = (
   threadId: ThreadId,
   retain: Effect.Effect<void, never, Scope.Scope>,
   spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
-): Effect.Effect<ThreadActor, SkeinError, Scope.Scope | EventStore | ProviderSessions | RuntimeConfig> =>
+): Effect.Effect<
+  ThreadActor,
+  SkeinError,
+  Scope.Scope | EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints
+> =>
   Effect.gen(function* () {
     const store = yield* EventStore
     const sessions = yield* ProviderSessions
     const config = yield* RuntimeConfig
+    const checkpoints = yield* WorkspaceCheckpoints
     const load = store
       .loadThread(threadId)
       .pipe(
@@ -294,6 +311,15 @@ export const makeThreadActor = (
         workspace: state.thread.workspace,
         sessions,
         ask: (tag, payload) => ask(tag, payload),
+        checkpoint:
+          state.thread.workspace === null
+            ? Effect.succeedNone
+            : checkpoints.capture({
+                workspace: state.thread.workspace,
+                threadId,
+                ordinal: plan.run.ordinal,
+                previous: previousCommit(state)
+              }),
         spawn: (provider, prompt) =>
           Effect.map(spawn({ parentThreadId: threadId, provider, prompt, createdBy: "agent" }), ({ run, thread }) => ({
             threadId: thread.id,
@@ -568,10 +594,11 @@ export const makeThreadActor = (
               detail: `thread ${threadId} has ${last} run(s): it cannot be rolled back to run ${toRunOrdinal}`
             })
           }
-          let restore: { workspace: string; gitRef: string } | null = null
+          let restore: { workspace: string; commit: string } | null = null
           if (restoreFiles) {
             const checkpoint = [...state.checkpoints.values()].find(
-              (c) => c.runOrdinal === toRunOrdinal && c.kind === "git" && c.status === "ready" && c.gitRef !== null
+              (c) =>
+                c.runOrdinal === toRunOrdinal && c.kind === "git" && c.status === "ready" && c.commitSha !== undefined
             )
             if (checkpoint === undefined || state.thread.workspace === null) {
               return yield* new InvalidSourcePoint({
@@ -579,7 +606,7 @@ export const makeThreadActor = (
                 detail: `run ${toRunOrdinal} has no git checkpoint to restore files from (its workspace is not a git repository, or the run did not complete)`
               })
             }
-            restore = { workspace: state.thread.workspace, gitRef: checkpoint.gitRef! }
+            restore = { workspace: state.thread.workspace, commit: checkpoint.commitSha! }
           }
           const plan = planRollback(state, {
             toRunOrdinal,

@@ -14,6 +14,7 @@ import type { SpawnInput } from "../lineage/Spawn.js"
 import { spawnSubagent } from "../lineage/Spawn.js"
 import { EventStore } from "../store/EventStore.js"
 import { ProviderSessions } from "./ProviderSessions.js"
+import type { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
 import * as RcRegistry from "./RcRegistry.js"
 import type { ThreadActor } from "./ThreadActor.js"
 import { makeThreadActor } from "./ThreadActor.js"
@@ -33,42 +34,43 @@ export interface ThreadActorsShape {
 }
 
 export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<ThreadActors, ThreadActorsShape>() {
-  static local: Layer.Layer<ThreadActors, never, EventStore | ProviderSessions | RuntimeConfig> = Layer.scoped(
-    ThreadActors,
-    Effect.gen(function* () {
-      const config = yield* RuntimeConfig
-      const store = yield* EventStore
-      const sessions = yield* ProviderSessions
-      const scope = yield* Effect.scope
-      // eslint-disable-next-line prefer-const
-      let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
-      const retain = (threadId: ThreadId) => Effect.orDie(actors.get(threadId)).pipe(Effect.asVoid)
-      const use: ThreadActorsShape["use"] = (threadId, f) => Effect.scoped(Effect.flatMap(actors.get(threadId), f))
-      const spawn = (input: SpawnInput) =>
-        spawnSubagent(
-          {
-            store,
-            providerExists: (name) => Effect.asVoid(sessions.adapter(name)),
-            startRun: ({ message, provider, threadId }) =>
-              use(threadId, (actor) => actor.ask("StartRun", { threadId, provider, message })),
-            recordResult: (parentId, transfer) =>
-              use(parentId, (actor) => actor.ask("RecordTransfer", { transfer, receipt: null })),
-            scope
-          },
-          input
-        )
-      const activate = (threadId: ThreadId) =>
-        Effect.gen(function* () {
-          const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
-          // Stopped for good: drop it, so the next use starts again from storage.
-          const drop = Effect.suspend(() =>
-            actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void
+  static local: Layer.Layer<ThreadActors, never, EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints> =
+    Layer.scoped(
+      ThreadActors,
+      Effect.gen(function* () {
+        const config = yield* RuntimeConfig
+        const store = yield* EventStore
+        const sessions = yield* ProviderSessions
+        const scope = yield* Effect.scope
+        // eslint-disable-next-line prefer-const
+        let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
+        const retain = (threadId: ThreadId) => Effect.orDie(actors.get(threadId)).pipe(Effect.asVoid)
+        const use: ThreadActorsShape["use"] = (threadId, f) => Effect.scoped(Effect.flatMap(actors.get(threadId), f))
+        const spawn = (input: SpawnInput) =>
+          spawnSubagent(
+            {
+              store,
+              providerExists: (name) => Effect.asVoid(sessions.adapter(name)),
+              startRun: ({ message, provider, threadId }) =>
+                use(threadId, (actor) => actor.ask("StartRun", { threadId, provider, message })),
+              recordResult: (parentId, transfer) =>
+                use(parentId, (actor) => actor.ask("RecordTransfer", { transfer, receipt: null })),
+              scope
+            },
+            input
           )
-          yield* actor.done.pipe(Effect.zipRight(Effect.forkDaemon(drop)), Effect.forkScoped)
-          return actor
-        })
-      actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
-      return { use, activeThreads: actors.keys, spawnSubagent: spawn } satisfies ThreadActorsShape
-    })
-  )
+        const activate = (threadId: ThreadId) =>
+          Effect.gen(function* () {
+            const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
+            // Stopped for good: drop it, so the next use starts again from storage.
+            const drop = Effect.suspend(() =>
+              actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void
+            )
+            yield* actor.done.pipe(Effect.zipRight(Effect.forkDaemon(drop)), Effect.forkScoped)
+            return actor
+          })
+        actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
+        return { use, activeThreads: actors.keys, spawnSubagent: spawn } satisfies ThreadActorsShape
+      })
+    )
 }

@@ -720,6 +720,13 @@ export const planFinish = (
     readonly turnRef: string | null
     /** Items that arrived with the end of the turn: recorded first, in the same commit. */
     readonly items?: ReadonlyArray<TurnItemContent> | undefined
+    /** The workspace's git checkpoint, when it is a repository and the run completed. */
+    readonly checkpoint?: {
+      readonly gitRef: string
+      readonly commit: string
+      readonly tree: string
+      readonly diff: ReadonlyArray<DiffEntry>
+    } | null
     readonly now: string
   }
 ): ReadonlyArray<ThreadEvent> => {
@@ -769,10 +776,15 @@ export const planFinish = (
       threadId: state.thread.id,
       runId: run.id,
       runOrdinal: run.ordinal,
-      kind: "logical",
-      gitRef: null,
-      treeSha: null,
-      diffSummary: diffOf(runItems),
+      ...(input.checkpoint
+        ? {
+            kind: "git" as const,
+            gitRef: input.checkpoint.gitRef,
+            treeSha: input.checkpoint.tree,
+            commitSha: input.checkpoint.commit,
+            diffSummary: [...input.checkpoint.diff]
+          }
+        : { kind: "logical" as const, gitRef: null, treeSha: null, diffSummary: diffOf(runItems) }),
       status: "ready",
       createdAt: now
     }

@@ -17,6 +17,7 @@ import {
   ContextHandoff,
   ContextHandoffId,
   ContextTransfer,
+  DiffEntry,
   HandoffDelivery,
   InterruptRunFields,
   ProviderName,
@@ -146,7 +147,16 @@ export const FinishRun = Rpc.make("FinishRun", {
     /** The provider's turn handle, when the turn reached the provider. */
     turnRef: Schema.NullOr(Schema.String),
     /** Items that arrived together with the end of the turn, recorded in the same commit. */
-    items: Schema.Array(TurnItemContent)
+    items: Schema.Array(TurnItemContent),
+    /** The workspace's git checkpoint after a completed run (null: a logical checkpoint). */
+    checkpoint: Schema.NullOr(
+      Schema.Struct({
+        gitRef: Schema.String,
+        commit: Schema.String,
+        tree: Schema.String,
+        diff: Schema.Array(DiffEntry)
+      })
+    )
   },
   error
 })
@@ -180,7 +190,7 @@ export const Rollback = Rpc.make("Rollback", {
     replayed: Schema.Boolean,
     native: Schema.Array(NativeRollbackTarget),
     /** The checkpoint whose files to write back, when asked for. */
-    restore: Schema.NullOr(Schema.Struct({ workspace: Schema.String, gitRef: Schema.String }))
+    restore: Schema.NullOr(Schema.Struct({ workspace: Schema.String, commit: Schema.String }))
   }),
   error
 })

@@ -258,7 +258,8 @@ const resolveOwn = (input: StartContextInput): ContextDecision => {
     }
     const what =
       history === null ? `what it inherited from ${inherited?.label ?? "its source"}` : runsText(full.covered)
-    if (delivery === undefined) return unsupported(reasons, `a new ${provider} provider thread needs a summary of ${what}`)
+    if (delivery === undefined)
+      return unsupported(reasons, `a new ${provider} provider thread needs a summary of ${what}`)
     return {
       _tag: "portable",
       into: "new",

@@ -1,0 +1,70 @@
+/**
+ * Checkpoints of a thread's workspace, as the runtime uses them: a git checkpoint
+ * after each completed run when the workspace is a git repository (see
+ * GitCheckpoints: hidden refs, a temporary index, the user's repository untouched),
+ * nothing for any other directory (the run's checkpoint stays logical), and a restore
+ * for `thread.rollback { restoreFiles }`. Whether a directory is a repository is
+ * asked once per workspace.
+ */
+import type { CommandExecutor } from "@effect/platform/CommandExecutor"
+import { NodeContext } from "@effect/platform-node"
+import type { DiffEntry, ThreadId } from "@skein/domain"
+import { GitFailed } from "@skein/domain"
+import { Context, Effect, Layer, Option } from "effect"
+import * as GitCheckpoints from "./GitCheckpoints.js"
+
+export interface CapturedCheckpoint {
+  readonly gitRef: string
+  readonly commit: string
+  readonly tree: string
+  readonly diff: ReadonlyArray<DiffEntry>
+}
+
+export interface WorkspaceCheckpointsShape {
+  /** A git checkpoint of the workspace after run `ordinal`; None when it is not a repository. */
+  readonly capture: (input: {
+    readonly workspace: string
+    readonly threadId: ThreadId
+    readonly ordinal: number
+    readonly previous: string | null
+  }) => Effect.Effect<Option.Option<CapturedCheckpoint>, GitFailed>
+  /** Writes the checkpoint's files back to the work tree. */
+  readonly restore: (workspace: string, commit: string) => Effect.Effect<void, GitFailed>
+}
+
+export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceCheckpoints")<
+  WorkspaceCheckpoints,
+  WorkspaceCheckpointsShape
+>() {
+  static readonly layer: Layer.Layer<WorkspaceCheckpoints> = Layer.effect(
+    WorkspaceCheckpoints,
+    Effect.gen(function* () {
+      // The command executor, built once with the layer.
+      const context = yield* Effect.context<CommandExecutor>()
+      const repositories = new Map<string, boolean>()
+      const failed = (workspace: string) => (error: GitCheckpoints.GitError) =>
+        new GitFailed({ workspace, detail: error.message })
+      const isRepository = (workspace: string) => {
+        const known = repositories.get(workspace)
+        if (known !== undefined) return Effect.succeed(known)
+        return GitCheckpoints.repositoryOf(workspace).pipe(
+          Effect.map(Option.isSome),
+          Effect.tap((is) => Effect.sync(() => repositories.set(workspace, is)))
+        )
+      }
+      return {
+        capture: (input) =>
+          Effect.gen(function* () {
+            if (!(yield* isRepository(input.workspace))) return Option.none()
+            const taken = yield* GitCheckpoints.capture(input)
+            return Option.some({ gitRef: taken.ref, commit: taken.commit, tree: taken.tree, diff: taken.diff })
+          }).pipe(Effect.mapError(failed(input.workspace)), Effect.provide(context)),
+        restore: (workspace, commit) =>
+          GitCheckpoints.restore({ workspace, commit }).pipe(
+            Effect.mapError(failed(workspace)),
+            Effect.provide(context)
+          )
+      } satisfies WorkspaceCheckpointsShape
+    })
+  ).pipe(Layer.provide(NodeContext.layer))
+}
