@@ -2,7 +2,8 @@
  * Lineage figures: `thread.fork` latency on a thread of 1 run and on one of 10,000
  * runs (a fork records a thread and a pending transfer from a few indexed reads, so
  * the two should cost the same), with a bare `thread.create` measured in the same run
- * as the baseline.
+ * as the baseline; and what a run's end writes on run 10 and on run 10,000 of one
+ * thread on one provider thread (coverage lives in rows keyed by run, so the same).
  */
 import { providerRegistryLayer } from "@skein/adapters"
 import type { Checkpoint, Run, ThreadEvent } from "@skein/domain"
@@ -16,7 +17,7 @@ import {
   ThreadId,
   ProviderName
 } from "@skein/domain"
-import { Database, EventStore, makeRuntimeLayer, Orchestrator } from "@skein/runtime"
+import { Database, EventStore, makeRuntimeLayer, Orchestrator, storedEventJson } from "@skein/runtime"
 import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
@@ -88,6 +89,28 @@ const seedThread = (threadId: ThreadId, runs: number) =>
     }
   })
 
+/** Bytes of the commit that ends each listed run (its events' stored JSON), on real scripted runs. */
+const runEndWrites = (o: Orchestrator["Type"], runs: number, at: ReadonlyArray<number>) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const thread = yield* o.createThread({ title: "long" })
+      const sizes = new Map<number, number>()
+      yield* o.follow(thread.id, 1, (events) => {
+        const ended = events.find((e) => e.event._tag === "RunEnded")
+        if (ended === undefined || ended.event._tag !== "RunEnded") return
+        if (!at.includes(ended.event.run.ordinal)) return
+        sizes.set(
+          ended.event.run.ordinal,
+          events.reduce((n, e) => n + Buffer.byteLength(storedEventJson(e)), 0)
+        )
+      })
+      for (let i = 1; i <= runs; i++) {
+        yield* o.startRun({ threadId: thread.id, provider: ProviderName.make("alpha"), message: "same", wait: true })
+      }
+      return sizes
+    })
+  )
+
 export async function run(): Promise<void> {
   console.log("## lineage")
   const dir = tempDir("skein-bench-lineage-")
@@ -129,6 +152,12 @@ export async function run(): Promise<void> {
         const ratio = percentile(many, 50) / percentile(one, 50)
         console.log(
           `thread.fork 10,000-run / 1-run: ${ratio.toFixed(2)}x (goal <= 1.2x); fork / create: ${(percentile(one, 50) / percentile(create, 50)).toFixed(2)}x`
+        )
+        const t = performance.now()
+        const sizes = yield* runEndWrites(o, 10_000, [10, 1_000, 10_000])
+        const bytes = (n: number) => sizes.get(n) ?? Number.NaN
+        console.log(
+          `run end write (the commit that ends the run): run 10 ${bytes(10)} B, run 1,000 ${bytes(1_000)} B, run 10,000 ${bytes(10_000)} B; ratio 10,000/10 ${(bytes(10_000) / bytes(10)).toFixed(3)} (goal: the same) [10,000 scripted runs in ${((performance.now() - t) / 1000).toFixed(0)} s]`
         )
       }).pipe(
         Effect.provide(

@@ -4,11 +4,11 @@
  * and a projection can always be rebuilt from it.
  */
 import { Schema } from "effect"
-import { CommandId, ThreadId } from "./Ids.js"
+import { CommandId, ContextHandoffId, NativeTurnRef, ProviderThreadId, ThreadId } from "./Ids.js"
 import { AppThread } from "./Thread.js"
 import { Run } from "./Run.js"
 import { TurnItem } from "./TurnItem.js"
-import { ProviderThread } from "./ProviderThread.js"
+import { ProviderThread, ProviderThreadStatus } from "./ProviderThread.js"
 import { ContextTransfer } from "./Transfer.js"
 import { ContextHandoff } from "./Handoff.js"
 import { Checkpoint } from "./Checkpoint.js"
@@ -24,6 +24,20 @@ export class TurnItemRecorded extends ValidatedTaggedClass<TurnItemRecorded>()("
 }) {}
 export class ProviderThreadRecorded extends ValidatedTaggedClass<ProviderThreadRecorded>()("ProviderThreadRecorded", {
   providerThread: ProviderThread
+}) {}
+/**
+ * A provider thread served a run natively (a kept turn): the run joins its coverage,
+ * with the handoff it received and the provider's turn handle. Constant in size,
+ * however long the provider thread's history: what a run's end writes does not grow
+ * with the thread.
+ */
+export class ProviderThreadServed extends ValidatedTaggedClass<ProviderThreadServed>()("ProviderThreadServed", {
+  providerThreadId: ProviderThreadId,
+  runOrdinal: Schema.Int,
+  handoffId: Schema.NullOr(ContextHandoffId),
+  turnRef: Schema.NullOr(NativeTurnRef),
+  status: ProviderThreadStatus,
+  updatedAt: Schema.String
 }) {}
 export class TransferRecorded extends ValidatedTaggedClass<TransferRecorded>()("TransferRecorded", {
   transfer: ContextTransfer
@@ -43,6 +57,7 @@ export const ThreadEvent = Schema.Union(
   RunEnded,
   TurnItemRecorded,
   ProviderThreadRecorded,
+  ProviderThreadServed,
   TransferRecorded,
   HandoffRecorded,
   CheckpointRecorded

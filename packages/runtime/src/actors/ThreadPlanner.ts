@@ -28,6 +28,7 @@ import {
   HandoffRecorded,
   makeId,
   ProviderThreadRecorded,
+  ProviderThreadServed,
   RunEnded,
   RunStarted,
   RunUpdated,
@@ -35,7 +36,7 @@ import {
   TurnItemRecorded
 } from "@skein/domain"
 import type { ContextDecision } from "../context/ContextResolver.js"
-import { newProviderThread, withServedRun } from "../context/Coverage.js"
+import { newProviderThread } from "../context/Coverage.js"
 import type { BuiltHandoff } from "../context/HandoffBuilder.js"
 import { estimateTokens } from "../context/Tokens.js"
 import type { ThreadState } from "../store/ThreadState.js"
@@ -743,19 +744,19 @@ export const planFinish = (
     : undefined
   if (pt) {
     events.push(
-      new ProviderThreadRecorded({
-        providerThread: kept
-          ? {
-              ...withServedRun(pt, {
-                ordinal: run.ordinal,
-                handoffId: handoff?.id ?? null,
-                turnRef: input.turnRef,
-                at: now
-              }),
-              status: "idle"
-            }
-          : { ...pt, status: pt.nativeRef === null ? "failed" : "idle", updatedAt: now }
-      })
+      kept
+        ? // One row's worth, however long the provider thread's history.
+          new ProviderThreadServed({
+            providerThreadId: pt.id,
+            runOrdinal: run.ordinal,
+            handoffId: handoff?.id ?? null,
+            turnRef: input.turnRef,
+            status: "idle",
+            updatedAt: now
+          })
+        : new ProviderThreadRecorded({
+            providerThread: { ...pt, status: pt.nativeRef === null ? "failed" : "idle", updatedAt: now }
+          })
     )
   }
   if (handoff && handoff.status === "pending") {

@@ -9,7 +9,6 @@ import type {
   ContextSourcePoint,
   ContextTransfer,
   ProviderName,
-  ProviderThread,
   Run,
   ThreadEvent,
   ThreadId
@@ -21,19 +20,19 @@ export interface SourceRun {
   readonly thread: AppThread
   readonly run: Run
   readonly checkpointId: string | null
-  /** The provider thread that served the run, for a native fork at its turn. */
-  readonly providerThread: ProviderThread | null
+  /** The native thread that served the run and the provider's turn, for a native fork there. */
+  readonly native: { readonly nativeRef: string; readonly turnRef: string | null } | null
 }
 
 export const sourcePointOf = (source: SourceRun, asCheckpoint: boolean): ContextSourcePoint => {
-  const turn = source.providerThread?.nativeTurns.find((t) => t.runOrdinal === source.run.ordinal)
+  const turnRef = source.native?.turnRef ?? null
   return {
     threadId: source.thread.id,
     runId: source.run.id,
     runOrdinal: source.run.ordinal,
     ...(asCheckpoint && source.checkpointId !== null ? { checkpointId: source.checkpointId as never } : {}),
-    ...(source.providerThread?.nativeRef ? { providerThreadRef: source.providerThread.nativeRef } : {}),
-    ...(turn ? { providerTurnRef: turn.turnRef } : {})
+    ...(source.native ? { providerThreadRef: source.native.nativeRef } : {}),
+    ...(turnRef !== null ? { providerTurnRef: turnRef } : {})
   }
 }
 

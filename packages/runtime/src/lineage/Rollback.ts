@@ -183,8 +183,9 @@ export const planRollbackSettled = (
           coverage: { nativeRunOrdinals: native, handoffIds },
           handoffIds: pt.handoffIds.filter((id) => handoffIds.includes(id)),
           nativeTurns: pt.nativeTurns.filter((t) => t.runOrdinal <= to),
-          lastRunOrdinal: native[native.length - 1] ?? null,
-          firstRunOrdinal: native[0] ?? null,
+          // First and last run stay as they were: the runs after N are rolled back for
+          // good and never live again, and new runs get higher ordinals, so the last run
+          // it served still marks where its own history ends.
           updatedAt: now
         }
       })

@@ -62,15 +62,19 @@ export const sourceOfRun = (
 ): Effect.Effect<SourceRun, StorageError> =>
   Effect.gen(function* () {
     const checkpoint = yield* store.lookup.checkpointOfRun(thread.id, run.id)
-    const providerThread =
-      run.providerThreadId === null
-        ? Option.none()
-        : yield* store.lookup.providerThread(thread.id, run.providerThreadId)
+    if (run.providerThreadId === null) {
+      return { thread, run, checkpointId: Option.isSome(checkpoint) ? checkpoint.value.id : null, native: null }
+    }
+    // Its snapshot for the native ref, and the one row of the run for its turn: a few
+    // keyed reads, however long the thread.
+    const providerThread = yield* store.lookup.providerThread(thread.id, run.providerThreadId)
+    const turnRef = yield* store.lookup.servedTurn(thread.id, run.providerThreadId, run.ordinal)
+    const nativeRef = Option.isSome(providerThread) ? providerThread.value.nativeRef : null
     return {
       thread,
       run,
       checkpointId: Option.isSome(checkpoint) ? checkpoint.value.id : null,
-      providerThread: Option.getOrNull(providerThread)
+      native: nativeRef === null ? null : { nativeRef, turnRef: Option.getOrNull(turnRef) }
     }
   })
 

@@ -61,7 +61,7 @@ const pragmas = Layer.effectDiscard(
  * types in the log): kept in SQLite's `user_version`. A Skein that adds an event type
  * raises it, so that an older one refuses the file instead of misreading it.
  */
-export const STORE_FORMAT_VERSION = 1
+export const STORE_FORMAT_VERSION = 2
 
 const latestMigration = Object.keys(migrations).sort().at(-1)!
 

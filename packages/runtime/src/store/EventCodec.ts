@@ -9,6 +9,7 @@ import {
   CheckpointRecorded,
   HandoffRecorded,
   ProviderThreadRecorded,
+  ProviderThreadServed,
   RunEnded,
   RunStarted,
   RunUpdated,
@@ -34,10 +35,12 @@ const members = {
   RunEnded: { schema: RunEnded, field: "run" },
   TurnItemRecorded: { schema: TurnItemRecorded, field: "item" },
   ProviderThreadRecorded: { schema: ProviderThreadRecorded, field: "providerThread" },
+  // Not one entity: its fields are the data, after the tag.
+  ProviderThreadServed: { schema: ProviderThreadServed, field: null },
   TransferRecorded: { schema: TransferRecorded, field: "transfer" },
   HandoffRecorded: { schema: HandoffRecorded, field: "handoff" },
   CheckpointRecorded: { schema: CheckpointRecorded, field: "checkpoint" }
-} as const satisfies Record<ThreadEventTag, { readonly schema: unknown; readonly field: string }>
+} as const satisfies Record<ThreadEventTag, { readonly schema: unknown; readonly field: string | null }>
 
 type Encode = (event: ThreadEvent) => Either.Either<EncodedThreadEvent, ParseResult.ParseError>
 type Decode = (input: unknown) => Either.Either<ThreadEvent, ParseResult.ParseError>
@@ -49,7 +52,7 @@ const codecs = new Map<
     readonly encode: Encode
     readonly decode: Decode
     readonly prefix: string
-    readonly field: string
+    readonly field: string | null
   }
 >(
   Object.entries(members).map(([tag, { schema, field }]) => [
@@ -58,7 +61,8 @@ const codecs = new Map<
       schema: schema as unknown as new (...args: never) => unknown,
       encode: Schema.encodeEither(schema as unknown as Schema.Schema<ThreadEvent, EncodedThreadEvent>),
       decode: Schema.decodeUnknownEither(schema as unknown as Schema.Schema<ThreadEvent, EncodedThreadEvent>),
-      prefix: `{"_tag":${JSON.stringify(tag)},${JSON.stringify(field)}:`,
+      prefix:
+        field === null ? `{"_tag":${JSON.stringify(tag)},` : `{"_tag":${JSON.stringify(tag)},${JSON.stringify(field)}:`,
       field
     }
   ])
@@ -98,8 +102,7 @@ const encodeForm = (event: ThreadEvent): Either.Either<StoredForm, StorageError>
     // A class instance was validated by its constructor, and every domain schema encodes
     // to itself (Schema.test.ts checks that this JSON equals the Schema encoding), so
     // validating again on the hot path would only cost time.
-    const data = JSON.stringify((event as unknown as Record<string, unknown>)[codec.field])
-    return Either.right({ encoded: event as unknown as EncodedThreadEvent, data, payload: `${codec.prefix}${data}}` })
+    return Either.right(formOf(codec, event as unknown as EncodedThreadEvent))
   }
   const encoded = codec.encode(event)
   if (Either.isLeft(encoded)) {
@@ -107,8 +110,21 @@ const encodeForm = (event: ThreadEvent): Either.Either<StoredForm, StorageError>
       new StorageError({ detail: `cannot store an invalid ${event._tag} event: ${formatError(encoded.left)}` })
     )
   }
-  const data = JSON.stringify((encoded.right as unknown as Record<string, unknown>)[codec.field])
-  return Either.right({ encoded: encoded.right, data, payload: `${codec.prefix}${data}}` })
+  return Either.right(formOf(codec, encoded.right))
+}
+
+/** The stored forms of an encoded event: its entity's JSON (or its fields'), wrapped with its tag. */
+const formOf = (
+  codec: { readonly prefix: string; readonly field: string | null },
+  encoded: EncodedThreadEvent
+): StoredForm => {
+  if (codec.field !== null) {
+    const data = JSON.stringify((encoded as unknown as Record<string, unknown>)[codec.field])
+    return { encoded, data, payload: `${codec.prefix}${data}}` }
+  }
+  const { _tag: _, ...fields } = encoded as unknown as Record<string, unknown>
+  const data = JSON.stringify(fields)
+  return { encoded, data, payload: `${codec.prefix}${data.slice(1)}` }
 }
 
 /** Decodes a stored payload; `what` names the event in the error (e.g. `event 3 of thread thr_1`). */

@@ -44,6 +44,7 @@ import {
   projectionRows,
   providerThreadRow,
   runByOrdinalRow,
+  servedTurnRow,
   runRow,
   threadRow,
   writeProjections,
@@ -154,10 +155,17 @@ export interface EventStoreShape {
       threadId: ThreadId,
       runId: RunId
     ) => Effect.Effect<Option.Option<Checkpoint>, StorageError>
+    /** Its last recorded snapshot (the runs it served since are rows: see `servedTurn`). */
     readonly providerThread: (
       threadId: ThreadId,
       id: ProviderThreadId
     ) => Effect.Effect<Option.Option<ProviderThread>, StorageError>
+    /** The provider's turn handle for a run the provider thread served natively. */
+    readonly servedTurn: (
+      threadId: ThreadId,
+      id: ProviderThreadId,
+      ordinal: number
+    ) => Effect.Effect<Option.Option<string>, StorageError>
   }
   /** Runs that are queued or running (after a crash: the ones to end as interrupted). */
   readonly activeRuns: Effect.Effect<ReadonlyArray<Run>, StorageError>
@@ -486,7 +494,8 @@ const make = Effect.gen(function* () {
       latestStableRun: (threadId) => latestStableRunRow(sql, threadId),
       checkpoint: (threadId, id) => checkpointRow(sql, threadId, id),
       checkpointOfRun: (threadId, runId) => checkpointOfRunRow(sql, threadId, runId),
-      providerThread: (threadId, id) => providerThreadRow(sql, threadId, id)
+      providerThread: (threadId, id) => providerThreadRow(sql, threadId, id),
+      servedTurn: (threadId, id, ordinal) => servedTurnRow(sql, threadId, id, ordinal)
     },
     activeRuns,
     rebuildProjections

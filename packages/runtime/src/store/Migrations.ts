@@ -112,10 +112,28 @@ const initial = statements(
 /** Lineage reads a thread's checkpoint by run (a fork's source point) without scanning them all. */
 const checkpointsByRun = statements(`CREATE INDEX checkpoints_run ON checkpoints (thread_id, run_id)`)
 
+/**
+ * Coverage in rows keyed by run: a run's end adds one row (ProviderThreadServed)
+ * instead of rewriting its provider thread, whose record grows with its history.
+ */
+const providerThreadRuns = statements(
+  `CREATE TABLE provider_thread_runs (
+    thread_id TEXT NOT NULL,
+    provider_thread_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    handoff_id TEXT,
+    turn_ref TEXT,
+    status TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (thread_id, provider_thread_id, ordinal)
+  )`
+)
+
 /** Every schema version, keyed `NNNN_name` as `Migrator.fromRecord` expects. */
 export const migrations = {
   "0001_initial": initial,
-  "0002_checkpoints_by_run": checkpointsByRun
+  "0002_checkpoints_by_run": checkpointsByRun,
+  "0003_provider_thread_runs": providerThreadRuns
 } as const
 
 export const loader: Migrator.Loader = Migrator.fromRecord(migrations)
@@ -126,6 +144,7 @@ export const projectionTables = [
   "runs",
   "turn_items",
   "provider_threads",
+  "provider_thread_runs",
   "transfers",
   "handoffs",
   "checkpoints"

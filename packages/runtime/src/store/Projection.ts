@@ -7,8 +7,38 @@
  * returns the state to use next (a shallow copy when the thread record itself changes).
  * Callers must carry on with the returned value and not keep using an older reference.
  */
-import type { AppThread, ContextTransfer, RunView, ThreadEvent, ThreadView, TurnItem } from "@skein/domain"
+import type {
+  AppThread,
+  ContextHandoffId,
+  ContextTransfer,
+  ProviderThread,
+  RunView,
+  ThreadEvent,
+  ThreadView,
+  TurnItem
+} from "@skein/domain"
+import { withServedRun } from "../context/Coverage.js"
 import { emptyThreadState, type ThreadState } from "./ThreadState.js"
+
+/** A provider thread after it served a run (see ProviderThreadServed). */
+export const servedBy = (
+  pt: ProviderThread,
+  served: {
+    readonly runOrdinal: number
+    readonly handoffId: ContextHandoffId | null
+    readonly turnRef: string | null
+    readonly status: ProviderThread["status"]
+    readonly updatedAt: string
+  }
+): ProviderThread => ({
+  ...withServedRun(pt, {
+    ordinal: served.runOrdinal,
+    handoffId: served.handoffId,
+    turnRef: served.turnRef,
+    at: served.updatedAt
+  }),
+  status: served.status
+})
 
 /**
  * Items of a run stay ordered by `seq`. A re-recorded item (same id, e.g. an approval
@@ -52,6 +82,11 @@ export const applyEvent = (state: ThreadState, event: ThreadEvent): ThreadState 
     case "ProviderThreadRecorded":
       state.providerThreads.set(event.providerThread.id, event.providerThread)
       break
+    case "ProviderThreadServed": {
+      const pt = state.providerThreads.get(event.providerThreadId)
+      if (pt !== undefined) state.providerThreads.set(pt.id, servedBy(pt, event))
+      break
+    }
     case "TransferRecorded":
       state.transfers.set(event.transfer.id, event.transfer)
       break

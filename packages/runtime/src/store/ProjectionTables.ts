@@ -17,10 +17,13 @@ import {
   ProviderThread,
   Run,
   TurnItem,
-  type StorageError,
+  ProviderThreadStatus,
+  StorageError,
+  type ContextHandoffId,
+  type ProviderThreadId,
   type ThreadId
 } from "@skein/domain"
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { fromSqlError, jsonDecoder } from "./Codec.js"
 import type { StoredForm } from "./EventCodec.js"
 import { emptyThreadState, type ThreadState } from "./ThreadState.js"
@@ -37,6 +40,10 @@ const tables = {
   runs: { columns: ["thread_id", "ordinal", "id", "status", "provider", "data"], conflict: ["thread_id", "ordinal"] },
   turn_items: { columns: ["thread_id", "id", "run_id", "seq", "type", "data"], conflict: ["thread_id", "id"] },
   provider_threads: { columns: ["thread_id", "id", "provider", "status", "data"], conflict: ["thread_id", "id"] },
+  provider_thread_runs: {
+    columns: ["thread_id", "provider_thread_id", "ordinal", "handoff_id", "turn_ref", "status", "updated_at"],
+    conflict: ["thread_id", "provider_thread_id", "ordinal"]
+  },
   transfers: {
     columns: ["thread_id", "id", "type", "status", "source_thread_id", "target_thread_id", "created_at", "data"],
     conflict: ["thread_id", "id"]
@@ -93,6 +100,18 @@ export const projectionRows = (
       case "ProviderThreadRecorded": {
         const p = event.providerThread
         put(rows, "provider_threads", p.id, [threadId, p.id, p.provider, p.status, data])
+        break
+      }
+      case "ProviderThreadServed": {
+        put(rows, "provider_thread_runs", `${event.providerThreadId}/${event.runOrdinal}`, [
+          threadId,
+          event.providerThreadId,
+          event.runOrdinal,
+          event.handoffId,
+          event.turnRef,
+          event.status,
+          event.updatedAt
+        ])
         break
       }
       case "TransferRecorded": {
@@ -218,18 +237,23 @@ export const loadThreadState = (
     const threadRow = threadRows[0]
     if (threadRow === undefined) return Option.none()
     const where = "WHERE thread_id = ?"
-    const [runRows, itemRows, ptRows, transferRows, handoffRows, checkpointRows, lastRows] = yield* Effect.all([
-      selectData(sql, `SELECT data FROM runs ${where} ORDER BY ordinal`, [threadId]),
-      selectData(sql, `SELECT data FROM turn_items ${where} ORDER BY rowid`, [threadId]),
-      selectData(sql, `SELECT data FROM provider_threads ${where} ORDER BY rowid`, [threadId]),
-      selectData(sql, `SELECT data FROM transfers ${where} ORDER BY rowid`, [threadId]),
-      selectData(sql, `SELECT data FROM handoffs ${where} ORDER BY rowid`, [threadId]),
-      selectData(sql, `SELECT data FROM checkpoints ${where} ORDER BY rowid`, [threadId]),
-      sql.unsafe<{ readonly last: number }>(
-        "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
-        [threadId]
-      )
-    ])
+    const [runRows, itemRows, ptRows, servedRows, transferRows, handoffRows, checkpointRows, lastRows] =
+      yield* Effect.all([
+        selectData(sql, `SELECT data FROM runs ${where} ORDER BY ordinal`, [threadId]),
+        selectData(sql, `SELECT data FROM turn_items ${where} ORDER BY rowid`, [threadId]),
+        selectData(sql, `SELECT data FROM provider_threads ${where} ORDER BY rowid`, [threadId]),
+        sql.unsafe<ServedRow>(
+          `SELECT provider_thread_id, ordinal, handoff_id, turn_ref, status, updated_at FROM provider_thread_runs ${where} ORDER BY provider_thread_id, ordinal`,
+          [threadId]
+        ),
+        selectData(sql, `SELECT data FROM transfers ${where} ORDER BY rowid`, [threadId]),
+        selectData(sql, `SELECT data FROM handoffs ${where} ORDER BY rowid`, [threadId]),
+        selectData(sql, `SELECT data FROM checkpoints ${where} ORDER BY rowid`, [threadId]),
+        sql.unsafe<{ readonly last: number }>(
+          "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
+          [threadId]
+        )
+      ])
     const what = `thread ${threadId}:`
     const thread = yield* decodeThread(threadRow.data, `${what} thread row`)
     const state = emptyThreadState(thread)
@@ -243,6 +267,15 @@ export const loadThreadState = (
     for (const pt of yield* decodeAll(ptRows, decodeProviderThread, `${what} provider thread`)) {
       state.providerThreads.set(pt.id, pt)
     }
+    // Rows come ordered by provider thread, then ordinal: apply each one's rows at once.
+    for (let i = 0; i < servedRows.length;) {
+      const id = servedRows[i]!.provider_thread_id
+      let j = i
+      while (j < servedRows.length && servedRows[j]!.provider_thread_id === id) j++
+      const pt = state.providerThreads.get(id as ProviderThreadId)
+      if (pt !== undefined) state.providerThreads.set(pt.id, yield* withServedRows(pt, servedRows.slice(i, j), what))
+      i = j
+    }
     for (const t of yield* decodeAll(transferRows, decodeTransfer, `${what} transfer`)) state.transfers.set(t.id, t)
     for (const h of yield* decodeAll(handoffRows, decodeHandoff, `${what} handoff`)) state.handoffs.set(h.id, h)
     for (const c of yield* decodeAll(checkpointRows, decodeCheckpoint, `${what} checkpoint`)) {
@@ -251,6 +284,61 @@ export const loadThreadState = (
     state.lastThreadSequence = lastRows[0]?.last ?? 0
     return Option.some(state)
   }).pipe(sql.withTransaction, Effect.mapError(fromSqlError(`cannot load thread ${threadId}`)))
+
+/**
+ * A provider thread's record is its last snapshot; the runs it served since are rows.
+ * Every later snapshot holds every run served before it, and ordinals only grow, so the
+ * rows past the snapshot's last run are exactly the newer ones, in order: applied in one
+ * pass (the same result as folding each ProviderThreadServed event in turn).
+ */
+const withServedRows = (
+  pt: ProviderThread,
+  rows: ReadonlyArray<ServedRow>,
+  what: string
+): Effect.Effect<ProviderThread, StorageError> => {
+  const last = pt.lastRunOrdinal ?? 0
+  const newer = rows.filter((row) => row.ordinal > last)
+  if (newer.length === 0) return Effect.succeed(pt)
+  const native = [...pt.coverage.nativeRunOrdinals]
+  const turns = [...pt.nativeTurns]
+  const handoffIds = [...pt.coverage.handoffIds]
+  const received = [...pt.handoffIds]
+  for (const row of newer) {
+    native.push(row.ordinal)
+    if (row.turn_ref !== null) turns.push({ runOrdinal: row.ordinal, turnRef: row.turn_ref })
+    const handoffId = row.handoff_id as ContextHandoffId | null
+    if (handoffId !== null && !handoffIds.includes(handoffId)) {
+      handoffIds.push(handoffId)
+      received.push(handoffId)
+    }
+  }
+  const final = newer[newer.length - 1]!
+  const status = Schema.decodeUnknownEither(ProviderThreadStatus)(final.status)
+  if (Either.isLeft(status)) {
+    return Effect.fail(
+      new StorageError({ detail: `${what} provider thread run row ${final.ordinal}: bad status ${final.status}` })
+    )
+  }
+  return Effect.succeed({
+    ...pt,
+    firstRunOrdinal: pt.firstRunOrdinal ?? newer[0]!.ordinal,
+    lastRunOrdinal: final.ordinal,
+    handoffIds: received,
+    coverage: { nativeRunOrdinals: native, handoffIds },
+    nativeTurns: turns,
+    status: status.right,
+    updatedAt: final.updated_at
+  })
+}
+
+interface ServedRow {
+  readonly provider_thread_id: string
+  readonly ordinal: number
+  readonly handoff_id: string | null
+  readonly turn_ref: string | null
+  readonly status: string
+  readonly updated_at: string
+}
 
 /** Stable sort by seq (rows arrive in first-write order; V8's sort is stable). */
 const sortBySeq = (list: Array<{ readonly seq: number }>) => {
@@ -373,6 +461,7 @@ export const checkpointOfRunRow = (sql: SqlClient, threadId: ThreadId, runId: st
     `the checkpoint of run ${runId}`
   )
 
+/** A provider thread's last snapshot (without the runs it served since: those are rows). */
 export const providerThreadRow = (sql: SqlClient, threadId: ThreadId, id: string) =>
   oneRow(
     sql,
@@ -381,6 +470,28 @@ export const providerThreadRow = (sql: SqlClient, threadId: ThreadId, id: string
     decodeProviderThread,
     `provider thread ${id}`
   )
+
+/** The turn handle of a run a provider thread served: in its row, or in its snapshot for older runs. */
+export const servedTurnRow = (
+  sql: SqlClient,
+  threadId: ThreadId,
+  id: string,
+  ordinal: number
+): Effect.Effect<Option.Option<string>, StorageError> =>
+  Effect.gen(function* () {
+    const rows = yield* sql
+      .unsafe<{ readonly turn_ref: string | null }>(
+        "SELECT turn_ref FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal = ?",
+        [threadId, id, ordinal]
+      )
+      .pipe(Effect.mapError(fromSqlError(`cannot read provider thread ${id}`)))
+    const fromRow = rows[0]?.turn_ref
+    if (fromRow !== undefined && fromRow !== null) return Option.some(fromRow)
+    const snapshot = yield* providerThreadRow(sql, threadId, id)
+    return Option.flatMap(snapshot, (pt) =>
+      Option.fromNullable(pt.nativeTurns.find((t) => t.runOrdinal === ordinal)?.turnRef)
+    )
+  })
 
 export const threadRow = (sql: SqlClient, threadId: ThreadId) =>
   oneRow(sql, "SELECT data FROM threads WHERE id = ?", [threadId], decodeThread, `thread ${threadId}`)

@@ -29,11 +29,13 @@ import {
   TurnItem,
   TurnItemId,
   TurnItemRecorded,
+  ProviderThreadServed,
   type RunStatus,
   type ThreadEvent,
   type TurnItemContent
 } from "@skein/domain"
 import fc from "fast-check"
+import { servedBy } from "../../src/store/Projection.js"
 
 export const at = (n: number): string => new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString()
 
@@ -215,6 +217,7 @@ export const opKinds = [
   "item",
   "updateItem",
   "providerThread",
+  "served",
   "transfer",
   "handoff",
   "checkpoint",
@@ -304,6 +307,21 @@ export const buildLog = (
         if (existing !== undefined) providerThreads[providerThreads.indexOf(existing)] = next
         else providerThreads.push(next)
         events.push(new ProviderThreadRecorded({ providerThread: next }))
+        break
+      }
+      case "served": {
+        // A provider thread serves the next run (ordinals only grow), as run ends do.
+        const pt = pick(providerThreads, op.pick)
+        if (pt === undefined) break
+        const served = {
+          runOrdinal: Math.max(pt.lastRunOrdinal ?? 0, runs.length) + 1,
+          handoffId: op.pick % 3 === 0 ? ContextHandoffId.make(`hof_served_${n}`) : null,
+          turnRef: op.pick % 2 === 0 ? `turn_${n}` : null,
+          status: "idle" as const,
+          updatedAt: at(n)
+        }
+        providerThreads[providerThreads.indexOf(pt)] = servedBy(pt, served)
+        events.push(new ProviderThreadServed({ providerThreadId: pt.id, ...served }))
         break
       }
       case "transfer": {
