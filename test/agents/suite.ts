@@ -207,7 +207,11 @@ export const agentSuite = (kind: AgentKind) => {
             expect(done.items.find((i) => i.type === "approval_request")).toMatchObject({ status: decision })
             // The model got the tool's outcome back and answered.
             expect(replyOf(done)).toContain("done:")
-            expect(Fs.existsSync(target)).toBe(decision === "accept")
+            const executed = done.items.find((i) => i.type === "command_execution")
+            const exists = yield* Effect.promise(() =>
+              waitUntil(() => Fs.existsSync(target), decision === "accept" ? 5_000 : 0)
+            )
+            expect({ exists, executed }).toMatchObject({ exists: decision === "accept" })
           }
         })
       )

@@ -14,7 +14,8 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["store", () => import("./store.js")],
   ["actors", () => import("./actors.js")],
   ["context", () => import("./context.js")],
-  ["server", () => import("./server.js")]
+  ["server", () => import("./server.js")],
+  ["agents", () => import("./agents.js")]
 ]
 
 const requested = process.argv.slice(2)

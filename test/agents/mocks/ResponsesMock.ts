@@ -74,7 +74,8 @@ export const startResponsesMock = (options: { readonly logFile?: string } = {}):
           type: "function_call",
           call_id: `call_${n}`,
           name: "exec_command",
-          arguments: JSON.stringify({ cmd: command })
+          // A long yield: on a loaded machine the command's own start-up must not outlast the tool call.
+          arguments: JSON.stringify({ cmd: command, yield_time_ms: 15_000 })
         }
       })
       return completed()
