@@ -211,16 +211,41 @@ const benchOne = async (kind: Kind, mock: MockServer, dir: string) => {
   const alone: Array<number> = []
   const driven: Array<number> = []
   for (let i = 0; i < STARTS; i++) {
-    const d = await direct(kind, binary, rawEnv, dir)
-    alone.push(d.startup)
-    await d.stop()
-    driven.push(await throughDriver(adapter, dir))
+    const measureAlone = async () => {
+      const d = await direct(kind, binary, rawEnv, dir)
+      alone.push(d.startup)
+      await d.stop()
+    }
+    const measureDriven = async () => void driven.push(await throughDriver(adapter, dir))
+    if (i % 2 === 0) {
+      await measureAlone()
+      await measureDriven()
+    } else {
+      await measureDriven()
+      await measureAlone()
+    }
   }
 
   // Turns: a warm raw process and a warm Skein thread, alternating turn by turn.
   const raw = await direct(kind, binary, rawEnv, dir)
   const rawTurns: Array<number> = []
   const skeinTurns: Array<number> = []
+  /** Per run: how long the turn took at the port (from runTurn's start to its last event). */
+  const atPort: Array<number> = []
+  const timed = (adapter: ProviderAdapter): ProviderAdapter => ({
+    ...adapter,
+    openSession: (options) =>
+      Effect.map(adapter.openSession(options), (handle) => ({
+        ...handle,
+        runTurn: (input) =>
+          Stream.suspend(() => {
+            const t0 = performance.now()
+            return handle
+              .runTurn(input)
+              .pipe(Stream.ensuring(Effect.sync(() => void atPort.push(performance.now() - t0))))
+          })
+      }))
+  })
   await withRuntime(
     dir,
     (o) =>
@@ -228,25 +253,46 @@ const benchOne = async (kind: Kind, mock: MockServer, dir: string) => {
         const thread = yield* o.createThread({ workspace: dir })
         const provider = kind as ProviderName
         yield* o.startRun({ threadId: thread.id, provider, message: "warm up", wait: true })
+        const rawTurn = (i: number) =>
+          Effect.promise(async () => {
+            const r0 = performance.now()
+            await raw.turn(`turn ${i}`)
+            rawTurns.push(performance.now() - r0)
+          })
+        const skeinTurn = (i: number) =>
+          Effect.gen(function* () {
+            const s0 = performance.now()
+            const run = yield* o.startRun({ threadId: thread.id, provider, message: `turn ${i}`, wait: true })
+            skeinTurns.push(performance.now() - s0)
+            if (run.status !== "completed") throw new Error(`run ${i} ended ${run.status}`)
+          })
+        // Alternating which goes first, so that neither always follows the other's work.
         for (let i = 0; i < TURNS; i++) {
-          const r0 = performance.now()
-          yield* Effect.promise(() => raw.turn(`turn ${i}`))
-          rawTurns.push(performance.now() - r0)
-          const s0 = performance.now()
-          const run = yield* o.startRun({ threadId: thread.id, provider, message: `turn ${i}`, wait: true })
-          skeinTurns.push(performance.now() - s0)
-          if (run.status !== "completed") throw new Error(`run ${i} ended ${run.status}`)
+          if (i % 2 === 0) {
+            yield* rawTurn(i)
+            yield* skeinTurn(i)
+          } else {
+            yield* skeinTurn(i)
+            yield* rawTurn(i)
+          }
         }
       }),
-    { configFile }
+    { configFile, mapAdapter: timed }
   )
   await raw.stop()
 
-  const added = median(skeinTurns) - median(rawTurns)
+  // atPort[0] is the warm-up run's.
+  const port = atPort.slice(1)
+  const paired = skeinTurns.map((s, i) => s - rawTurns[i]!)
+  const own = skeinTurns.map((s, i) => s - port[i]!)
   console.log(
-    `${kind}: turn through Skein p50 ${fmt(median(skeinTurns))} (p90 ${fmt(percentile(skeinTurns, 90))}), ` +
-      `binary alone p50 ${fmt(median(rawTurns))} (p90 ${fmt(percentile(rawTurns, 90))}); ` +
-      `Skein adds ${fmt(added)} per turn at p50 (goal < 3 ms) over ${TURNS} turns`
+    `${kind}: a turn through Skein p50 ${fmt(median(skeinTurns))} (p90 ${fmt(percentile(skeinTurns, 90))}), ` +
+      `the binary alone p50 ${fmt(median(rawTurns))} (p90 ${fmt(percentile(rawTurns, 90))}), ${TURNS} turns each, alternating`
+  )
+  console.log(
+    `${kind}: Skein adds ${fmt(median(paired))} per turn at p50 of the paired differences (goal < 3 ms; ` +
+      `the binary's own turn-to-turn spread is ${fmt(percentile(rawTurns, 90) - percentile(rawTurns, 10))} p10-p90); ` +
+      `run wall time minus the turn's time at the port: p50 ${fmt(median(own))}, p90 ${fmt(percentile(own, 90))}`
   )
   console.log(
     `${kind}: start-up to the first turn accepted: through Skein ${fmt(median(driven))}, binary alone ${fmt(median(alone))}, ` +

@@ -32,7 +32,7 @@ import type {
 } from "@skein/domain"
 import { defaultCapabilities, makeId, ProviderFailure } from "@skein/domain"
 import type { ProviderCapabilities } from "@skein/domain"
-import { Deferred, Effect, Either, Exit, Mailbox, Option, ParseResult, Schema, Stream } from "effect"
+import { Deferred, Effect, Either, Exit, Mailbox, ParseResult, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import type { ApprovalPolicy } from "../agents/AgentCommon.js"
 import { automaticDecision, clip, handoffPreamble } from "../agents/AgentCommon.js"
@@ -618,13 +618,3 @@ const openSession = (
       exited: proc.exited
     } satisfies ProviderSessionHandle
   })
-
-/** For tests and the bench: `Option` of the executable an instance would run. */
-export const locateCodex = (options: Pick<CodexAdapterOptions, "command" | "env" | "allowUntestedVersion">) =>
-  Effect.option(
-    locateAgentBinary(codexBinarySpec, {
-      command: options.command,
-      env: scopedEnv(options.env ?? {}, ["CODEX_HOME"]),
-      allowUntestedVersion: options.allowUntestedVersion
-    })
-  ).pipe(Effect.map(Option.getOrNull))
