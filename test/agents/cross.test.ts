@@ -24,6 +24,8 @@ import {
   claudePlaceholder,
   codexEnv,
   codexLauncher,
+  descendants,
+  exeOf,
   processCensus,
   requireBinaries,
   waitUntil
@@ -61,6 +63,12 @@ beforeAll(async () => {
           env: codexEnv(dir, responses.url),
           askForApproval: "untrusted",
           approvals: "decline"
+        },
+        "claude-idle": {
+          driver: "claude",
+          command: [claudePlaceholder],
+          env: claudeEnv(dir, messages.url),
+          processIdleMs: 400
         },
         "claude-accept": {
           driver: "claude",
@@ -190,6 +198,32 @@ describe("one thread across Codex and Claude Code", () => {
         expect(ended.result).toContain("ok: count the files")
         // The subagent's own request went to the model with its prompt.
         expect(messages.requests.some((r) => Messages.latestPrompt(r) === "count the files")).toBe(true)
+      })
+    )
+  })
+
+  it("Claude: an idle process is released while the runtime runs; the next turn resumes the session", async () => {
+    await runtime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ workspace: dir })
+        const provider = Name.make("claude-idle")
+        yield* o.startRun({ threadId: thread.id, provider, message: "the tree is an OAK", wait: true })
+        const claudes = () =>
+          descendants().filter((pid) => {
+            try {
+              return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("stream-json") && exeOf(pid) !== null
+            } catch {
+              return false
+            }
+          })
+        census.sample()
+        expect(claudes().length).toBeGreaterThan(0)
+        expect(yield* Effect.promise(() => waitUntil(() => claudes().length === 0, 10_000))).toBe(true)
+        const next = yield* o.startRun({ threadId: thread.id, provider, message: "which tree?", wait: true })
+        census.sample()
+        expect(next.status).toBe("completed")
+        const request = messages.requests.filter((r) => Messages.latestPrompt(r) === "which tree?").at(-1)!
+        expect(Messages.allInputText(request)).toContain("the tree is an OAK")
       })
     )
   })
