@@ -228,6 +228,34 @@ describe("one thread across Codex and Claude Code", () => {
     )
   })
 
+  it("Claude: killed during the first turn of a new session, the session resumes with that turn's message", async () => {
+    await runtime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ workspace: dir })
+        const from = messages.requests.length
+        yield* o.startRun({ threadId: thread.id, provider: claude, message: "first words [[slow:20000]]" })
+        yield* Effect.promise(() =>
+          messages.waitFor((r) => Messages.latestPrompt(r).includes("first words"), 30_000, from)
+        )
+        census.sample()
+        for (const pid of descendants()) {
+          try {
+            if (Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("stream-json")) process.kill(pid, "SIGKILL")
+          } catch {
+            // Gone already.
+          }
+        }
+        const failed = yield* untilRun(o, thread.id, (r) => r.status === "failed")
+        expect(failed.failure?.reason).toBe("provider_crash")
+        const next = yield* o.startRun({ threadId: thread.id, provider: claude, message: "second words", wait: true })
+        census.sample()
+        expect(next.status).toBe("completed")
+        const request = messages.requests.filter((r) => Messages.latestPrompt(r) === "second words").at(-1)!
+        expect(Messages.allInputText(request)).toContain("first words")
+      })
+    )
+  })
+
   it("an instance's policy answers approvals itself and records the decision", async () => {
     await runtime((o) =>
       Effect.gen(function* () {

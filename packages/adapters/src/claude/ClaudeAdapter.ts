@@ -197,6 +197,8 @@ interface ClaudeProcess {
   readonly approvals: Map<string, Waiting>
   turn: Turn | null
   lastActive: number
+  /** Whether a user message was written to this process. */
+  sent: boolean
 }
 
 const decodeLine = Schema.decodeUnknownEither(Line)
@@ -453,7 +455,8 @@ const openSession = (
             control: new Map(),
             approvals: new Map(),
             turn: null,
-            lastActive: Date.now()
+            lastActive: Date.now(),
+            sent: false
           }
           // The reader: when stdout ends, the process is gone; a turn on it fails as a crash.
           yield* proc.messages.pipe(
@@ -463,6 +466,13 @@ const openSession = (
             Effect.flatMap((how) =>
               Effect.sync(() => {
                 if (processes.get(sessionId) === cp) processes.delete(sessionId)
+                // A new session or a fork that was sent a message exists on disk now (Claude Code
+                // writes the message first): it resumes like any other, since starting it "new"
+                // again would be refused as already in use.
+                const planned = shared.launches.get(sessionId)
+                if (cp.sent && planned !== undefined && planned.kind !== "rewind" && transcript(sessionId) !== null) {
+                  shared.launches.clear(sessionId)
+                }
                 const gone = failure("crash", `the claude process of session ${sessionId} ${how}`)
                 for (const waiting of cp.control.values()) Deferred.unsafeDone(waiting, Exit.fail(gone))
                 cp.control.clear()
@@ -548,6 +558,7 @@ const openSession = (
           }
           cp.turn = turn
           cp.lastActive = Date.now()
+          cp.sent = true
           const tip = shared.tips.get(sessionId)
           if (tip !== undefined) shared.turnStarts.set(uuid, tip)
           const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
