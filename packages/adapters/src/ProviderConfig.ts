@@ -19,6 +19,10 @@ import {
   ProviderRegistry,
   RollbackCapability
 } from "@skein/domain"
+import { ApprovalPolicy } from "./agents/AgentCommon.js"
+import { ClaudePermissionMode, claudeCapabilities, makeClaudeAdapter } from "./claude/ClaudeAdapter.js"
+import { codexCapabilities, makeCodexAdapter } from "./codex/CodexAdapter.js"
+import { AskForApproval, SandboxMode } from "./codex/CodexProtocol.js"
 import { makeScriptedAdapter } from "./scripted/ScriptedAdapter.js"
 
 /** The default `alpha` instance: resume, fork at a turn, native rollback. */
@@ -67,9 +71,24 @@ export const ProviderInstanceConfig = Schema.Struct({
   capabilities: Schema.optional(CapabilitiesConfig),
   /** The executable and any leading arguments; the adapter appends its protocol arguments. */
   command: Schema.optional(Schema.NonEmptyArray(Schema.NonEmptyString)),
-  /** Variables the process gets beyond PATH and HOME. */
+  /**
+   * Variables the process gets beyond PATH and HOME (and, for codex and claude, their
+   * config directory variable, CODEX_HOME or CLAUDE_CONFIG_DIR, when Skein has it).
+   */
   env: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
-  model: Schema.optional(Schema.String)
+  model: Schema.optional(Schema.String),
+  /** codex, claude: how Skein answers the agent's approval requests (default "ask": a client answers). */
+  approvals: Schema.optional(ApprovalPolicy),
+  /** codex: when Codex asks for approval (its approval policy); default: Codex's own config. */
+  askForApproval: Schema.optional(AskForApproval),
+  /** codex: Codex's sandbox for the commands it runs; default: Codex's own config. */
+  sandbox: Schema.optional(SandboxMode),
+  /** claude: Claude Code's permission mode; default: its own. */
+  permissionMode: Schema.optional(ClaudePermissionMode),
+  /** claude: stop a session's process after this long without a turn (default 120000). */
+  processIdleMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** codex, claude: use an executable whose version is outside the tested range. */
+  allowUntestedVersion: Schema.optional(Schema.Boolean)
 })
 export type ProviderInstanceConfig = typeof ProviderInstanceConfig.Type
 
@@ -99,8 +118,43 @@ export const defaultProvidersConfig: ProvidersConfig = {
 
 const driverProfile: Record<ProviderDriver, ProviderCapabilities> = {
   scripted: alphaCapabilities,
-  codex: codexLikeCapabilities,
-  claude: claudeLikeCapabilities
+  codex: codexCapabilities,
+  claude: claudeCapabilities
+}
+
+/** Handoff deliveries each driver can carry out. */
+const driverDeliveries: Record<ProviderDriver, ReadonlyArray<string> | null> = {
+  scripted: null,
+  codex: codexCapabilities.handoffDelivery,
+  claude: claudeCapabilities.handoffDelivery
+}
+
+/** Fields that only some drivers read: naming one for another driver is a mistake worth reporting. */
+const driverOnly: Record<string, ReadonlyArray<ProviderDriver>> = {
+  approvals: ["codex", "claude"],
+  askForApproval: ["codex"],
+  sandbox: ["codex"],
+  permissionMode: ["claude"],
+  processIdleMs: ["claude"],
+  allowUntestedVersion: ["codex", "claude"]
+}
+
+/** What the schema cannot say: fields meant for another driver, deliveries the driver cannot make. */
+const checkInstance = (name: string, instance: ProviderInstanceConfig): string | null => {
+  for (const [field, drivers] of Object.entries(driverOnly)) {
+    if (field in instance && !drivers.includes(instance.driver)) {
+      return `provider "${name}": "${field}" applies to driver ${drivers.join(" or ")}, not ${instance.driver}. Remove it.`
+    }
+  }
+  const supported = driverDeliveries[instance.driver]
+  const asked = instance.capabilities?.handoffDelivery
+  if (supported !== null && asked !== undefined) {
+    const unsupported = asked.filter((d) => !supported.includes(d))
+    if (unsupported.length > 0) {
+      return `provider "${name}": driver ${instance.driver} cannot deliver handoffs as ${unsupported.join(", ")}; it supports ${supported.join(", ")}.`
+    }
+  }
+  return null
 }
 
 /** The driver's profile with the configured overrides applied. */
@@ -141,7 +195,7 @@ export const parseProvidersConfig = (document: unknown, source: string): Effect.
     Effect.mapError(
       (error) =>
         new InvalidInput({
-          detail: `provider config ${source} is wrong ${formatIssues(error)}. Expected {"providers": {NAME: {"driver": "scripted" | "codex" | "claude", "capabilities"?, "command"?, "env"?, "model"?}}, "workspaceRoots"?: [ABSOLUTE_PATH]}.`
+          detail: `provider config ${source} is wrong ${formatIssues(error)}. Expected {"providers": {NAME: {"driver": "scripted" | "codex" | "claude", "capabilities"?, "command"?, "env"?, "model"?, "approvals"?, …}}, "workspaceRoots"?: [ABSOLUTE_PATH]}.`
         })
     )
   )
@@ -167,30 +221,60 @@ export const loadProvidersConfig = (path: string): Effect.Effect<ProvidersConfig
     Effect.flatMap((document) => parseProvidersConfig(document, path))
   )
 
-/** One adapter per configured instance; scripted instances keep their state under `<dataDir>/providers/<name>`. */
+/**
+ * One adapter per configured instance; scripted, Codex and Claude instances keep their
+ * state under `<dataDir>/providers/<name>`.
+ */
 export const makeProviderAdapters = (
   config: ProvidersConfig,
   options: { readonly dataDir: string }
 ): Effect.Effect<ReadonlyArray<ProviderAdapter>, InvalidInput> =>
   Effect.forEach(Object.entries(config.providers), ([key, instance]) => {
     const name = ProviderName.make(key)
+    const problem = checkInstance(name, instance)
+    if (problem !== null) return Effect.fail(new InvalidInput({ detail: problem }))
+    const stateDir = Path.join(options.dataDir, "providers", name)
+    const capabilities = capabilitiesFor(instance.driver, instance.capabilities)
     switch (instance.driver) {
       case "scripted":
         return Effect.succeed(
           makeScriptedAdapter({
             name,
-            capabilities: capabilitiesFor("scripted", instance.capabilities),
-            stateDir: Path.join(options.dataDir, "providers", name),
+            capabilities,
+            stateDir,
             command: instance.command,
             env: instance.env,
             model: instance.model ?? null
           })
         )
       case "codex":
+        return Effect.succeed(
+          makeCodexAdapter({
+            name,
+            capabilities,
+            stateDir,
+            command: instance.command,
+            env: instance.env,
+            model: instance.model ?? null,
+            approvals: instance.approvals,
+            askForApproval: instance.askForApproval,
+            sandbox: instance.sandbox,
+            allowUntestedVersion: instance.allowUntestedVersion
+          })
+        )
       case "claude":
-        return Effect.fail(
-          new InvalidInput({
-            detail: `provider "${name}": driver ${instance.driver} is not available in this build yet. Use driver "scripted" or remove the instance.`
+        return Effect.succeed(
+          makeClaudeAdapter({
+            name,
+            capabilities,
+            stateDir,
+            command: instance.command,
+            env: instance.env,
+            model: instance.model ?? null,
+            approvals: instance.approvals,
+            permissionMode: instance.permissionMode,
+            processIdleMs: instance.processIdleMs,
+            allowUntestedVersion: instance.allowUntestedVersion
           })
         )
     }

@@ -24,3 +24,15 @@ export {
 } from "./ProviderConfig.js"
 export { containedPath } from "./workspace/WorkspacePath.js"
 export type { Contained } from "./workspace/WorkspacePath.js"
+export { ApprovalPolicy } from "./agents/AgentCommon.js"
+export { AgentBinaryProblem, inTestedRange, locateAgentBinary } from "./binary/AgentBinary.js"
+export type { AgentBinarySpec, LocatedBinary } from "./binary/AgentBinary.js"
+export { codexBinarySpec, codexCapabilities, makeCodexAdapter } from "./codex/CodexAdapter.js"
+export type { CodexAdapterOptions } from "./codex/CodexAdapter.js"
+export {
+  claudeBinarySpec,
+  claudeCapabilities,
+  ClaudePermissionMode,
+  makeClaudeAdapter
+} from "./claude/ClaudeAdapter.js"
+export type { ClaudeAdapterOptions } from "./claude/ClaudeAdapter.js"

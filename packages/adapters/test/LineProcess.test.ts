@@ -2,10 +2,21 @@
  * LineProcess against real `node` children. Every child is ended by its scope;
  * each test checks by PID that none is left.
  */
+import * as Fs from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Scope, Stream } from "effect"
 import { LineProcess, scopedEnv } from "../src/process/LineProcess.js"
 import { isAlive } from "./support.js"
+
+/** Alive and not a zombie waiting to be reaped (Linux: from /proc). */
+const running = (pid: number): boolean => {
+  try {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return !stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")
+  } catch {
+    return false
+  }
+}
 
 const node = (script: string, extra: { env?: Record<string, string>; graceMs?: number } = {}) =>
   LineProcess.spawn({
@@ -123,6 +134,29 @@ describe("LineProcess", () => {
       expect(yield* proc.exited).toEqual({ code: null, signal: "SIGKILL" })
       expect(elapsed).toBeGreaterThanOrEqual(250)
       expect(elapsed).toBeLessThan(3000)
+    })
+  )
+
+  it.live("closing the scope also ends what the child started (its process group), even after the child exited", () =>
+    Effect.gen(function* () {
+      for (const leaderExits of [false, true]) {
+        const scope = yield* Scope.make()
+        const proc = yield* Scope.extend(
+          node(
+            `const c = require("child_process").spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+             console.log(JSON.stringify({ grandchild: c.pid }));
+             ${leaderExits ? "setTimeout(() => process.exit(0), 50)" : "process.stdin.resume()"}`
+          ),
+          scope
+        )
+        const [first] = Chunk.toReadonlyArray(yield* proc.messages.pipe(Stream.take(1), Stream.runCollect))
+        const grandchild = (first as { grandchild: number }).grandchild
+        if (leaderExits) yield* proc.exited
+        expect(running(grandchild)).toBe(true)
+        yield* Scope.close(scope, Exit.void)
+        for (let i = 0; i < 100 && running(grandchild); i++) yield* Effect.sleep("20 millis")
+        expect(running(grandchild)).toBe(false)
+      }
     })
   )
 })

@@ -3,13 +3,14 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Stream } from "effect"
-import { makeId, ProviderRegistry } from "@skein/domain"
+import { makeId, ProviderName, ProviderRegistry } from "@skein/domain"
 import {
   alphaCapabilities,
   betaCapabilities,
   claudeLikeCapabilities,
   codexLikeCapabilities,
   loadProvidersConfig,
+  makeProviderAdapters,
   providerRegistryLayer
 } from "../src/ProviderConfig.js"
 import { scriptedServerPath } from "../src/scripted/ScriptedAdapter.js"
@@ -140,18 +141,49 @@ describe("provider configuration", () => {
     })
   )
 
-  it.effect("drivers codex and claude are rejected clearly, failing the layer", () =>
+  it.effect("codex and claude instances build adapters; a missing binary shows in the probe, not at load", () =>
     Effect.gen(function* () {
       const dataDir = tempDir()
-      const codex = yield* Effect.flip(
-        registry({ configFile: configFile({ providers: { codex: { driver: "codex", command: ["codex"] } } }), dataDir })
+      const adapters = yield* makeProviderAdapters(
+        {
+          providers: {
+            [ProviderName.make("cx")]: {
+              driver: "codex",
+              command: [Path.join(dataDir, "no-codex")],
+              approvals: "accept"
+            },
+            [ProviderName.make("cc")]: { driver: "claude", command: [Path.join(dataDir, "no-claude")] }
+          }
+        },
+        { dataDir }
       )
-      expect(codex._tag).toBe("InvalidInput")
-      expect(codex.detail).toContain("driver codex is not available in this build yet")
-      const claude = yield* Effect.flip(
-        registry({ configFile: configFile({ providers: { cc: { driver: "claude" } } }), dataDir })
+      expect(adapters.map((a) => [a.name, a.driver, a.capabilities.handoffDelivery])).toEqual([
+        ["cx", "codex", ["preamble"]],
+        ["cc", "claude", ["preamble"]]
+      ])
+      const probe = yield* adapters[0]!.probe!
+      expect(probe.usable).toBe(false)
+      expect(probe.problem).toContain("is not an executable file")
+      expect(probe.problem).toContain("npm install -g @openai/codex@0.171.0")
+    })
+  )
+
+  it.effect("a field meant for another driver, or a delivery the driver cannot make, is refused", () =>
+    Effect.gen(function* () {
+      const dataDir = tempDir()
+      const sandbox = yield* Effect.flip(
+        registry({ configFile: configFile({ providers: { cc: { driver: "claude", sandbox: "read-only" } } }), dataDir })
       )
-      expect(claude.detail).toContain("driver claude is not available in this build yet")
+      expect(sandbox.detail).toContain('"sandbox" applies to driver codex, not claude')
+      const delivery = yield* Effect.flip(
+        registry({
+          configFile: configFile({
+            providers: { cx: { driver: "codex", capabilities: { handoffDelivery: ["system"] } } }
+          }),
+          dataDir
+        })
+      )
+      expect(delivery.detail).toContain("cannot deliver handoffs as system")
     })
   )
 })

@@ -159,11 +159,31 @@ export const ProviderFailureKind = Schema.Literal(
 )
 export type ProviderFailureKind = typeof ProviderFailureKind.Type
 
+/**
+ * A finer, machine-readable reason some failures carry beside their kind:
+ * `binary_missing` / `binary_version`: the agent's executable is not installed (or is
+ * npm's placeholder), or its version is outside the range Skein was tested with;
+ * `session_in_use`: the provider refused a session id another session already holds;
+ * `conversation_not_found`: the provider has no conversation under that native ref;
+ * `turn_not_found`: a fork or rollback named a turn the native thread does not have;
+ * `approval_not_pending`: the provider is no longer waiting for that approval.
+ */
+export const ProviderFailureCode = Schema.Literal(
+  "binary_missing",
+  "binary_version",
+  "session_in_use",
+  "conversation_not_found",
+  "turn_not_found",
+  "approval_not_pending"
+)
+export type ProviderFailureCode = typeof ProviderFailureCode.Type
+
 /** Anything a provider adapter reports as going wrong. */
 export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("ProviderFailure", {
   provider: Schema.String,
   kind: ProviderFailureKind,
-  detail: Schema.String
+  detail: Schema.String,
+  code: Schema.optional(ProviderFailureCode)
 }) {
   override get message() {
     return `Provider "${this.provider}" ${this.kind}: ${this.detail}`

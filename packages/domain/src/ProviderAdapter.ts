@@ -11,6 +11,15 @@ import type { HandoffPayload } from "./Handoff.js"
 import type { ContextHandoffId, ProviderName, RunId } from "./Ids.js"
 import type { NativeRefStrength } from "./ProviderThread.js"
 import { TurnItemContent } from "./TurnItem.js"
+import type { ProviderBinaryInfo } from "./Views.js"
+
+/** Tokens a turn used, as the provider counted them. */
+export const TurnUsage = Schema.Struct({
+  inputTokens: Schema.Number,
+  outputTokens: Schema.Number,
+  cachedInputTokens: Schema.optional(Schema.Number)
+})
+export type TurnUsage = typeof TurnUsage.Type
 
 /** What a provider reports while a turn runs. */
 export const ProviderEvent = Schema.Union(
@@ -20,7 +29,11 @@ export const ProviderEvent = Schema.Union(
     receivedAt: Schema.optional(Schema.Number)
   }),
   Schema.TaggedStruct("Item", { item: TurnItemContent }),
-  Schema.TaggedStruct("TurnCompleted", { turnRef: Schema.String }),
+  Schema.TaggedStruct("TurnCompleted", {
+    turnRef: Schema.String,
+    /** What the turn cost, when the provider reports it. */
+    usage: Schema.optional(TurnUsage)
+  }),
   Schema.TaggedStruct("TurnInterrupted", { turnRef: Schema.String }),
   /** The provider called the app tool `spawn_subagent`. */
   Schema.TaggedStruct("SubagentRequested", { provider: Schema.String, prompt: Schema.String })
@@ -95,6 +108,11 @@ export interface ProviderAdapter {
   readonly openSession: (options: {
     readonly workspace: string | null
   }) => Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope>
+  /**
+   * For instances that run an external agent executable: where it is, its version,
+   * and whether it can be used. Never fails; cheap after the first call.
+   */
+  readonly probe?: Effect.Effect<ProviderBinaryInfo>
 }
 
 /** The configured provider instances, by name. */

@@ -26,11 +26,25 @@ export const ThreadView = Schema.Struct({
 })
 export type ThreadView = typeof ThreadView.Type
 
+/**
+ * The agent executable behind an instance, for drivers that run one: where it was
+ * found, the version it reports, and whether Skein can use it (if not, `problem`
+ * says what to install or change).
+ */
+export const ProviderBinaryInfo = Schema.Struct({
+  path: Schema.NullOr(Schema.String),
+  version: Schema.NullOr(Schema.String),
+  usable: Schema.Boolean,
+  problem: Schema.NullOr(Schema.String)
+})
+export type ProviderBinaryInfo = typeof ProviderBinaryInfo.Type
+
 export const ProviderInstanceInfo = Schema.Struct({
   name: Schema.String,
   driver: Schema.String,
   model: Schema.NullOr(Schema.String),
   capabilities: ProviderCapabilities,
-  sessions: Schema.Array(ProviderSession)
+  sessions: Schema.Array(ProviderSession),
+  binary: Schema.optional(ProviderBinaryInfo)
 })
 export type ProviderInstanceInfo = typeof ProviderInstanceInfo.Type

@@ -303,13 +303,19 @@ export const makeOrchestrator = Effect.gen(function* () {
 
   const listProviders: OrchestratorShape["listProviders"] = Effect.gen(function* () {
     const live = yield* sessions.list
-    return sessions.adapters.map((a): ProviderInstanceInfo => ({
-      name: a.name,
-      driver: a.driver,
-      model: a.model,
-      capabilities: a.capabilities,
-      sessions: live.filter((s) => s.provider === a.name)
-    }))
+    return yield* Effect.forEach(
+      sessions.adapters,
+      (a) =>
+        Effect.map(a.probe ?? Effect.succeed(undefined), (binary): ProviderInstanceInfo => ({
+          name: a.name,
+          driver: a.driver,
+          model: a.model,
+          capabilities: a.capabilities,
+          sessions: live.filter((s) => s.provider === a.name),
+          ...(binary === undefined ? {} : { binary })
+        })),
+      { concurrency: "unbounded" }
+    )
   })
 
   /**

@@ -1,8 +1,11 @@
 /**
  * A JSON-lines child process owned by a Scope: one JSON value per line on stdin and
- * stdout, stderr kept as a short tail for error messages. Spawned from an argument
- * array (no shell) with exactly the environment given. Closing the scope ends stdin,
- * sends SIGTERM and, after a grace period, SIGKILL.
+ * stdout, stderr always drained and kept as a short tail for error messages. Spawned
+ * from an argument array (no shell) with exactly the environment given, as the leader
+ * of a process group of its own, so that whatever it starts (an agent's shell
+ * commands, its helpers) goes with it. Closing the scope ends stdin, sends SIGTERM to
+ * the group and, after a grace period, SIGKILL; a group whose leader already exited
+ * gets SIGKILL at once, so no descendant outlives the scope.
  */
 import * as NodeChildProcess from "node:child_process"
 import * as Os from "node:os"
@@ -46,11 +49,35 @@ export interface LineProcess {
 
 const STDERR_TAIL_CHARS = 4000
 
-/** A minimal environment: PATH and HOME of this process, plus `extra` (which wins). */
-export const scopedEnv = (extra: Record<string, string> = {}): Record<string, string> => {
+/** Signals the child's whole process group (it leads one); falls back to the child alone. */
+const signalGroup = (child: NodeChildProcess.ChildProcess, signal: NodeJS.Signals): void => {
+  if (child.pid === undefined) return
+  try {
+    process.kill(-child.pid, signal)
+  } catch {
+    try {
+      child.kill(signal)
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/**
+ * A minimal environment: PATH and HOME of this process, the variables named in
+ * `inherit` that this process has (an agent's config directory), plus `extra` (which wins).
+ */
+export const scopedEnv = (
+  extra: Record<string, string> = {},
+  inherit: ReadonlyArray<string> = []
+): Record<string, string> => {
   const base: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
     HOME: process.env.HOME ?? Os.homedir()
+  }
+  for (const name of inherit) {
+    const value = process.env[name]
+    if (value !== undefined) base[name] = value
   }
   return { ...base, ...extra }
 }
@@ -58,7 +85,7 @@ export const scopedEnv = (extra: Record<string, string> = {}): Record<string, st
 const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, ProviderFailure, Scope.Scope> =>
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
-    const logDebug = (message: string) => Runtime.runFork(runtime)(Effect.logDebug(message))
+    const logWarning = (message: string) => Runtime.runFork(runtime)(Effect.logWarning(message))
     const messages = yield* Mailbox.make<unknown>()
     const exit = yield* Deferred.make<ExitStatus>()
     let stderr = ""
@@ -88,7 +115,8 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
           env: options.env,
           cwd: options.cwd,
           stdio: ["pipe", "pipe", "pipe"],
-          shell: false
+          shell: false,
+          detached: true
         })
         let started = false
         child.once("spawn", () => {
@@ -126,7 +154,7 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
           try {
             messages.unsafeOffer(JSON.parse(line))
           } catch {
-            logDebug(`${options.provider}: ignoring a stdout line that is not JSON: ${line.slice(0, 200)}`)
+            logWarning(`${options.provider}: ignoring a stdout line that is not JSON: ${line.slice(0, 200)}`)
           }
         }
         child.stdout.setEncoding("utf8")
@@ -143,19 +171,21 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
           onLine(buffer)
           buffer = ""
         })
-        return Effect.sync(() => {
-          child.kill("SIGKILL")
-        })
+        return Effect.sync(() => signalGroup(child, "SIGKILL"))
       }),
       (child) =>
         Effect.gen(function* () {
-          if (yield* Deferred.isDone(exit)) return
+          if (yield* Deferred.isDone(exit)) {
+            // The leader is gone; anything it left in its group goes now.
+            signalGroup(child, "SIGKILL")
+            return
+          }
           child.stdin.end()
-          child.kill("SIGTERM")
+          signalGroup(child, "SIGTERM")
           // Finalizers run uninterruptibly: the awaits must be interruptible for the timeouts to fire.
           const stopped = yield* Deferred.await(exit).pipe(Effect.interruptible, Effect.timeout(graceMs), Effect.option)
+          signalGroup(child, "SIGKILL")
           if (stopped._tag === "None") {
-            child.kill("SIGKILL")
             yield* Deferred.await(exit).pipe(Effect.interruptible, Effect.timeout(5000), Effect.ignore)
           }
         })

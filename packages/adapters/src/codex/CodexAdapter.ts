@@ -1,0 +1,620 @@
+/**
+ * The Codex driver: one `codex app-server` process per session (a Skein session is one
+ * provider instance and workspace), serving every Codex thread of that session.
+ *
+ * - Threads: `thread/start`; `thread/resume` and `thread/fork` with `excludeTurns`, so
+ *   the server never sends a thread's whole history (history, when the driver needs
+ *   it, is paged with `thread/turns/list`). A resume works in a fresh process: that is
+ *   how a thread continues after Skein or the process restarted (cold resume).
+ * - Turns: `turn/start` answers at once with the turn's id (reported as TurnStarted);
+ *   items arrive as `item/completed` notifications and the end as `turn/completed`.
+ *   A handoff block goes ahead of the user's message in the same turn's input
+ *   (delivery `preamble`), so the model reads it in that very request and Codex stores
+ *   it with the turn.
+ * - Fork at a turn: `thread/fork` with `lastTurnId` (inclusive). Rollback: the turn is
+ *   looked up with `thread/turns/list`, then `thread/revert` drops it and every later turn.
+ * - Approvals: Codex's requests surface as open `approval_request` items until a client
+ *   answers (`respondApproval`), unless the instance's policy answers them itself.
+ * - Unknown notifications are ignored; lines that do not decode are logged and skipped;
+ *   stderr is drained into a tail kept for error messages.
+ */
+import type {
+  ApprovalDecision,
+  NativeThreadHandle,
+  ProviderAdapter,
+  ProviderEvent,
+  ProviderFailureCode,
+  ProviderName,
+  ProviderSessionHandle,
+  TurnInput,
+  TurnItemContent,
+  TurnUsage
+} from "@skein/domain"
+import { defaultCapabilities, makeId, ProviderFailure } from "@skein/domain"
+import type { ProviderCapabilities } from "@skein/domain"
+import { Deferred, Effect, Either, Exit, Mailbox, ParseResult, Schema, Stream } from "effect"
+import type { Scope } from "effect"
+import type { ApprovalPolicy } from "../agents/AgentCommon.js"
+import { automaticDecision, clip, handoffPreamble } from "../agents/AgentCommon.js"
+import type { AgentBinarySpec, LocatedBinary } from "../binary/AgentBinary.js"
+import { cachedLocator, locateAgentBinary, platformSuffixes } from "../binary/AgentBinary.js"
+import type { AgentBinaryProblem } from "../binary/AgentBinary.js"
+import type { LineProcess } from "../process/LineProcess.js"
+import { LineProcess as Lines, scopedEnv } from "../process/LineProcess.js"
+import { planItemOf, turnItemsOf } from "./CodexItems.js"
+import type {
+  ApprovalMethod,
+  AskForApproval,
+  ClientMethod,
+  InitializeParams,
+  SandboxMode,
+  ThreadSettings,
+  UserTextInput
+} from "./CodexProtocol.js"
+import {
+  ApprovalRequests,
+  Notification,
+  Notifications,
+  Results,
+  RpcError,
+  RpcResult,
+  ServerRequest
+} from "./CodexProtocol.js"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+
+/** The Codex versions this driver was tested with. */
+export const codexBinarySpec: AgentBinarySpec = {
+  driver: "codex",
+  executable: "codex",
+  npmPackage: "@openai/codex",
+  tested: { min: "0.171.0", below: "0.172.0" },
+  platformPackages: platformSuffixes().map((suffix) => `@openai/codex-${suffix}`),
+  nativeIn: (platformDir) => {
+    const vendor = Path.join(platformDir, "vendor")
+    try {
+      return Fs.readdirSync(vendor).map((target) => Path.join(vendor, target, "bin", "codex"))
+    } catch {
+      return []
+    }
+  }
+}
+
+/** What the Codex driver can do: resume, fork at a turn, native rollback; handoffs as a preamble. */
+export const codexCapabilities: ProviderCapabilities = defaultCapabilities({
+  resume: true,
+  fork: "at_turn",
+  rollback: "native",
+  handoffDelivery: ["preamble"],
+  summarise: false
+})
+
+export interface CodexAdapterOptions {
+  readonly name: ProviderName
+  readonly capabilities: ProviderCapabilities
+  /** The executable (and leading arguments); default: `codex` on PATH. */
+  readonly command?: ReadonlyArray<string> | undefined
+  /** Variables the process gets beyond PATH, HOME and CODEX_HOME (when Skein has it). */
+  readonly env?: Record<string, string> | undefined
+  readonly model?: string | null | undefined
+  /** How Skein answers Codex's approval requests (default `ask`). */
+  readonly approvals?: ApprovalPolicy | undefined
+  /** When Codex asks for approval (its `approvalPolicy`); default: Codex's own configuration. */
+  readonly askForApproval?: AskForApproval | undefined
+  /** Codex's sandbox for commands; default: Codex's own configuration. */
+  readonly sandbox?: SandboxMode | undefined
+  readonly allowUntestedVersion?: boolean | undefined
+  /** Working directory of threads that have no workspace. */
+  readonly stateDir: string
+  /** SIGTERM → SIGKILL grace when a session closes. Default 2000 ms. */
+  readonly graceMs?: number | undefined
+}
+
+const INITIALIZE_TIMEOUT_MS = 30_000
+const TURNS_PAGE = 100
+const MAX_TURN_PAGES = 1000
+
+const decoderOf = (schema: Schema.Schema<any, any>) =>
+  Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>)
+const notificationDecoders = Object.fromEntries(
+  Object.entries(Notifications).map(([method, schema]) => [method, decoderOf(schema)])
+) as Record<keyof typeof Notifications, ReturnType<typeof decoderOf>>
+const approvalDecoders = {
+  "item/commandExecution/requestApproval": Schema.decodeUnknownEither(
+    ApprovalRequests["item/commandExecution/requestApproval"]
+  ),
+  "item/fileChange/requestApproval": Schema.decodeUnknownEither(ApprovalRequests["item/fileChange/requestApproval"])
+} as const
+
+const isTerminal = (event: ProviderEvent): boolean => event._tag === "TurnCompleted" || event._tag === "TurnInterrupted"
+
+export const makeCodexAdapter = (options: CodexAdapterOptions): ProviderAdapter => {
+  const env = scopedEnv(options.env ?? {}, ["CODEX_HOME"])
+  const locate = cachedLocator(
+    locateAgentBinary(codexBinarySpec, {
+      command: options.command,
+      env,
+      allowUntestedVersion: options.allowUntestedVersion
+    })
+  )
+  return {
+    name: options.name,
+    driver: "codex",
+    capabilities: options.capabilities,
+    runtimeMode: `approvals=${options.approvals ?? "ask"};ask=${options.askForApproval ?? "default"};sandbox=${options.sandbox ?? "default"}`,
+    model: options.model ?? null,
+    openSession: ({ workspace }) =>
+      Effect.flatMap(
+        Effect.mapError(locate, (problem) => binaryFailure(options.name, problem)),
+        (binary) => openSession(options, env, binary, workspace)
+      ),
+    probe: Effect.match(locate, {
+      onSuccess: (found) => ({ path: found.path, version: found.version, usable: true, problem: null }),
+      onFailure: (problem) => ({
+        path: problem.path,
+        version: problem.version,
+        usable: false,
+        problem: problem.message
+      })
+    })
+  }
+}
+
+/** A binary problem as the port's failure: kind `spawn`, with a code saying which. */
+export const binaryFailure = (provider: string, problem: AgentBinaryProblem): ProviderFailure =>
+  new ProviderFailure({
+    provider,
+    kind: "spawn",
+    detail: problem.message,
+    code: problem.problem === "untested_version" ? "binary_version" : "binary_missing"
+  })
+
+interface Pending {
+  readonly method: ClientMethod
+  readonly reply: Deferred.Deferred<unknown, ProviderFailure>
+  /** Runs in the reader, in order with the notifications around the reply. */
+  readonly onResult?: (result: unknown) => void
+}
+
+interface ActiveTurn {
+  readonly mailbox: Mailbox.Mailbox<ProviderEvent, ProviderFailure>
+  readonly turnId: Deferred.Deferred<string, ProviderFailure>
+  id: string | null
+  usage: TurnUsage | undefined
+}
+
+interface WaitingApproval {
+  readonly rpcId: number | string
+  readonly threadId: string
+}
+
+const openSession = (
+  options: CodexAdapterOptions,
+  env: Record<string, string>,
+  binary: LocatedBinary,
+  workspace: string | null
+): Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope> =>
+  Effect.gen(function* () {
+    const provider = options.name
+    const failure = (kind: ProviderFailure["kind"], detail: string, code?: ProviderFailureCode) =>
+      new ProviderFailure({ provider, kind, detail, ...(code === undefined ? {} : { code }) })
+    const policy = options.approvals ?? "ask"
+    const cwd = workspace ?? options.stateDir
+    yield* Effect.sync(() => Fs.mkdirSync(cwd, { recursive: true }))
+
+    const proc: LineProcess = yield* Lines.spawn({
+      command: binary.path,
+      args: [...binary.leadingArgs, "app-server"],
+      env,
+      cwd,
+      graceMs: options.graceMs,
+      provider
+    })
+    const scope = yield* Effect.scope
+
+    const pending = new Map<number, Pending>()
+    const turns = new Map<string, ActiveTurn>()
+    const approvals = new Map<string, WaitingApproval>()
+    let closed: ((method: string) => ProviderFailure) | null = null
+    let nextId = 1
+
+    const settings: ThreadSettings = {
+      cwd,
+      ...(options.askForApproval === undefined ? {} : { approvalPolicy: options.askForApproval }),
+      ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox })
+    }
+
+    const close = (reason: (method: string) => ProviderFailure) =>
+      Effect.sync(() => {
+        closed ??= reason
+        for (const [id, entry] of pending) {
+          Deferred.unsafeDone(entry.reply, Exit.fail(reason(entry.method)))
+          pending.delete(id)
+        }
+        for (const [threadId, turn] of turns) {
+          const why = reason(`a turn on thread ${threadId}`)
+          Deferred.unsafeDone(turn.turnId, Exit.fail(why))
+          turn.mailbox.unsafeDone(Exit.fail(why))
+          turns.delete(threadId)
+        }
+        approvals.clear()
+      })
+    yield* Effect.addFinalizer(() => close(() => failure("error", "the Codex session was closed")))
+
+    const reply = (id: number | string, body: { readonly result: unknown } | { readonly error: unknown }) =>
+      proc.send({ id, ...body })
+
+    const endTurn = (threadId: string, turn: ActiveTurn) => {
+      if (turns.get(threadId) === turn) turns.delete(threadId)
+      for (const [approvalId, waiting] of approvals) if (waiting.threadId === threadId) approvals.delete(approvalId)
+    }
+
+    const offerItems = (turn: ActiveTurn, items: ReadonlyArray<TurnItemContent>) => {
+      for (const item of items) turn.mailbox.unsafeOffer({ _tag: "Item", item })
+    }
+
+    /** The running turn a message of `threadId` belongs to (a message of another turn id is stale). */
+    const turnOf = (threadId: string, turnId: string | null): ActiveTurn | undefined => {
+      const turn = turns.get(threadId)
+      if (turn === undefined) return undefined
+      return turnId === null || turn.id === null || turn.id === turnId ? turn : undefined
+    }
+
+    const onNotification = (method: string, params: unknown): Effect.Effect<void> => {
+      if (!(method in Notifications)) return Effect.void
+      const decoded = notificationDecoders[method as keyof typeof Notifications](params)
+      if (Either.isLeft(decoded)) {
+        return Effect.logWarning(
+          `${provider}: skipping a ${method} notification that does not decode`,
+          decoded.left.message
+        )
+      }
+      const value = decoded.right
+      switch (method) {
+        case "item/completed": {
+          const { item, threadId, turnId } = value as (typeof Notifications)["item/completed"]["Type"]
+          const turn = turnOf(threadId, turnId)
+          if (turn !== undefined) offerItems(turn, turnItemsOf(item))
+          return Effect.void
+        }
+        case "turn/plan/updated": {
+          const plan = value as (typeof Notifications)["turn/plan/updated"]["Type"]
+          const turn = turnOf(plan.threadId, plan.turnId)
+          if (turn !== undefined) offerItems(turn, [planItemOf(plan)])
+          return Effect.void
+        }
+        case "thread/tokenUsage/updated": {
+          const usage = value as (typeof Notifications)["thread/tokenUsage/updated"]["Type"]
+          const turn = turnOf(usage.threadId, usage.turnId)
+          if (turn !== undefined) {
+            const last = usage.tokenUsage.last
+            turn.usage = {
+              inputTokens: last.inputTokens,
+              outputTokens: last.outputTokens,
+              cachedInputTokens: last.cachedInputTokens
+            }
+          }
+          return Effect.void
+        }
+        case "error": {
+          const notice = value as (typeof Notifications)["error"]["Type"]
+          return Effect.logDebug(`${provider}: Codex reported an error on ${notice.threadId}`, notice.error.message)
+        }
+        case "turn/completed": {
+          const { threadId, turn: done } = value as (typeof Notifications)["turn/completed"]["Type"]
+          const turn = turnOf(threadId, done.id)
+          if (turn === undefined || done.status === "inProgress") return Effect.void
+          endTurn(threadId, turn)
+          if (done.status === "failed") {
+            const message = done.error?.message ?? "the turn failed"
+            turn.mailbox.unsafeOffer({ _tag: "Item", item: { type: "error", message, code: null } })
+            turn.mailbox.unsafeDone(Exit.fail(failure("error", `Codex failed the turn: ${message}`)))
+            return Effect.void
+          }
+          turn.mailbox.unsafeOffer(
+            done.status === "interrupted"
+              ? { _tag: "TurnInterrupted", turnRef: done.id }
+              : { _tag: "TurnCompleted", turnRef: done.id, ...(turn.usage ? { usage: turn.usage } : {}) }
+          )
+          turn.mailbox.unsafeDone(Exit.void)
+          return Effect.void
+        }
+      }
+      return Effect.void
+    }
+
+    const onServerRequest = (id: number | string, method: string, params: unknown): Effect.Effect<void> => {
+      if (!(method in ApprovalRequests)) {
+        // Codex waits for an answer to every request: refuse the ones Skein does not handle.
+        return reply(id, { error: { code: -32601, message: `Skein does not handle ${method}` } }).pipe(Effect.ignore)
+      }
+      const decoded: Either.Either<
+        | (typeof ApprovalRequests)["item/commandExecution/requestApproval"]["Type"]
+        | (typeof ApprovalRequests)["item/fileChange/requestApproval"]["Type"],
+        ParseResult.ParseError
+      > = approvalDecoders[method as ApprovalMethod](params)
+      if (Either.isLeft(decoded)) {
+        return Effect.zipRight(
+          Effect.logWarning(`${provider}: declining a ${method} request that does not decode`, decoded.left.message),
+          reply(id, { result: { decision: "decline" } }).pipe(Effect.ignore)
+        )
+      }
+      const request = decoded.right
+      const question =
+        method === "item/commandExecution/requestApproval"
+          ? `Run \`${clip(("command" in request ? request.command : null) ?? "a command", 500)}\`?`
+          : `Apply file changes${"grantRoot" in request && request.grantRoot ? ` (and allow writes under ${request.grantRoot})` : ""}?`
+      const asked = request.reason ? `${question} ${clip(request.reason, 500)}` : question
+      const approvalId = makeId.approval()
+      const decision = automaticDecision(policy)
+      const turn = turnOf(request.threadId, request.turnId)
+      if (decision !== null || turn === undefined) {
+        // Answered by the instance's policy (or nobody is there to ask: decline).
+        const taken = decision ?? "decline"
+        if (turn !== undefined) {
+          turn.mailbox.unsafeOffer({
+            _tag: "Item",
+            item: { type: "approval_request", approvalId, question: asked, status: taken }
+          })
+        }
+        return reply(id, { result: { decision: taken } }).pipe(Effect.ignore)
+      }
+      approvals.set(approvalId, { rpcId: id, threadId: request.threadId })
+      turn.mailbox.unsafeOffer({
+        _tag: "Item",
+        item: { type: "approval_request", approvalId, question: asked, status: "open" }
+      })
+      return Effect.void
+    }
+
+    const onReply = (raw: { readonly id: number | string }, outcome: Exit.Exit<unknown, ProviderFailure>) => {
+      if (typeof raw.id !== "number") return
+      const entry = pending.get(raw.id)
+      if (entry === undefined) return
+      pending.delete(raw.id)
+      if (Exit.isSuccess(outcome)) entry.onResult?.(outcome.value)
+      Deferred.unsafeDone(entry.reply, outcome)
+    }
+
+    const decodeRequest = Schema.decodeUnknownEither(ServerRequest)
+    const decodeNotification = Schema.decodeUnknownEither(Notification)
+    const decodeError = Schema.decodeUnknownEither(RpcError)
+    const decodeResult = Schema.decodeUnknownEither(RpcResult)
+
+    const onMessage = (raw: unknown): Effect.Effect<void> => {
+      if (typeof raw !== "object" || raw === null) {
+        return Effect.logWarning(`${provider}: skipping a message that is not an object`, raw)
+      }
+      if ("method" in raw) {
+        if ("id" in raw) {
+          const request = decodeRequest(raw)
+          return Either.isRight(request)
+            ? onServerRequest(request.right.id, request.right.method, request.right.params)
+            : Effect.logWarning(`${provider}: skipping a malformed server request`, request.left.message)
+        }
+        const notification = decodeNotification(raw)
+        return Either.isRight(notification)
+          ? onNotification(notification.right.method, notification.right.params)
+          : Effect.logWarning(`${provider}: skipping a malformed notification`, notification.left.message)
+      }
+      if ("error" in raw) {
+        const error = decodeError(raw)
+        if (Either.isLeft(error)) return Effect.logWarning(`${provider}: skipping a malformed error reply`)
+        const method = typeof error.right.id === "number" ? pending.get(error.right.id)?.method : undefined
+        return Effect.sync(() =>
+          onReply(error.right, Exit.fail(failure("error", `${method ?? "a request"}: ${error.right.error.message}`)))
+        )
+      }
+      const result = decodeResult(raw)
+      if (Either.isLeft(result)) return Effect.logWarning(`${provider}: skipping a malformed reply`)
+      return Effect.sync(() => onReply(result.right, Exit.succeed(result.right.result)))
+    }
+
+    // The reader: when stdout ends the process is gone, and with it every pending reply and turn.
+    yield* proc.messages.pipe(
+      Stream.runForEach(onMessage),
+      Effect.zipRight(proc.exited),
+      Effect.zipRight(proc.describeExit),
+      Effect.flatMap((how) =>
+        close((what) => failure("crash", `the codex app-server process ${how} (during ${what})`))
+      ),
+      Effect.forkScoped
+    )
+
+    const call = <M extends ClientMethod>(
+      method: M,
+      params: unknown,
+      onResult?: (result: unknown) => void
+    ): Effect.Effect<(typeof Results)[M]["Type"], ProviderFailure> =>
+      Effect.gen(function* () {
+        const reply = yield* Deferred.make<unknown, ProviderFailure>()
+        const id = yield* Effect.suspend(() => {
+          if (closed !== null) return Effect.fail(closed(method))
+          const id = nextId++
+          pending.set(id, onResult === undefined ? { method, reply } : { method, reply, onResult })
+          return Effect.succeed(id)
+        })
+        yield* proc.send({ id, method, params }).pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
+        const raw = yield* Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
+        return yield* Schema.decodeUnknown(Results[method] as Schema.Schema<(typeof Results)[M]["Type"]>)(raw).pipe(
+          Effect.mapError((error) => failure("error", `unexpected reply to ${method}: ${error.message}`))
+        )
+      })
+
+    const initialize: InitializeParams = {
+      clientInfo: { name: "skein", title: "Skein", version: "0.1.0" },
+      capabilities: { experimentalApi: false, requestAttestation: false, optOutNotificationMethods: ["warning"] }
+    }
+    yield* call("initialize", initialize).pipe(
+      Effect.timeoutFail({
+        duration: INITIALIZE_TIMEOUT_MS,
+        onTimeout: () => failure("timeout", `codex app-server did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms`)
+      }),
+      Effect.catchTag("ProviderFailure", (error) =>
+        Effect.flatMap(proc.stderrTail, (tail) =>
+          Effect.fail(
+            new ProviderFailure({
+              ...error,
+              kind: error.kind === "timeout" ? "timeout" : "spawn",
+              detail: `codex app-server did not start: ${error.detail}${tail.trim() ? `; stderr: ${clip(tail.trim(), 800)}` : ""}`
+            })
+          )
+        )
+      )
+    )
+    yield* proc.send({ method: "initialized" })
+
+    const strong = (nativeRef: string): NativeThreadHandle => ({ nativeRef, strength: "strong" })
+
+    const withModel = (model: string | null) => {
+      const chosen = model ?? options.model ?? null
+      return chosen === null ? settings : { ...settings, model: chosen }
+    }
+
+    /** Every turn of a thread, oldest first, page by page. */
+    const listTurns = (threadId: string) =>
+      Effect.gen(function* () {
+        const all: Array<{ readonly id: string; readonly status: string }> = []
+        let cursor: string | null = null
+        for (let page = 0; page < MAX_TURN_PAGES; page++) {
+          const result: (typeof Results)["thread/turns/list"]["Type"] = yield* call("thread/turns/list", {
+            threadId,
+            sortDirection: "asc",
+            limit: TURNS_PAGE,
+            ...(cursor === null ? {} : { cursor })
+          })
+          all.push(...result.data)
+          cursor = result.nextCursor
+          if (cursor === null || result.data.length === 0) break
+        }
+        return all
+      })
+
+    const turnNotFound = (error: ProviderFailure, threadId: string, turnRef: string) =>
+      /turn not found/i.test(error.detail)
+        ? failure("error", `Codex thread ${threadId} has no turn ${turnRef}`, "turn_not_found")
+        : error
+
+    const runTurn = (input: TurnInput): Stream.Stream<ProviderEvent, ProviderFailure> =>
+      Stream.unwrap(
+        Effect.gen(function* () {
+          const threadId = input.nativeRef
+          if (turns.has(threadId)) {
+            return Stream.fail(failure("error", `a turn is already running on Codex thread ${threadId}`))
+          }
+          const turn: ActiveTurn = {
+            mailbox: yield* Mailbox.make<ProviderEvent, ProviderFailure>(),
+            turnId: yield* Deferred.make<string, ProviderFailure>(),
+            id: null,
+            usage: undefined
+          }
+          turns.set(threadId, turn)
+          const text = (value: string): UserTextInput => ({ type: "text", text: value, text_elements: [] })
+          const delivered = input.handoff === null ? [] : [text(handoffPreamble(input.handoff))]
+          const model = input.model ?? null
+          yield* call(
+            "turn/start",
+            { threadId, input: [...delivered, text(input.message)], ...(model === null ? {} : { model }) },
+            (result) => {
+              // In the reader, before any notification that follows the reply.
+              const id = (result as { turn?: { id?: unknown } }).turn?.id
+              if (typeof id !== "string") return
+              turn.id = id
+              Deferred.unsafeDone(turn.turnId, Exit.succeed(id))
+              turn.mailbox.unsafeOffer({ _tag: "TurnStarted", turnRef: id, receivedAt: Date.now() })
+            }
+          ).pipe(
+            Effect.tapError((error) =>
+              Effect.sync(() => {
+                endTurn(threadId, turn)
+                Deferred.unsafeDone(turn.turnId, Exit.fail(error))
+                turn.mailbox.unsafeDone(Exit.fail(error))
+              })
+            ),
+            Effect.ignore
+          )
+          // A consumer that stops reading before the turn ended interrupts the Codex turn.
+          const abandon = Effect.suspend(() =>
+            turns.get(threadId) === turn ? interrupt(threadId).pipe(Effect.ignore, Effect.forkIn(scope)) : Effect.void
+          )
+          return Mailbox.toStream(turn.mailbox).pipe(Stream.takeUntil(isTerminal), Stream.ensuring(abandon))
+        })
+      )
+
+    const interrupt = (threadId: string): Effect.Effect<void, ProviderFailure> =>
+      Effect.suspend(() => {
+        const turn = turns.get(threadId)
+        if (turn === undefined) return Effect.void
+        return Effect.flatMap(Deferred.await(turn.turnId), (turnId) =>
+          Effect.asVoid(call("turn/interrupt", { threadId, turnId }))
+        )
+      })
+
+    const respondApproval = (threadId: string, approvalId: string, decision: ApprovalDecision) =>
+      Effect.suspend(() => {
+        const waiting = approvals.get(approvalId)
+        if (waiting === undefined || waiting.threadId !== threadId) {
+          return Effect.fail(
+            failure(
+              "error",
+              `Codex is not waiting for approval ${approvalId} on thread ${threadId} (its turn ended)`,
+              "approval_not_pending"
+            )
+          )
+        }
+        approvals.delete(approvalId)
+        return reply(waiting.rpcId, { result: { decision } })
+      })
+
+    return {
+      pid: proc.pid,
+      startThread: ({ model }) =>
+        Effect.map(call("thread/start", withModel(model)), (result) => strong(result.thread.id)),
+      resumeThread: (threadId) =>
+        call("thread/resume", { threadId, excludeTurns: true, ...settings }).pipe(
+          Effect.asVoid,
+          Effect.mapError((error) =>
+            error.kind === "crash"
+              ? error
+              : failure(
+                  "resume_failed",
+                  `Codex cannot resume thread ${threadId}: ${error.detail}`,
+                  /no rollout found|invalid session id/i.test(error.detail) ? "conversation_not_found" : undefined
+                )
+          )
+        ),
+      forkThread: (threadId, atTurnRef) =>
+        call("thread/fork", {
+          threadId,
+          excludeTurns: true,
+          ...settings,
+          ...(atTurnRef === null ? {} : { lastTurnId: atTurnRef })
+        }).pipe(
+          Effect.map((result) => strong(result.thread.id)),
+          Effect.mapError((error) => (atTurnRef === null ? error : turnNotFound(error, threadId, atTurnRef)))
+        ),
+      rollbackThread: (threadId, beforeTurnRef) =>
+        Effect.gen(function* () {
+          const all = yield* listTurns(threadId)
+          const at = all.findIndex((turn) => turn.id === beforeTurnRef)
+          if (at < 0) {
+            return yield* failure(
+              "error",
+              `Codex thread ${threadId} has no turn ${beforeTurnRef} (it has ${all.length})`,
+              "turn_not_found"
+            )
+          }
+          if (all.slice(at).some((turn) => turn.status === "inProgress")) {
+            return yield* failure("error", `Codex thread ${threadId} has a turn in progress; interrupt it first`)
+          }
+          yield* call("thread/revert", { threadId, beforeTurnId: beforeTurnRef }).pipe(
+            Effect.mapError((error) => turnNotFound(error, threadId, beforeTurnRef))
+          )
+        }),
+      runTurn,
+      interrupt,
+      respondApproval,
+      summarise: () => Effect.fail(failure("unsupported", "the Codex driver does not write handoff summaries")),
+      exited: proc.exited
+    } satisfies ProviderSessionHandle
+  })

@@ -1,0 +1,70 @@
+/**
+ * Codex's thread items as Skein's turn items. Items Skein records itself (the user's
+ * message) or has no place for (web searches, images, review-mode markers) map to
+ * nothing.
+ */
+import type { TurnItemContent } from "@skein/domain"
+import { Option, Schema } from "effect"
+import { clip, renderInput } from "../agents/AgentCommon.js"
+import { KnownItem } from "./CodexProtocol.js"
+import type { PlanUpdated } from "./CodexProtocol.js"
+
+const decodeItem = Schema.decodeUnknownOption(KnownItem)
+
+const OUTPUT_CAP = 16_000
+
+export const turnItemsOf = (raw: unknown): ReadonlyArray<TurnItemContent> => {
+  const decoded = decodeItem(raw)
+  if (Option.isNone(decoded)) return []
+  const item = decoded.value
+  switch (item.type) {
+    case "agentMessage":
+      return item.text.length > 0 ? [{ type: "assistant_message", text: item.text }] : []
+    case "reasoning": {
+      const text = [...item.summary, ...item.content].join("\n").trim()
+      return text.length > 0 ? [{ type: "reasoning", text }] : []
+    }
+    case "commandExecution":
+      return [
+        {
+          type: "command_execution",
+          command: item.command,
+          exitCode: item.exitCode === null || item.exitCode === undefined ? null : Math.trunc(item.exitCode),
+          output: clip(item.aggregatedOutput ?? (item.status === "declined" ? "(declined)" : ""), OUTPUT_CAP)
+        }
+      ]
+    case "fileChange":
+      return item.changes.map((change) => ({
+        type: "file_change",
+        path: change.path,
+        kind: change.kind.type === "update" ? "modify" : change.kind.type,
+        summary: clip(item.status === "completed" ? change.diff : `(${item.status}) ${change.diff}`, 2000)
+      }))
+    case "mcpToolCall":
+      return [
+        {
+          type: "tool_call",
+          name: `${item.server}.${item.tool}`,
+          input: renderInput(item.arguments),
+          output: item.result !== undefined && item.result !== null ? renderInput(item.result) : null
+        }
+      ]
+    case "dynamicToolCall":
+      return [
+        {
+          type: "tool_call",
+          name: item.tool,
+          input: renderInput(item.arguments),
+          output: item.contentItems !== undefined && item.contentItems !== null ? renderInput(item.contentItems) : null
+        }
+      ]
+  }
+}
+
+export const planItemOf = (plan: typeof PlanUpdated.Type): TurnItemContent => ({
+  type: "plan",
+  steps: plan.plan.map((step) => ({
+    text: step.step,
+    status: step.status === "inProgress" ? "in_progress" : step.status
+  }))
+})

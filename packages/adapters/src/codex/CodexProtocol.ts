@@ -1,0 +1,215 @@
+/**
+ * The part of Codex's app-server protocol the Codex driver speaks, as schemas: one
+ * JSON value per line over stdio, JSON-RPC shaped without the `"jsonrpc"` member.
+ * The client's requests carry ids it chooses; the server sends its own requests
+ * (approvals) with ids from its own number space, and notifications without an id.
+ *
+ * Only what the driver uses is decoded; everything else in a message is ignored, and
+ * a notification whose method is not listed here is dropped unread. The types follow
+ * what `codex app-server generate-ts` prints for the tested versions.
+ */
+import { Schema } from "effect"
+
+// ---------------------------------------------------------------------------------
+// Envelopes
+
+const RpcId = Schema.Union(Schema.Number, Schema.String)
+
+/** A reply to one of our requests. */
+export const RpcResult = Schema.Struct({ id: RpcId, result: Schema.Unknown })
+export const RpcError = Schema.Struct({
+  id: RpcId,
+  error: Schema.Struct({ code: Schema.optional(Schema.Number), message: Schema.String })
+})
+/** A request from the server (an approval): it waits for our reply with the same id. */
+export const ServerRequest = Schema.Struct({ id: RpcId, method: Schema.String, params: Schema.Unknown })
+export const Notification = Schema.Struct({ method: Schema.String, params: Schema.optional(Schema.Unknown) })
+
+/** Anything the server writes. Order matters: a server request has both id and method. */
+export const Incoming = Schema.Union(ServerRequest, RpcError, RpcResult, Notification)
+export type Incoming = typeof Incoming.Type
+
+// ---------------------------------------------------------------------------------
+// Client requests: params we send, results we read
+
+export const AskForApproval = Schema.Literal("untrusted", "on-failure", "on-request", "never")
+export type AskForApproval = typeof AskForApproval.Type
+export const SandboxMode = Schema.Literal("read-only", "workspace-write", "danger-full-access")
+export type SandboxMode = typeof SandboxMode.Type
+
+export interface InitializeParams {
+  readonly clientInfo: { readonly name: string; readonly title: string; readonly version: string }
+  readonly capabilities: {
+    readonly experimentalApi: boolean
+    readonly requestAttestation: boolean
+    readonly optOutNotificationMethods: ReadonlyArray<string>
+  }
+}
+export const InitializeResult = Schema.Struct({ userAgent: Schema.String })
+
+/** The thread settings Skein sends with thread/start, thread/resume and thread/fork. */
+export interface ThreadSettings {
+  readonly cwd?: string
+  readonly model?: string
+  readonly approvalPolicy?: AskForApproval
+  readonly sandbox?: SandboxMode
+}
+
+export const ThreadResult = Schema.Struct({ thread: Schema.Struct({ id: Schema.String }) })
+
+export interface UserTextInput {
+  readonly type: "text"
+  readonly text: string
+  readonly text_elements: ReadonlyArray<never>
+}
+
+export const TurnStatus = Schema.Literal("completed", "interrupted", "failed", "inProgress")
+export const TurnError = Schema.Struct({ message: Schema.String })
+export const Turn = Schema.Struct({
+  id: Schema.String,
+  status: TurnStatus,
+  error: Schema.optional(Schema.NullOr(TurnError))
+})
+export type Turn = typeof Turn.Type
+
+export const TurnStartResult = Schema.Struct({ turn: Turn })
+
+export const TurnsListResult = Schema.Struct({
+  data: Schema.Array(Turn),
+  nextCursor: Schema.NullOr(Schema.String)
+})
+
+/** Every client method the driver calls, with the schema of its result. */
+export const Results = {
+  initialize: InitializeResult,
+  "thread/start": ThreadResult,
+  "thread/resume": ThreadResult,
+  "thread/fork": ThreadResult,
+  "thread/revert": Schema.Unknown,
+  "thread/turns/list": TurnsListResult,
+  "turn/start": TurnStartResult,
+  "turn/interrupt": Schema.Unknown
+} as const
+export type ClientMethod = keyof typeof Results
+
+// ---------------------------------------------------------------------------------
+// Thread items (the subset mapped to Skein's turn items)
+
+const Nullable = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
+
+export const AgentMessageItem = Schema.Struct({
+  type: Schema.Literal("agentMessage"),
+  id: Schema.String,
+  text: Schema.String
+})
+export const ReasoningItem = Schema.Struct({
+  type: Schema.Literal("reasoning"),
+  id: Schema.String,
+  summary: Schema.Array(Schema.String),
+  content: Schema.Array(Schema.String)
+})
+export const CommandExecutionItem = Schema.Struct({
+  type: Schema.Literal("commandExecution"),
+  id: Schema.String,
+  command: Schema.String,
+  status: Schema.String,
+  aggregatedOutput: Nullable(Schema.String),
+  exitCode: Nullable(Schema.Number)
+})
+export const PatchChangeKind = Schema.Struct({ type: Schema.Literal("add", "delete", "update") })
+export const FileChangeItem = Schema.Struct({
+  type: Schema.Literal("fileChange"),
+  id: Schema.String,
+  status: Schema.String,
+  changes: Schema.Array(Schema.Struct({ path: Schema.String, kind: PatchChangeKind, diff: Schema.String }))
+})
+export const McpToolCallItem = Schema.Struct({
+  type: Schema.Literal("mcpToolCall"),
+  id: Schema.String,
+  server: Schema.String,
+  tool: Schema.String,
+  arguments: Schema.Unknown,
+  result: Schema.optional(Schema.Unknown),
+  error: Schema.optional(Schema.Unknown)
+})
+export const DynamicToolCallItem = Schema.Struct({
+  type: Schema.Literal("dynamicToolCall"),
+  id: Schema.String,
+  tool: Schema.String,
+  arguments: Schema.Unknown,
+  contentItems: Schema.optional(Schema.Unknown)
+})
+
+export const KnownItem = Schema.Union(
+  AgentMessageItem,
+  ReasoningItem,
+  CommandExecutionItem,
+  FileChangeItem,
+  McpToolCallItem,
+  DynamicToolCallItem
+)
+export type KnownItem = typeof KnownItem.Type
+
+// ---------------------------------------------------------------------------------
+// Notifications the driver reads
+
+const ThreadScoped = { threadId: Schema.String }
+
+export const ItemCompleted = Schema.Struct({ ...ThreadScoped, turnId: Schema.String, item: Schema.Unknown })
+export const TurnCompleted = Schema.Struct({ ...ThreadScoped, turn: Turn })
+export const ErrorNotice = Schema.Struct({
+  ...ThreadScoped,
+  turnId: Schema.String,
+  error: TurnError,
+  willRetry: Schema.Boolean
+})
+export const PlanUpdated = Schema.Struct({
+  ...ThreadScoped,
+  turnId: Schema.String,
+  plan: Schema.Array(
+    Schema.Struct({ step: Schema.String, status: Schema.Literal("pending", "inProgress", "completed") })
+  )
+})
+export const TokenUsageUpdated = Schema.Struct({
+  ...ThreadScoped,
+  turnId: Schema.String,
+  tokenUsage: Schema.Struct({
+    last: Schema.Struct({ inputTokens: Schema.Number, cachedInputTokens: Schema.Number, outputTokens: Schema.Number })
+  })
+})
+
+export const Notifications = {
+  "item/completed": ItemCompleted,
+  "turn/completed": TurnCompleted,
+  error: ErrorNotice,
+  "turn/plan/updated": PlanUpdated,
+  "thread/tokenUsage/updated": TokenUsageUpdated
+} as const
+export type NotificationMethod = keyof typeof Notifications
+
+// ---------------------------------------------------------------------------------
+// Server requests: approvals
+
+export const CommandApprovalRequest = Schema.Struct({
+  ...ThreadScoped,
+  turnId: Schema.String,
+  itemId: Schema.String,
+  command: Nullable(Schema.String),
+  reason: Nullable(Schema.String)
+})
+export const FileChangeApprovalRequest = Schema.Struct({
+  ...ThreadScoped,
+  turnId: Schema.String,
+  itemId: Schema.String,
+  reason: Nullable(Schema.String),
+  grantRoot: Nullable(Schema.String)
+})
+
+export const ApprovalRequests = {
+  "item/commandExecution/requestApproval": CommandApprovalRequest,
+  "item/fileChange/requestApproval": FileChangeApprovalRequest
+} as const
+export type ApprovalMethod = keyof typeof ApprovalRequests
+
+/** What Codex accepts as the answer to either approval request. */
+export type CodexDecision = "accept" | "decline" | "cancel"

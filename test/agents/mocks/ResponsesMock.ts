@@ -1,0 +1,108 @@
+/**
+ * A mock of the Responses API (`POST /v1/responses`, server-sent events) for Codex.
+ * What it answers depends on directives in the newest user text of the request:
+ * - `[[cmd:COMMAND]]`: a call of Codex's `exec_command` tool; once Codex posts the
+ *   tool's output, a closing message.
+ * - `[[slow:MS]]`: starts the message, then waits MS before finishing it (so a test
+ *   can interrupt or kill mid-turn).
+ * - `[[fail]]`: an HTTP 500.
+ * - otherwise: `ok: ` and the start of the prompt.
+ */
+import type { CapturedRequest, MockServer } from "./MockServer.js"
+import { delay, directive, startMockServer } from "./MockServer.js"
+
+/** The text parts of one input item of a Responses request. */
+const textsOf = (item: any): Array<string> =>
+  Array.isArray(item?.content)
+    ? item.content.filter((part: any) => typeof part?.text === "string").map((part: any) => part.text as string)
+    : []
+
+/** The user's own words in the newest user message (the last text part: a handoff preamble comes before it). */
+export const latestPrompt = (request: CapturedRequest): string => {
+  const input: Array<any> = Array.isArray(request.body?.input) ? request.body.input : []
+  for (let i = input.length - 1; i >= 0; i--) {
+    const item = input[i]
+    if (item?.type === "message" && item.role === "user") {
+      const texts = textsOf(item).filter((t) => !t.startsWith("<environment_context>"))
+      if (texts.length > 0) return texts[texts.length - 1]!
+    }
+  }
+  return ""
+}
+
+/** Every text the model received in a request (instructions, history, the new message). */
+export const allInputText = (request: CapturedRequest): string => {
+  const input: Array<any> = Array.isArray(request.body?.input) ? request.body.input : []
+  return input.flatMap((item) => [...textsOf(item), typeof item?.output === "string" ? item.output : ""]).join("\n")
+}
+
+export const isTurnRequest = (request: CapturedRequest): boolean =>
+  request.method === "POST" && request.path.startsWith("/v1/responses")
+
+export const startResponsesMock = (options: { readonly logFile?: string } = {}): Promise<MockServer> => {
+  let counter = 0
+  return startMockServer(async (request, res, signal) => {
+    if (!isTurnRequest(request)) {
+      res.writeHead(404, { "content-type": "application/json" })
+      res.end(JSON.stringify({ error: { message: `the mock serves /v1/responses, not ${request.path}` } }))
+      return
+    }
+    const n = ++counter
+    const input: Array<any> = request.body?.input ?? []
+    const last = input[input.length - 1]
+    const prompt = latestPrompt(request)
+    if (last?.type !== "function_call_output" && directive(prompt, "fail") !== null) {
+      res.writeHead(500, { "content-type": "application/json" })
+      res.end(JSON.stringify({ error: { message: "the mock model failed as asked", type: "server_error" } }))
+      return
+    }
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+    const send = (event: Record<string, unknown>) => res.write(`data: ${JSON.stringify(event)}\n\n`)
+    const completed = () => {
+      send({
+        type: "response.completed",
+        response: { id: `resp_${n}`, usage: { input_tokens: 100 + n, output_tokens: 7, total_tokens: 107 + n } }
+      })
+      res.end()
+    }
+    const command = directive(prompt, "cmd")
+    if (command !== null && last?.type !== "function_call_output") {
+      send({
+        type: "response.output_item.done",
+        output_index: 0,
+        item: {
+          type: "function_call",
+          call_id: `call_${n}`,
+          name: "exec_command",
+          // A long yield: on a loaded machine the command's own start-up must not outlast the tool call.
+          arguments: JSON.stringify({ cmd: command, yield_time_ms: 15_000 })
+        }
+      })
+      return completed()
+    }
+    const text =
+      last?.type === "function_call_output" ? `done: ${String(last.output).slice(0, 80)}` : `ok: ${prompt.slice(0, 60)}`
+    send({ type: "response.created", response: { id: `resp_${n}` } })
+    send({
+      type: "response.output_item.added",
+      output_index: 0,
+      item: { type: "message", role: "assistant", id: `msg_${n}`, content: [] }
+    })
+    send({
+      type: "response.output_text.delta",
+      item_id: `msg_${n}`,
+      output_index: 0,
+      content_index: 0,
+      delta: text.slice(0, 3)
+    })
+    const slow = directive(prompt, "slow")
+    if (slow !== null && last?.type !== "function_call_output") await delay(Number(slow), signal)
+    if (signal.aborted) return
+    send({
+      type: "response.output_item.done",
+      output_index: 0,
+      item: { type: "message", role: "assistant", id: `msg_${n}`, content: [{ type: "output_text", text }] }
+    })
+    completed()
+  }, options)
+}

@@ -1,0 +1,336 @@
+/**
+ * The end-to-end suite each real agent passes, through the Orchestrator (actors,
+ * SQLite, the driver, the real binary, a mock model server that records every
+ * request): two turns, an interrupt mid-turn, an approval accepted and one declined,
+ * a kill mid-turn, a restart of Skein between runs; then fork and rollback through the
+ * adapter (the runtime does not call them yet). Assertions about what the model saw
+ * are made on the mock's captured requests. After the suite, no process it started
+ * is alive (by PID).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import type { ProviderEvent, ProviderName, RunView, ThreadId, TurnInput } from "@skein/domain"
+import { makeId, ProviderRegistry } from "@skein/domain"
+import { providerRegistryLayer } from "@skein/adapters"
+import type { Orchestrator } from "@skein/runtime"
+import { Chunk, Effect, Scope, Exit, Stream } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
+import type { CapturedRequest, MockServer } from "./mocks/MockServer.js"
+import {
+  claudeEnv,
+  claudePlaceholder,
+  codexEnv,
+  codexLauncher,
+  processCensus,
+  requireBinaries,
+  waitUntil
+} from "./support.js"
+import * as Responses from "./mocks/ResponsesMock.js"
+import * as Messages from "./mocks/MessagesMock.js"
+
+export type AgentKind = "codex" | "claude"
+
+type O = Orchestrator["Type"]
+
+export interface AgentFixture {
+  readonly kind: AgentKind
+  readonly mock: MockServer
+  readonly dir: string
+  readonly configFile: string
+  /** Model requests of turns (not other endpoints), in order. */
+  readonly turnRequests: (from?: number) => Array<CapturedRequest>
+  readonly latestPrompt: (request: CapturedRequest) => string
+  readonly allInputText: (request: CapturedRequest) => string
+}
+
+/** A mock, a directory and a config file naming one instance of `kind` (plus `extra` instances). */
+export const makeFixture = async (
+  kind: AgentKind,
+  options: {
+    readonly mock?: MockServer
+    readonly instance?: Record<string, unknown>
+    readonly extra?: Record<string, unknown>
+  } = {}
+): Promise<AgentFixture> => {
+  requireBinaries()
+  const dir = Fs.realpathSync(tempDir(`skein-${kind}-`))
+  const log = Path.join(dir, `${kind}-mock-requests.jsonl`)
+  const mock =
+    options.mock ??
+    (kind === "codex"
+      ? await Responses.startResponsesMock({ logFile: log })
+      : await Messages.startMessagesMock({ logFile: log }))
+  const api = kind === "codex" ? Responses : Messages
+  const instance =
+    kind === "codex"
+      ? {
+          driver: "codex",
+          command: [codexLauncher],
+          env: codexEnv(dir, mock.url),
+          askForApproval: "untrusted",
+          sandbox: "read-only"
+        }
+      : { driver: "claude", command: [claudePlaceholder], env: claudeEnv(dir, mock.url) }
+  const configFile = Path.join(dir, "providers.json")
+  Fs.writeFileSync(
+    configFile,
+    JSON.stringify({ providers: { [kind]: { ...instance, ...options.instance }, ...options.extra } }, null, 2)
+  )
+  return {
+    kind,
+    mock,
+    dir,
+    configFile,
+    turnRequests: (from = 0) => mock.requests.slice(from).filter(api.isTurnRequest),
+    latestPrompt: api.latestPrompt,
+    allInputText: api.allInputText
+  }
+}
+
+export const replyOf = (run: RunView): string =>
+  run.items
+    .filter((i) => i.type === "assistant_message")
+    .map((i) => ("text" in i ? i.text : ""))
+    .join("\n")
+
+/** Polls the thread until `check` holds for its last run. */
+export const untilRun = (o: O, threadId: ThreadId, check: (run: RunView) => boolean, timeoutMs = 30_000) =>
+  Effect.gen(function* () {
+    const deadline = Date.now() + timeoutMs
+    while (Date.now() < deadline) {
+      const view = yield* o.getThread(threadId)
+      const run = view.runs[view.runs.length - 1]
+      if (run !== undefined && check(run)) return run
+      yield* Effect.sleep("25 millis")
+    }
+    return yield* Effect.die(new Error("the run never reached the expected state"))
+  })
+
+export const agentSuite = (kind: AgentKind) => {
+  const provider = kind as ProviderName
+  let fx: AgentFixture
+  const census = processCensus()
+  const deadlines = { openMs: 60_000, callMs: 30_000, firstEventMs: 60_000, idleMs: 60_000, interruptMs: 10_000 }
+  const run = <A, E>(program: (o: O) => Effect.Effect<A, E>, dbName = "skein.db") =>
+    withRuntime(fx.dir, (o) => program(o), { configFile: fx.configFile, dbName, deadlines, interruptGraceMs: 3_000 })
+  /** The newest model request whose prompt contains `text`. */
+  const requestWith = (text: string, from = 0) =>
+    fx
+      .turnRequests(from)
+      .filter((r) => fx.latestPrompt(r).includes(text))
+      .at(-1)
+
+  describe(`${kind}: the real binary through Skein`, () => {
+    beforeAll(async () => {
+      fx = await makeFixture(kind)
+    })
+    afterAll(async () => {
+      if (fx === undefined) return
+      await fx.mock.close()
+      // Every process a test started has ended with its runtime (its group included).
+      expect(census.seen().length).toBeGreaterThan(0)
+      const ended = await waitUntil(() => census.leftovers().length === 0, 10_000)
+      expect(ended ? [] : census.leftovers()).toEqual([])
+      removeDir(fx.dir)
+    })
+
+    it("two turns: the second request holds the first natively; provider.list shows the binary", async () => {
+      await run((o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({ workspace: fx.dir })
+          const first = yield* o.startRun({ threadId: thread.id, provider, message: "the colour is TEAL", wait: true })
+          census.sample()
+          const second = yield* o.startRun({ threadId: thread.id, provider, message: "and the shape?", wait: true })
+          expect([first.status, second.status]).toEqual(["completed", "completed"])
+          expect(replyOf(first)).toContain("ok: the colour is TEAL")
+          expect(replyOf(second)).toContain("ok: and the shape?")
+          expect(second.contextResolution).toBe("none")
+          const request = requestWith("and the shape?")!
+          expect(fx.allInputText(request)).toContain("the colour is TEAL")
+          const view = yield* o.getThread(thread.id)
+          expect(view.providerThreads).toHaveLength(1)
+          expect(view.providerThreads[0]!.coverage.nativeRunOrdinals).toEqual([1, 2])
+          const [info] = (yield* o.listProviders).filter((p) => p.name === kind)
+          expect(info!.binary).toMatchObject({ usable: true, problem: null })
+          expect(info!.binary!.version).toBe(kind === "codex" ? "0.171.0" : "2.1.332")
+          // The npm launcher / placeholder was followed to the platform package's executable.
+          expect(info!.binary!.path).toContain(
+            kind === "codex" ? "@openai/codex-linux" : "@anthropic-ai/claude-code-linux"
+          )
+        })
+      )
+    })
+
+    it("an interrupt mid-turn ends the run interrupted; the next run on the thread completes", async () => {
+      await run((o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({ workspace: fx.dir })
+          const started = fx.mock.requests.length
+          yield* o.startRun({ threadId: thread.id, provider, message: "think long [[slow:20000]]" })
+          yield* Effect.promise(() =>
+            fx.mock.waitFor((r) => fx.latestPrompt(r).includes("[[slow:20000]]"), 30_000, started)
+          )
+          census.sample()
+          const t0 = Date.now()
+          const stopped = yield* o.interruptRun({ threadId: thread.id })
+          expect(stopped.status).toBe("interrupted")
+          expect(Date.now() - t0).toBeLessThan(3_000)
+          const after = yield* o.startRun({ threadId: thread.id, provider, message: "still there?", wait: true })
+          expect(after.status).toBe("completed")
+          expect(replyOf(after)).toContain("ok: still there?")
+        })
+      )
+    })
+
+    it("an approval accepted and one declined, answered with approval.respond", async () => {
+      await run((o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({ workspace: fx.dir })
+          for (const [decision, file] of [
+            ["accept", "accepted.txt"],
+            ["decline", "declined.txt"]
+          ] as const) {
+            const target = Path.join(fx.dir, file)
+            yield* o.startRun({ threadId: thread.id, provider, message: `please [[cmd:touch ${target}]]` })
+            const waiting = yield* untilRun(o, thread.id, (r) =>
+              r.items.some((i) => i.type === "approval_request" && i.status === "open")
+            )
+            census.sample()
+            const request = waiting.items.find((i) => i.type === "approval_request")!
+            expect(request.type === "approval_request" && request.question).toContain(`touch ${target}`)
+            if (request.type !== "approval_request") throw new Error("unreachable")
+            const answered = yield* o.respondApproval({ threadId: thread.id, approvalId: request.approvalId, decision })
+            expect(answered.type === "approval_request" && answered.status).toBe(decision)
+            const done = yield* untilRun(o, thread.id, (r) => r.status !== "running" && r.status !== "queued")
+            expect(done.status).toBe("completed")
+            expect(done.items.find((i) => i.type === "approval_request")).toMatchObject({ status: decision })
+            // The model got the tool's outcome back and answered.
+            expect(replyOf(done)).toContain("done:")
+            const executed = done.items.find((i) => i.type === "command_execution")
+            const exists = yield* Effect.promise(() =>
+              waitUntil(() => Fs.existsSync(target), decision === "accept" ? 5_000 : 0)
+            )
+            expect({ exists, executed }).toMatchObject({ exists: decision === "accept" })
+          }
+        })
+      )
+    })
+
+    it("killing the provider process mid-turn fails the run with the reason; the next run resumes natively", async () => {
+      await run((o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({ workspace: fx.dir })
+          yield* o.startRun({ threadId: thread.id, provider, message: "the fruit is KIWI", wait: true })
+          const from = fx.mock.requests.length
+          yield* o.startRun({ threadId: thread.id, provider, message: "slowly [[slow:20000]]" })
+          yield* Effect.promise(() => fx.mock.waitFor((r) => fx.latestPrompt(r).includes("slowly"), 30_000, from))
+          census.sample()
+          const agentPids = census.seen().filter((pid) => {
+            try {
+              return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(
+                kind === "codex" ? "app-server" : "stream-json"
+              )
+            } catch {
+              return false
+            }
+          })
+          expect(agentPids.length).toBeGreaterThan(0)
+          for (const pid of agentPids) process.kill(pid, "SIGKILL")
+          const failed = yield* untilRun(o, thread.id, (r) => r.status === "failed")
+          expect(failed.failure?.reason).toBe("provider_crash")
+          expect(failed.failure?.message).toContain("SIGKILL")
+          const again = yield* o.startRun({ threadId: thread.id, provider, message: "which fruit?", wait: true })
+          expect(again.status).toBe("completed")
+          const view = yield* o.getThread(thread.id)
+          expect(view.providerThreads).toHaveLength(1)
+          // A new process resumed the same native thread: the model sees the first run.
+          expect(fx.allInputText(requestWith("which fruit?")!)).toContain("the fruit is KIWI")
+          if (kind === "codex") {
+            const meta = JSON.parse(String(requestWith("which fruit?")!.headers["x-codex-turn-metadata"]))
+            expect(meta.history_initialization).toBe("cold_resume")
+          }
+        })
+      )
+    })
+
+    it("a restart of Skein between runs resumes the provider thread natively (cold resume)", async () => {
+      const db = "restart.db"
+      const threadId = await run(
+        (o) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({ workspace: fx.dir })
+            yield* o.startRun({ threadId: thread.id, provider, message: "the city is OSLO", wait: true })
+            census.sample()
+            return thread.id
+          }),
+        db
+      )
+      await run(
+        (o) =>
+          Effect.gen(function* () {
+            const after = yield* o.startRun({ threadId, provider, message: "which city?", wait: true })
+            expect(after.status).toBe("completed")
+            expect(after.contextResolution).toBe("none")
+            const view = yield* o.getThread(threadId)
+            expect(view.providerThreads).toHaveLength(1)
+            expect(view.providerThreads[0]!.coverage.nativeRunOrdinals).toEqual([1, 2])
+            expect(fx.allInputText(requestWith("which city?")!)).toContain("the city is OSLO")
+          }),
+        db
+      )
+    })
+
+    it("fork at turn 1 of 2 and rollback, through the adapter: the model sees exactly what remains", async () => {
+      const adapters = await Effect.runPromise(
+        Effect.provide(ProviderRegistry, providerRegistryLayer({ configFile: fx.configFile, dataDir: fx.dir }))
+      )
+      const adapter = adapters.adapters.find((a) => a.name === kind)!
+      const scope = await Effect.runPromise(Scope.make())
+      try {
+        await Effect.runPromise(
+          Effect.gen(function* () {
+            const session = yield* adapter.openSession({ workspace: fx.dir }).pipe(Scope.extend(scope))
+            const native = yield* session.startThread({ workspace: fx.dir, model: null })
+            const turn = (nativeRef: string, message: string) =>
+              Effect.gen(function* () {
+                const input: TurnInput = {
+                  nativeRef,
+                  runId: makeId.run(),
+                  message,
+                  handoff: null,
+                  model: null,
+                  workspace: fx.dir
+                }
+                const events = Chunk.toReadonlyArray(yield* Stream.runCollect(session.runTurn(input)))
+                census.sample()
+                const end = events.at(-1) as ProviderEvent
+                expect(end._tag).toBe("TurnCompleted")
+                return (events[0] as Extract<ProviderEvent, { _tag: "TurnStarted" }>).turnRef
+              })
+            const run1 = yield* turn(native.nativeRef, "run one says ALPHA")
+            const run2 = yield* turn(native.nativeRef, "run two says BRAVO")
+
+            const fork = yield* session.forkThread(native.nativeRef, run1)
+            expect(fork.nativeRef).not.toBe(native.nativeRef)
+            yield* turn(fork.nativeRef, "on the fork")
+            const onFork = fx.allInputText(requestWith("on the fork")!)
+            expect(onFork).toContain("run one says ALPHA")
+            expect(onFork).not.toContain("run two says BRAVO")
+
+            yield* session.rollbackThread(native.nativeRef, run2)
+            yield* turn(native.nativeRef, "after the rollback")
+            const afterRollback = fx.allInputText(requestWith("after the rollback")!)
+            expect(afterRollback).toContain("run one says ALPHA")
+            expect(afterRollback).not.toContain("run two says BRAVO")
+
+            const missing = yield* Effect.flip(session.rollbackThread(native.nativeRef, "no-such-turn"))
+            expect(missing.code).toBe("turn_not_found")
+          })
+        )
+      } finally {
+        await Effect.runPromise(Scope.close(scope, Exit.void))
+      }
+    })
+  })
+}

@@ -1,0 +1,316 @@
+/**
+ * Real agents (the pinned Codex and Claude Code binaries, offline against the mock
+ * model servers of test/agents), two figures each, both against the binary driven
+ * directly over its own protocol in the same process, interleaved:
+ * - Skein's added latency per turn: a run through Skein (the Orchestrator, SQLite, the
+ *   driver; `run.start` with wait) minus the same turn sent straight to a warm process
+ *   of the binary (Codex: `turn/start` until `turn/completed`; Claude Code: a user line
+ *   until its `result`). Goal: under 3 ms at p50.
+ * - Start-up of a provider session, from spawn until the first turn is accepted
+ *   (Codex: the `turn/start` reply; Claude Code: the user line written after the
+ *   `initialize` answer), through the driver against the binary alone. Goal: at most 1.1x.
+ */
+import * as NodeChildProcess from "node:child_process"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import type { ProviderAdapter, ProviderName } from "@skein/domain"
+import { makeId, ProviderRegistry } from "@skein/domain"
+import { providerRegistryLayer } from "@skein/adapters"
+import { Effect, Exit, Scope, Stream } from "effect"
+import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
+import type { MockServer } from "../agents/mocks/MockServer.js"
+import { startMessagesMock } from "../agents/mocks/MessagesMock.js"
+import { startResponsesMock } from "../agents/mocks/ResponsesMock.js"
+import { claudeEnv, claudePlaceholder, codexEnv, codexLauncher, requireBinaries } from "../agents/support.js"
+import { percentile } from "./stats.js"
+
+const TURNS = Number(process.env.SKEIN_BENCH_AGENT_TURNS ?? 40)
+const STARTS = Number(process.env.SKEIN_BENCH_AGENT_STARTS ?? 6)
+
+type Kind = "codex" | "claude"
+
+/** A bare line client over a child process: what "the binary alone" costs. */
+const rawChild = (command: string, args: ReadonlyArray<string>, env: Record<string, string>, cwd: string) => {
+  const child = NodeChildProcess.spawn(command, [...args], { env, cwd, stdio: ["pipe", "pipe", "pipe"] })
+  child.stderr.resume()
+  const waiters: Array<(message: any) => boolean> = []
+  let buffer = ""
+  child.stdout.setEncoding("utf8")
+  child.stdout.on("data", (chunk: string) => {
+    buffer += chunk
+    let newline = buffer.indexOf("\n")
+    while (newline >= 0) {
+      const line = buffer.slice(0, newline)
+      buffer = buffer.slice(newline + 1)
+      newline = buffer.indexOf("\n")
+      let message: any
+      try {
+        message = JSON.parse(line)
+      } catch {
+        continue
+      }
+      for (let i = 0; i < waiters.length; i++) {
+        if (waiters[i]!(message)) {
+          waiters.splice(i, 1)
+          break
+        }
+      }
+    }
+  })
+  return {
+    send: (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`),
+    next: (test: (message: any) => boolean, timeoutMs = 30_000) =>
+      new Promise<any>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("raw child: no answer in time")), timeoutMs)
+        waiters.push((message) => {
+          if (!test(message)) return false
+          clearTimeout(timer)
+          resolve(message)
+          return true
+        })
+      }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve()
+        child.once("exit", () => resolve())
+        child.stdin.end()
+        child.kill("SIGTERM")
+        setTimeout(() => child.kill("SIGKILL"), 3000).unref()
+      })
+  }
+}
+
+/** The binary alone: start-up until the first turn is accepted, and then a turn round trip, repeatable. */
+const direct = async (kind: Kind, binary: string, env: Record<string, string>, cwd: string) => {
+  const t0 = performance.now()
+  if (kind === "codex") {
+    const c = rawChild(binary, ["app-server"], env, cwd)
+    let id = 0
+    const call = async (method: string, params: unknown) => {
+      const mine = ++id
+      const reply = c.next((m) => m.id === mine && m.method === undefined)
+      c.send({ id: mine, method, params })
+      return reply
+    }
+    await call("initialize", {
+      clientInfo: { name: "bench", title: "bench", version: "0" },
+      capabilities: { experimentalApi: false, requestAttestation: false, optOutNotificationMethods: ["warning"] }
+    })
+    c.send({ method: "initialized" })
+    const thread = (await call("thread/start", { cwd })).result.thread.id as string
+    const turn = (text: string) => {
+      const done = c.next((m) => m.method === "turn/completed" && m.params?.threadId === thread)
+      const accepted = call("turn/start", { threadId: thread, input: [{ type: "text", text, text_elements: [] }] })
+      return { accepted, done }
+    }
+    const first = turn("first turn")
+    await first.accepted
+    const startup = performance.now() - t0
+    await first.done
+    return {
+      startup,
+      turn: async (text: string) => {
+        const t = turn(text)
+        await t.accepted
+        await t.done
+      },
+      stop: c.stop
+    }
+  }
+  const session = Crypto.randomUUID()
+  const c = rawChild(
+    binary,
+    [
+      "-p",
+      "--input-format",
+      "stream-json",
+      "--output-format",
+      "stream-json",
+      "--verbose",
+      "--permission-prompt-tool",
+      "stdio",
+      "--session-id",
+      session
+    ],
+    { ...env, CLAUDE_CODE_DISABLE_BACKGROUND_TASKS: "1", DISABLE_AUTOUPDATER: "1" },
+    cwd
+  )
+  const ready = c.next((m) => m.type === "control_response")
+  c.send({ type: "control_request", request_id: "init", request: { subtype: "initialize" } })
+  await ready
+  const turn = async (text: string) => {
+    const done = c.next((m) => m.type === "result")
+    c.send({
+      type: "user",
+      session_id: "",
+      parent_tool_use_id: null,
+      uuid: Crypto.randomUUID(),
+      message: { role: "user", content: [{ type: "text", text }] }
+    })
+    return done
+  }
+  const first = turn("first turn")
+  const startup = performance.now() - t0
+  await first
+  return { startup, turn: async (text: string) => void (await turn(text)), stop: c.stop }
+}
+
+/** Through the driver: openSession, startThread, runTurn until TurnStarted. */
+const throughDriver = async (adapter: ProviderAdapter, cwd: string) => {
+  const scope = await Effect.runPromise(Scope.make())
+  const t0 = performance.now()
+  let startup = 0
+  await Effect.runPromise(
+    Effect.gen(function* () {
+      const session = yield* adapter.openSession({ workspace: cwd }).pipe(Scope.extend(scope))
+      const native = yield* session.startThread({ workspace: cwd, model: null })
+      yield* session
+        .runTurn({
+          nativeRef: native.nativeRef,
+          runId: makeId.run(),
+          message: "first turn",
+          handoff: null,
+          model: null,
+          workspace: cwd
+        })
+        .pipe(
+          Stream.tap((event) =>
+            Effect.sync(() => {
+              if (event._tag === "TurnStarted") startup = performance.now() - t0
+            })
+          ),
+          Stream.runDrain
+        )
+    })
+  )
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  return startup
+}
+
+const median = (samples: ReadonlyArray<number>) => percentile(samples, 50)
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`
+
+const benchOne = async (kind: Kind, mock: MockServer, dir: string) => {
+  const env = kind === "codex" ? codexEnv(dir, mock.url) : claudeEnv(dir, mock.url)
+  const configFile = Path.join(dir, `${kind}.json`)
+  Fs.writeFileSync(
+    configFile,
+    JSON.stringify({
+      providers: { [kind]: { driver: kind, command: [kind === "codex" ? codexLauncher : claudePlaceholder], env } }
+    })
+  )
+  const registry = await Effect.runPromise(
+    Effect.provide(ProviderRegistry, providerRegistryLayer({ configFile, dataDir: dir }))
+  )
+  const adapter = registry.adapters[0]!
+  const binary = (await Effect.runPromise(adapter.probe!)).path!
+  const rawEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env }
+
+  // Start-up, interleaved: the binary alone, then through the driver, STARTS times.
+  const alone: Array<number> = []
+  const driven: Array<number> = []
+  for (let i = 0; i < STARTS; i++) {
+    const measureAlone = async () => {
+      const d = await direct(kind, binary, rawEnv, dir)
+      alone.push(d.startup)
+      await d.stop()
+    }
+    const measureDriven = async () => void driven.push(await throughDriver(adapter, dir))
+    if (i % 2 === 0) {
+      await measureAlone()
+      await measureDriven()
+    } else {
+      await measureDriven()
+      await measureAlone()
+    }
+  }
+
+  // Turns: a warm raw process and a warm Skein thread, alternating turn by turn.
+  const raw = await direct(kind, binary, rawEnv, dir)
+  const rawTurns: Array<number> = []
+  const skeinTurns: Array<number> = []
+  /** Per run: how long the turn took at the port (from runTurn's start to its last event). */
+  const atPort: Array<number> = []
+  const timed = (adapter: ProviderAdapter): ProviderAdapter => ({
+    ...adapter,
+    openSession: (options) =>
+      Effect.map(adapter.openSession(options), (handle) => ({
+        ...handle,
+        runTurn: (input) =>
+          Stream.suspend(() => {
+            const t0 = performance.now()
+            return handle
+              .runTurn(input)
+              .pipe(Stream.ensuring(Effect.sync(() => void atPort.push(performance.now() - t0))))
+          })
+      }))
+  })
+  await withRuntime(
+    dir,
+    (o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ workspace: dir })
+        const provider = kind as ProviderName
+        yield* o.startRun({ threadId: thread.id, provider, message: "warm up", wait: true })
+        const rawTurn = (i: number) =>
+          Effect.promise(async () => {
+            const r0 = performance.now()
+            await raw.turn(`turn ${i}`)
+            rawTurns.push(performance.now() - r0)
+          })
+        const skeinTurn = (i: number) =>
+          Effect.gen(function* () {
+            const s0 = performance.now()
+            const run = yield* o.startRun({ threadId: thread.id, provider, message: `turn ${i}`, wait: true })
+            skeinTurns.push(performance.now() - s0)
+            if (run.status !== "completed") throw new Error(`run ${i} ended ${run.status}`)
+          })
+        // Alternating which goes first, so that neither always follows the other's work.
+        for (let i = 0; i < TURNS; i++) {
+          if (i % 2 === 0) {
+            yield* rawTurn(i)
+            yield* skeinTurn(i)
+          } else {
+            yield* skeinTurn(i)
+            yield* rawTurn(i)
+          }
+        }
+      }),
+    { configFile, mapAdapter: timed }
+  )
+  await raw.stop()
+
+  // atPort[0] is the warm-up run's.
+  const port = atPort.slice(1)
+  const paired = skeinTurns.map((s, i) => s - rawTurns[i]!)
+  const own = skeinTurns.map((s, i) => s - port[i]!)
+  console.log(
+    `${kind}: a turn through Skein p50 ${fmt(median(skeinTurns))} (p90 ${fmt(percentile(skeinTurns, 90))}), ` +
+      `the binary alone p50 ${fmt(median(rawTurns))} (p90 ${fmt(percentile(rawTurns, 90))}), ${TURNS} turns each, alternating`
+  )
+  console.log(
+    `${kind}: Skein adds ${fmt(median(paired))} per turn at p50 of the paired differences (goal < 3 ms; ` +
+      `the binary's own turn-to-turn spread is ${fmt(percentile(rawTurns, 90) - percentile(rawTurns, 10))} p10-p90); ` +
+      `run wall time minus the turn's time at the port: p50 ${fmt(median(own))}, p90 ${fmt(percentile(own, 90))}`
+  )
+  console.log(
+    `${kind}: start-up to the first turn accepted: through Skein ${fmt(median(driven))}, binary alone ${fmt(median(alone))}, ` +
+      `ratio ${(median(driven) / median(alone)).toFixed(3)}x (goal <= 1.1x; medians of ${STARTS})`
+  )
+}
+
+export const run = async () => {
+  requireBinaries()
+  console.log("real agents: Skein's cost over driving each binary directly (mock model servers, offline)")
+  for (const kind of ["codex", "claude"] as const) {
+    const dir = Fs.realpathSync(tempDir(`skein-bench-${kind}-`))
+    const mock = kind === "codex" ? await startResponsesMock() : await startMessagesMock()
+    try {
+      await benchOne(kind, mock, dir)
+    } finally {
+      await mock.close()
+      removeDir(dir)
+    }
+  }
+}
