@@ -3,6 +3,9 @@
  * The `skein` executable. SIGTERM/SIGINT interrupt the command (the daemon closes
  * gracefully and exits 0); if closing takes longer than the grace period the process
  * exits 1 anyway.
+ *
+ * The entry of the bundle (`build.mjs`) that `bin/skein.js` runs; `node
+ * dist/src/bin.js` runs the same CLI unbundled.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
