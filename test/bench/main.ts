@@ -16,7 +16,8 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["context", () => import("./context.js")],
   ["server", () => import("./server.js")],
   ["lineage", () => import("./lineage.js")],
-  ["checkpoints", () => import("./checkpoints.js")]
+  ["checkpoints", () => import("./checkpoints.js")],
+  ["cli", () => import("./cli.js")]
 ]
 
 const requested = process.argv.slice(2)
