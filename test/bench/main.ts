@@ -17,7 +17,8 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["server", () => import("./server.js")],
   ["lineage", () => import("./lineage.js")],
   ["checkpoints", () => import("./checkpoints.js")],
-  ["agents", () => import("./agents.js")]
+  ["agents", () => import("./agents.js")],
+  ["cli", () => import("./cli.js")]
 ]
 
 const requested = process.argv.slice(2)

@@ -14,7 +14,8 @@ import { demoRegistryLayer, serveWebSocket, type WebSocketServerOptions } from "
 import { Effect, Layer } from "effect"
 import { afterEach } from "vitest"
 
-export const binPath = fileURLToPath(new URL("../../packages/server/dist/src/bin.js", import.meta.url))
+/** The `skein` executable as `npx skein` runs it: the bundle that `npm run build` makes. */
+export const binPath = fileURLToPath(new URL("../../packages/server/bin/skein.js", import.meta.url))
 
 export const tempDir = (prefix: string): string => Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
 

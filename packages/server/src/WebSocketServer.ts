@@ -11,13 +11,12 @@ import { NodeHttpServer } from "@effect/platform-node"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import type { Orchestrator } from "@skein/runtime"
 import { Effect, ExecutionStrategy, Scope } from "effect"
+import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RPC_PATH } from "./Address.js"
 import { checkBind, type InsecureBind, type WeakToken } from "./Auth.js"
 import { type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
 
-export const DEFAULT_HOST = "127.0.0.1"
-export const DEFAULT_PORT = 7878
-export const DEFAULT_RPC_PATH = "/rpc"
+export { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RPC_PATH }
 
 export interface WebSocketServerOptions extends EndpointOptions {
   readonly host?: string | undefined

@@ -3,9 +3,15 @@
  * The `skein` executable. SIGTERM/SIGINT interrupt the command (the daemon closes
  * gracefully and exits 0); if closing takes longer than the grace period the process
  * exits 1 anyway.
+ *
+ * The entry of the bundle (`build.mjs`) that `bin/skein.js` runs; `node
+ * dist/src/bin.js` runs the same CLI unbundled.
  */
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Logger, Option } from "effect"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
+import { Cause, Effect, Exit, Layer, Logger, Option } from "effect"
 import { CliExit, runCli } from "./Cli.js"
 
 const SHUTDOWN_GRACE_MS = 10_000
@@ -22,7 +28,9 @@ process.once("SIGINT", armGraceTimer)
 runCli(process.argv).pipe(
   // stdout belongs to command output (and to the protocol under `skein stdio`): logs go to stderr.
   Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))),
-  Effect.provide(NodeContext.layer),
+  // What @effect/cli needs, and no more: NodeContext would also build a process
+  // executor and a worker manager, which cost start-up time and no command uses.
+  Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)),
   NodeRuntime.runMain({
     disableErrorReporting: true,
     teardown: (exit, onExit) => {

@@ -1,0 +1,64 @@
+/**
+ * What `daemon`, `stdio` and `demo` do (declared in `Cli.ts`, which imports this module
+ * when one of them runs): the commands that run Skein itself, with the runtime, the
+ * adapters and SQLite.
+ */
+import { stdin } from "@effect/platform-node/NodeStream"
+import { Console, Effect, Option } from "effect"
+import { reportFailures } from "./ClientCommands.js"
+import { resolvePaths, startDaemon } from "./Daemon.js"
+import { runDemo } from "./Demo.js"
+import { skeinRuntimeLayer } from "./SkeinRuntime.js"
+import { serveStdio } from "./Stdio.js"
+
+interface Paths {
+  readonly db: Option.Option<string>
+  readonly config: Option.Option<string>
+  readonly dataDir: Option.Option<string>
+}
+
+export const daemon = (
+  o: Paths & {
+    readonly host: string
+    readonly port: number
+    readonly token: Option.Option<string>
+    readonly allowOrigin: ReadonlyArray<string>
+    readonly maxFrameBytes: Option.Option<number>
+  }
+) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const running = yield* startDaemon({
+        host: o.host,
+        port: o.port,
+        token: Option.getOrUndefined(o.token),
+        tokenSource: "--token (or SKEIN_TOKEN)",
+        allowedOrigins: o.allowOrigin,
+        dbPath: Option.getOrUndefined(o.db),
+        dataDir: Option.getOrUndefined(o.dataDir),
+        configFile: Option.getOrUndefined(o.config),
+        maxFrameBytes: Option.getOrUndefined(o.maxFrameBytes)
+      })
+      if (running.tokenFile !== undefined) {
+        yield* Console.error(`skein: clients need the token in ${running.tokenFile} (the CLI reads it from there)`)
+      }
+      yield* Console.log(`skein listening on ${running.url}`)
+      return yield* Effect.never
+    })
+  ).pipe(reportFailures())
+
+export const stdio = (o: Paths) =>
+  Effect.gen(function* () {
+    const { dataDir: dir, dbPath } = resolvePaths({
+      dbPath: Option.getOrUndefined(o.db),
+      dataDir: Option.getOrUndefined(o.dataDir)
+    })
+    yield* Effect.scoped(
+      serveStdio({
+        stdin,
+        writeLine: (line) => Effect.sync(() => void process.stdout.write(`${line}\n`))
+      })
+    ).pipe(Effect.provide(skeinRuntimeLayer({ dbPath, dataDir: dir, configFile: Option.getOrUndefined(o.config) })))
+  }).pipe(reportFailures())
+
+export const demo = (o: { readonly json: boolean }) => runDemo({ json: o.json }).pipe(reportFailures())
