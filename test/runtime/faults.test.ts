@@ -7,8 +7,10 @@
  * - the thread accepts its next run;
  * - another thread, on another provider, runs undisturbed meanwhile;
  * - closing the runtime completes within 5 s, and no child process is left (by PID).
- * forkThread and rollbackThread are not called by any run yet (lineage will call
- * them); their cells are checked at the guard every run's calls go through.
+ * forkThread is called by a fork's first run (native inheritance); its fail cell falls
+ * back to a portable handoff instead of failing. No run calls rollbackThread (a
+ * rollback marks provider threads divergent), so its cells, and forkThread's, are also
+ * checked at the guard every run's calls go through.
  */
 import type { ProviderName, RunView, ThreadId } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
@@ -105,7 +107,13 @@ const scenario = (
         yield* start("first", alpha)
         plan.arm(point, mode)
         return yield* start("second")
-      case "forkThread":
+      case "forkThread": {
+        // A fork's first run on the same provider inherits natively: forkThread.
+        const one = yield* start("one")
+        const { thread: fork } = yield* o.forkThread({ sourceThreadId: threadId, sourcePoint: { runId: one.id } })
+        plan.arm(point, mode)
+        return yield* o.startRun({ threadId: fork.id, provider: faulty, message: "on the fork", wait: true })
+      }
       case "rollbackThread":
         throw new Error(`${point} is not called by a run`)
     }
@@ -118,6 +126,12 @@ const expectNamed = (run: RunView, point: FaultPoint, mode: FaultMode) => {
     expect(run.status).toBe("interrupted")
     expect(run.failure?.reason).toBe("user_interrupt")
     expect(run.failure?.message).toContain("interrupt")
+    return
+  }
+  if (point === "forkThread" && mode === "fail") {
+    // A refused native fork is not the end: the run inherits through a full handoff.
+    expect(run.status).toBe("completed")
+    expect(run.contextResolution).toBe("portable")
     return
   }
   if (point === "summarise") {
@@ -164,8 +178,8 @@ const cell = async (point: FaultPoint, mode: FaultMode) => {
           const hit = yield* scenario(o, plan, thread.id, point, mode)
           expect(plan.fired).toEqual([`${point}/${mode}`])
           expectNamed(hit, point, mode)
-          // The thread takes its next run, on the same provider.
-          const next = yield* o.startRun({ threadId: thread.id, provider: faulty, message: "again", wait: true })
+          // The thread the fault hit takes its next run, on the same provider.
+          const next = yield* o.startRun({ threadId: hit.threadId, provider: faulty, message: "again", wait: true })
           expect(next.status).toBe("completed")
           const bystanderRuns = yield* Effect.flatMap(Effect.exit(others), (exit) =>
             Exit.isSuccess(exit) ? Effect.succeed(exit.value) : Effect.die(exit.cause)
@@ -196,6 +210,7 @@ const runPoints: ReadonlyArray<FaultPoint> = [
   "openSession",
   "startThread",
   "resumeThread",
+  "forkThread",
   "runTurn:first",
   "runTurn:mid",
   "interrupt",
