@@ -127,14 +127,6 @@ export class GitFailed extends Schema.TaggedError<GitFailed>()("GitFailed", {
   }
 }
 
-export class NotSupportedYet extends Schema.TaggedError<NotSupportedYet>()("NotSupportedYet", {
-  method: Schema.String
-}) {
-  override get message() {
-    return `${this.method} is part of the contract but not implemented in this version of Skein yet.`
-  }
-}
-
 export class ApprovalNotFound extends Schema.TaggedError<ApprovalNotFound>()("ApprovalNotFound", {
   threadId: Schema.String,
   approvalId: Schema.String
@@ -257,7 +249,6 @@ export const SkeinError = Schema.Union(
   InvalidInput,
   InvalidWorkspace,
   UnsupportedContextTransfer,
-  NotSupportedYet,
   GitFailed,
   InvalidSourcePoint,
   NotAFork,
