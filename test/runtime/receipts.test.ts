@@ -122,4 +122,80 @@ describe("receipts", () => {
       })
     )
   })
+  it("lineage commands too: retried they answer as before; reused elsewhere, CommandConflict and nothing written", async () => {
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const source = yield* o.createThread({ title: "source" })
+        const one = yield* o.startRun({ threadId: source.id, provider: alpha, message: "one", wait: true })
+        yield* o.startRun({ threadId: source.id, provider: alpha, message: "two", wait: true })
+
+        const fork = yield* o.forkThread({
+          sourceThreadId: source.id,
+          sourcePoint: { runId: one.id },
+          commandId: cmd("cmd_fork")
+        })
+        const forkAgain = yield* o.forkThread({
+          sourceThreadId: source.id,
+          sourcePoint: { runId: one.id },
+          commandId: cmd("cmd_fork")
+        })
+        expect(forkAgain.thread.id).toBe(fork.thread.id)
+        expect(forkAgain.transfer.id).toBe(fork.transfer.id)
+        yield* o.startRun({ threadId: fork.thread.id, provider: alpha, message: "in the fork", wait: true })
+
+        const merge = yield* o.mergeBack({ forkThreadId: fork.thread.id, commandId: cmd("cmd_merge") })
+        expect((yield* o.mergeBack({ forkThreadId: fork.thread.id, commandId: cmd("cmd_merge") })).id).toBe(merge.id)
+        const child = yield* o.spawnSubagent({
+          parentThreadId: source.id,
+          provider: alpha,
+          prompt: "look",
+          commandId: cmd("cmd_spawn")
+        })
+        const childAgain = yield* o.spawnSubagent({
+          parentThreadId: source.id,
+          provider: alpha,
+          prompt: "look",
+          commandId: cmd("cmd_spawn")
+        })
+        expect(childAgain).toEqual(child)
+
+        const threadsBefore = (yield* o.listThreads({ parentThreadId: source.id })).map((t) => t.id).sort()
+        const sourceBefore = yield* o.getThread(source.id)
+
+        // Each id reused by another lineage command, by another payload, or by run.start.
+        expect(
+          yield* conflict(
+            o.forkThread({ sourceThreadId: source.id, sourcePoint: "latest_stable", commandId: cmd("cmd_fork") })
+          )
+        ).toBe("CommandConflict")
+        expect(yield* conflict(o.rollback({ threadId: source.id, toRunOrdinal: 1, commandId: cmd("cmd_fork") }))).toBe(
+          "CommandConflict"
+        )
+        expect(yield* conflict(o.mergeBack({ forkThreadId: fork.thread.id, commandId: cmd("cmd_spawn") }))).toBe(
+          "CommandConflict"
+        )
+        expect(
+          yield* conflict(
+            o.spawnSubagent({ parentThreadId: source.id, provider: alpha, prompt: "look", commandId: cmd("cmd_merge") })
+          )
+        ).toBe("CommandConflict")
+        expect(
+          yield* conflict(
+            o.startRun({ threadId: source.id, provider: alpha, message: "x", commandId: cmd("cmd_fork") })
+          )
+        ).toBe("CommandConflict")
+
+        // Nothing was written by the refused commands.
+        expect((yield* o.listThreads({ parentThreadId: source.id })).map((t) => t.id).sort()).toEqual(threadsBefore)
+        const sourceAfter = yield* o.getThread(source.id)
+        expect(sourceAfter.runs.map((r) => r.status)).toEqual(sourceBefore.runs.map((r) => r.status))
+        expect(sourceAfter.transfers).toEqual(sourceBefore.transfers)
+
+        // The rollback itself, retried, answers as it did.
+        const rolled = yield* o.rollback({ threadId: source.id, toRunOrdinal: 1, commandId: cmd("cmd_rollback") })
+        const rolledAgain = yield* o.rollback({ threadId: source.id, toRunOrdinal: 1, commandId: cmd("cmd_rollback") })
+        expect(rolledAgain.runs.map((r) => r.status)).toEqual(rolled.runs.map((r) => r.status))
+      })
+    )
+  })
 })
