@@ -380,6 +380,63 @@ export const agentSuite = (kind: AgentKind) => {
       )
     })
 
+    it("after a restart of Skein: a fork is still native, and a rollback still native (the thread not loaded)", async () => {
+      const db = "restart-lineage.db"
+      const source = await run(
+        (o) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({ workspace: fx.dir })
+            const one = yield* o.startRun({ threadId: thread.id, provider, message: "cold one says INDIA", wait: true })
+            yield* o.startRun({ threadId: thread.id, provider, message: "cold two says JULIET", wait: true })
+            census.sample()
+            return { threadId: thread.id, runId: one.id }
+          }),
+        db
+      )
+      // A fresh runtime, so a fresh provider process that has not loaded the source's thread.
+      await run(
+        (o) =>
+          Effect.gen(function* () {
+            const { thread: fork } = yield* o.forkThread({
+              sourceThreadId: source.threadId,
+              sourcePoint: { runId: source.runId }
+            })
+            const onFork = yield* o.startRun({ threadId: fork.id, provider, message: "cold fork turn", wait: true })
+            census.sample()
+            expect(onFork).toMatchObject({ status: "completed", contextResolution: "native" })
+            const seen = fx.allInputText(requestWith("cold fork turn")!)
+            expect(seen).toContain("cold one says INDIA")
+            expect(seen).not.toContain("cold two says JULIET")
+          }),
+        db
+      )
+      await run(
+        (o) =>
+          Effect.gen(function* () {
+            const rolled = yield* o.rollback({ threadId: source.threadId, toRunOrdinal: 1 })
+            census.sample()
+            expect(rolled.providerThreads).toHaveLength(1)
+            expect(rolled.providerThreads[0]).toMatchObject({
+              status: "idle",
+              statusReason: "rolled back natively to run 1",
+              coverage: { nativeRunOrdinals: [1] }
+            })
+            const next = yield* o.startRun({
+              threadId: source.threadId,
+              provider,
+              message: "cold after the rollback",
+              wait: true
+            })
+            expect(next).toMatchObject({ status: "completed", contextResolution: "none" })
+            const seen = fx.allInputText(requestWith("cold after the rollback")!)
+            expect(seen).toContain("cold one says INDIA")
+            expect(seen).not.toContain("cold two says JULIET")
+            expect(seen).not.toContain("<skein_handoff")
+          }),
+        db
+      )
+    })
+
     it("fork at turn 1 of 2 and rollback, through the adapter: the model sees exactly what remains", async () => {
       const adapters = await Effect.runPromise(
         Effect.provide(ProviderRegistry, providerRegistryLayer({ configFile: fx.configFile, dataDir: fx.dir }))
