@@ -2,8 +2,8 @@
  * The end-to-end suite each real agent passes, through the Orchestrator (actors,
  * SQLite, the driver, the real binary, a mock model server that records every
  * request): two turns, an interrupt mid-turn, an approval accepted and one declined,
- * a kill mid-turn, a restart of Skein between runs; then fork and rollback through the
- * adapter (the runtime does not call them yet). Assertions about what the model saw
+ * a kill mid-turn, a restart of Skein between runs, a native fork at run 1 of 2 and a
+ * rollback of the last run (through the runtime, and through the adapter). Assertions about what the model saw
  * are made on the mock's captured requests. After the suite, no process it started
  * is alive (by PID).
  */
@@ -276,6 +276,162 @@ export const agentSuite = (kind: AgentKind) => {
             expect(view.providerThreads).toHaveLength(1)
             expect(view.providerThreads[0]!.coverage.nativeRunOrdinals).toEqual([1, 2])
             expect(fx.allInputText(requestWith("which city?")!)).toContain("the city is OSLO")
+          }),
+        db
+      )
+    })
+
+    it("fork at run 1 of 2 through the runtime: served natively; the model sees run 1 and not run 2", async () => {
+      await run((o) =>
+        Effect.gen(function* () {
+          const source = yield* o.createThread({ workspace: fx.dir })
+          const one = yield* o.startRun({
+            threadId: source.id,
+            provider,
+            message: "fork source one says ECHO",
+            wait: true
+          })
+          const two = yield* o.startRun({
+            threadId: source.id,
+            provider,
+            message: "fork source two says FOXTROT",
+            wait: true
+          })
+          census.sample()
+          expect([one.status, two.status]).toEqual(["completed", "completed"])
+          const { thread: fork, transfer } = yield* o.forkThread({
+            sourceThreadId: source.id,
+            sourcePoint: { runId: one.id }
+          })
+          expect(transfer).toMatchObject({ type: "fork", status: "pending", sourceProvider: provider })
+          expect(transfer.sourcePoint).toMatchObject({ runId: one.id, runOrdinal: 1 })
+          expect(transfer.sourcePoint.providerThreadRef).toBeDefined()
+          expect(transfer.sourcePoint.providerTurnRef).toBeDefined()
+
+          const onFork = yield* o.startRun({ threadId: fork.id, provider, message: "on the fork now", wait: true })
+          census.sample()
+          expect(onFork.status).toBe("completed")
+          // Served natively: no handoff was written or delivered, the transfer says native_fork.
+          expect(onFork.contextResolution).toBe("native")
+          expect(onFork.contextHandoffId).toBeNull()
+          expect(onFork.items.some((i) => i.type === "handoff_context")).toBe(false)
+          const view = yield* o.getThread(fork.id)
+          expect(view.handoffs).toEqual([])
+          const resolved = view.transfers.find((t) => t.type === "fork")!
+          expect(resolved).toMatchObject({ status: "consumed", consumedByRunId: onFork.id })
+          expect(resolved.resolution?.strategy).toBe("native_fork")
+          // A new native thread of its own, not the source's.
+          const sourceView = yield* o.getThread(source.id)
+          expect(view.providerThreads).toHaveLength(1)
+          expect(view.providerThreads[0]!.nativeRef).not.toBe(sourceView.providerThreads[0]!.nativeRef)
+          expect(resolved.resolution).toMatchObject({ providerThreadRef: view.providerThreads[0]!.nativeRef })
+
+          // What the model was sent on the fork: run 1 from the native history, not run 2.
+          const request = requestWith("on the fork now")!
+          const seen = fx.allInputText(request)
+          expect(seen).toContain("fork source one says ECHO")
+          expect(seen).not.toContain("fork source two says FOXTROT")
+          expect(seen).not.toContain("<skein_handoff")
+
+          // The source goes on untouched: its next request still holds both runs.
+          yield* o.startRun({ threadId: source.id, provider, message: "source again", wait: true })
+          const sourceSeen = fx.allInputText(requestWith("source again")!)
+          expect(sourceSeen).toContain("fork source one says ECHO")
+          expect(sourceSeen).toContain("fork source two says FOXTROT")
+          expect(sourceSeen).not.toContain("on the fork now")
+        })
+      )
+    })
+
+    it("rollback of the last run through the runtime: the next request no longer holds it", async () => {
+      await run((o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({ workspace: fx.dir })
+          yield* o.startRun({ threadId: thread.id, provider, message: "keep this GOLF", wait: true })
+          yield* o.startRun({ threadId: thread.id, provider, message: "drop this HOTEL", wait: true })
+          census.sample()
+          const rolled = yield* o.rollback({ threadId: thread.id, toRunOrdinal: 1 })
+          expect(rolled.runs.map((r) => r.status)).toEqual(["completed", "rolled_back"])
+          // The native thread was rolled back, so it is usable again without a summary.
+          expect(rolled.providerThreads).toHaveLength(1)
+          expect(rolled.providerThreads[0]).toMatchObject({
+            status: "idle",
+            coverage: { nativeRunOrdinals: [1], handoffIds: [] }
+          })
+          expect(rolled.providerThreads[0]!.statusReason).toContain("natively")
+
+          const next = yield* o.startRun({ threadId: thread.id, provider, message: "after rolling back", wait: true })
+          census.sample()
+          expect(next.status).toBe("completed")
+          expect(next.ordinal).toBe(3)
+          expect(next.contextResolution).toBe("none")
+          expect(next.providerThreadId).toBe(rolled.providerThreads[0]!.id)
+          const seen = fx.allInputText(requestWith("after rolling back")!)
+          expect(seen).toContain("keep this GOLF")
+          expect(seen).not.toContain("drop this HOTEL")
+
+          // And it stays gone on the turn after (the native thread itself lost it).
+          yield* o.startRun({ threadId: thread.id, provider, message: "one more after", wait: true })
+          const later = fx.allInputText(requestWith("one more after")!)
+          expect(later).toContain("keep this GOLF")
+          expect(later).toContain("after rolling back")
+          expect(later).not.toContain("drop this HOTEL")
+        })
+      )
+    })
+
+    it("after a restart of Skein: a fork is still native, and a rollback still native (the thread not loaded)", async () => {
+      const db = "restart-lineage.db"
+      const source = await run(
+        (o) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({ workspace: fx.dir })
+            const one = yield* o.startRun({ threadId: thread.id, provider, message: "cold one says INDIA", wait: true })
+            yield* o.startRun({ threadId: thread.id, provider, message: "cold two says JULIET", wait: true })
+            census.sample()
+            return { threadId: thread.id, runId: one.id }
+          }),
+        db
+      )
+      // A fresh runtime, so a fresh provider process that has not loaded the source's thread.
+      await run(
+        (o) =>
+          Effect.gen(function* () {
+            const { thread: fork } = yield* o.forkThread({
+              sourceThreadId: source.threadId,
+              sourcePoint: { runId: source.runId }
+            })
+            const onFork = yield* o.startRun({ threadId: fork.id, provider, message: "cold fork turn", wait: true })
+            census.sample()
+            expect(onFork).toMatchObject({ status: "completed", contextResolution: "native" })
+            const seen = fx.allInputText(requestWith("cold fork turn")!)
+            expect(seen).toContain("cold one says INDIA")
+            expect(seen).not.toContain("cold two says JULIET")
+          }),
+        db
+      )
+      await run(
+        (o) =>
+          Effect.gen(function* () {
+            const rolled = yield* o.rollback({ threadId: source.threadId, toRunOrdinal: 1 })
+            census.sample()
+            expect(rolled.providerThreads).toHaveLength(1)
+            expect(rolled.providerThreads[0]).toMatchObject({
+              status: "idle",
+              statusReason: "rolled back natively to run 1",
+              coverage: { nativeRunOrdinals: [1] }
+            })
+            const next = yield* o.startRun({
+              threadId: source.threadId,
+              provider,
+              message: "cold after the rollback",
+              wait: true
+            })
+            expect(next).toMatchObject({ status: "completed", contextResolution: "none" })
+            const seen = fx.allInputText(requestWith("cold after the rollback")!)
+            expect(seen).toContain("cold one says INDIA")
+            expect(seen).not.toContain("cold two says JULIET")
+            expect(seen).not.toContain("<skein_handoff")
           }),
         db
       )

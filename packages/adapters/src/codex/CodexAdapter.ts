@@ -12,7 +12,8 @@
  *   (delivery `preamble`), so the model reads it in that very request and Codex stores
  *   it with the turn.
  * - Fork at a turn: `thread/fork` with `lastTurnId` (inclusive). Rollback: the turn is
- *   looked up with `thread/turns/list`, then `thread/revert` drops it and every later turn.
+ *   looked up with `thread/turns/list`, then `thread/revert` drops it and every later turn
+ *   (a thread this process has not loaded, as after a restart, is resumed first).
  * - Approvals: Codex's requests surface as open `approval_request` items until a client
  *   answers (`respondApproval`), unless the instance's policy answers them itself.
  * - Unknown notifications are ignored; lines that do not decode are logged and skipped;
@@ -566,23 +567,25 @@ const openSession = (
         return reply(waiting.rpcId, { result: { decision } })
       })
 
+    const resume = (threadId: string) =>
+      call("thread/resume", { threadId, excludeTurns: true, ...settings }).pipe(
+        Effect.asVoid,
+        Effect.mapError((error) =>
+          error.kind === "crash"
+            ? error
+            : failure(
+                "resume_failed",
+                `Codex cannot resume thread ${threadId}: ${error.detail}`,
+                /no rollout found|invalid session id/i.test(error.detail) ? "conversation_not_found" : undefined
+              )
+        )
+      )
+
     return {
       pid: proc.pid,
       startThread: ({ model }) =>
         Effect.map(call("thread/start", withModel(model)), (result) => strong(result.thread.id)),
-      resumeThread: (threadId) =>
-        call("thread/resume", { threadId, excludeTurns: true, ...settings }).pipe(
-          Effect.asVoid,
-          Effect.mapError((error) =>
-            error.kind === "crash"
-              ? error
-              : failure(
-                  "resume_failed",
-                  `Codex cannot resume thread ${threadId}: ${error.detail}`,
-                  /no rollout found|invalid session id/i.test(error.detail) ? "conversation_not_found" : undefined
-                )
-          )
-        ),
+      resumeThread: resume,
       forkThread: (threadId, atTurnRef) =>
         call("thread/fork", {
           threadId,
@@ -607,7 +610,14 @@ const openSession = (
           if (all.slice(at).some((turn) => turn.status === "inProgress")) {
             return yield* failure("error", `Codex thread ${threadId} has a turn in progress; interrupt it first`)
           }
-          yield* call("thread/revert", { threadId, beforeTurnId: beforeTurnRef }).pipe(
+          const revert = call("thread/revert", { threadId, beforeTurnId: beforeTurnRef })
+          yield* revert.pipe(
+            // thread/revert serves only a thread this process has loaded (turns/list reads the
+            // rollout without it): after a restart, load it the way a cold resume does, then revert.
+            Effect.catchIf(
+              (error) => error.kind !== "crash" && /thread not found/i.test(error.detail),
+              () => Effect.zipRight(resume(threadId), revert)
+            ),
             Effect.mapError((error) => turnNotFound(error, threadId, beforeTurnRef))
           )
         }),
