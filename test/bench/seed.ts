@@ -40,7 +40,7 @@ const options = runtimeOptions()
 export const seedRuns = (threadId: ThreadId, count: number, providerOf: (ordinal: number) => ProviderInfo) =>
   Effect.gen(function* () {
     const store = yield* EventStore
-    let state: ThreadState = Option.getOrThrow(yield* store.loadThread(threadId))
+    let state: ThreadState = Option.getOrThrow(yield* store.loadCompleteThread(threadId))
     const commit = (events: ReadonlyArray<ThreadEvent>) =>
       Effect.gen(function* () {
         if (events.length === 0) return
@@ -49,7 +49,7 @@ export const seedRuns = (threadId: ThreadId, count: number, providerOf: (ordinal
       })
     const at = new Date().toISOString()
     for (let i = 0; i < count; i++) {
-      const ordinal = state.runs.length + 1
+      const ordinal = state.runCount + 1
       const provider = providerOf(ordinal)
       const decision = ContextPlanning.decideContext(state, {
         provider,
