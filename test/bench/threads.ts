@@ -19,7 +19,7 @@ import { Effect, Layer, Schema } from "effect"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import { removeDir, tempDir } from "../support/runtime.js"
-import { mostlyAlpha, providersOf, seedRuns } from "./seed.js"
+import { mostlyAlpha, providersOf, seedRuns } from "../support/seed.js"
 import { percentile } from "./stats.js"
 
 const at = "2026-01-01T00:00:00.000Z"

@@ -1,5 +1,5 @@
 /**
- * Long threads for the benches, built fast but as real runs build them: each run is
+ * Long threads for benches and tests, built fast but as real runs build them: each run is
  * decided, planned and ended by the thread actor's own pure core (`ContextPlanning`,
  * `ThreadPlanner`) over the thread's state in memory, and its events are appended
  * through the EventStore with the same fencing as the actor's. Only the provider is
@@ -14,6 +14,7 @@ import {
   applyEvent,
   runtimeOptions,
   ThreadPlanner,
+  type RuntimeOverrides,
   type ThreadState
 } from "@skein/runtime"
 import { Effect, Option } from "effect"
@@ -34,11 +35,15 @@ export const mostlyAlpha =
   (ordinal: number): ProviderInfo =>
     ordinal % 10 === 0 ? beta : alpha
 
-const options = runtimeOptions()
-
 /** Adds `count` completed runs to an existing thread, one provider per ordinal. */
-export const seedRuns = (threadId: ThreadId, count: number, providerOf: (ordinal: number) => ProviderInfo) =>
+export const seedRuns = (
+  threadId: ThreadId,
+  count: number,
+  providerOf: (ordinal: number) => ProviderInfo,
+  overrides: RuntimeOverrides = {}
+) =>
   Effect.gen(function* () {
+    const options = runtimeOptions(overrides)
     const store = yield* EventStore
     let state: ThreadState = Option.getOrThrow(yield* store.loadCompleteThread(threadId))
     const commit = (events: ReadonlyArray<ThreadEvent>) =>
