@@ -203,8 +203,17 @@ const runs = (dir: string, dbPath: string) =>
       samples.push(performance.now() - t)
     }
     const json = viewOf(first)
+    const pageSamples: Array<number> = []
+    let pageJson = ""
+    for (let i = 0; i < 20; i++) {
+      const t = performance.now()
+      const page = yield* o.getThread(threadId, { runs: { limit: 50 } })
+      pageSamples.push(performance.now() - t)
+      pageJson = viewOf(page)
+    }
+    const firstPage = yield* o.getThread(threadId, { runs: { after: 0, limit: 50 } })
     console.log(
-      `thread.get, whole view of a ${first.runs.length.toLocaleString("en-US")}-run thread: ${(json.length / 1024 / 1024).toFixed(2)} MB in ${ms(percentile(samples, 50))}`
+      `thread.get, whole view of a ${first.runs.length.toLocaleString("en-US")}-run thread: ${(json.length / 1024 / 1024).toFixed(2)} MB in ${ms(percentile(samples, 50))}; a page of its newest 50 runs with items: ${(pageJson.length / 1024).toFixed(0)} KB in ${ms(percentile(pageSamples, 50))} (its first 50: ${(viewOf(firstPage).length / 1024).toFixed(0)} KB)`
     )
     // A 1 MiB message: how many times the view carries it.
     const big = `big-${"0123456789abcdef".repeat(65_536)}`

@@ -7,9 +7,9 @@
 import { providerRegistryLayer } from "@skein/adapters"
 import { describe, expect, it } from "@effect/vitest"
 import type { ContextTransfer, ProviderName, RunView, ThreadId } from "@skein/domain"
-import { ProviderRegistry } from "@skein/domain"
+import { ProviderRegistry, ThreadView } from "@skein/domain"
 import { ContextPlanning, Database, EventStore, runtimeOptions } from "@skein/runtime"
-import { Effect, Layer, ManagedRuntime, Option } from "effect"
+import { Effect, Layer, ManagedRuntime, Option, Schema } from "effect"
 import { join } from "node:path"
 import { providersOf, seedRuns } from "../support/seed.js"
 import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
@@ -119,6 +119,67 @@ describe("long threads", () => {
             expect(new Set(tags)).toEqual(new Set(["delta", "none", "portable"]))
           }),
         { ...overrides, passivateAfterMs: 0 }
+      )
+    } finally {
+      await store.dispose()
+      removeDir(dir)
+    }
+  }, 120_000)
+})
+
+describe("long thread views", () => {
+  it("pages hold the whole view's runs, a window at a time; a 1 MiB message appears once", async () => {
+    const dir = tempDir()
+    const store = storeOn(dir)
+    try {
+      const threadId = await withRuntime(dir, (o) =>
+        Effect.map(o.createThread({ title: "paged" }), (thread) => thread.id)
+      )
+      const info = providersOf((await store.runPromise(ProviderRegistry)).adapters)
+      await store.runPromise(seedRuns(threadId, 230, (o) => (o % 10 === 0 ? info("beta") : info("alpha"))))
+      const big = `big-${"0123456789abcdef".repeat(65_536)}`
+      await withRuntime(dir, (o) =>
+        Effect.gen(function* () {
+          yield* o.startRun({ threadId, provider: beta, message: big, wait: true })
+          yield* o.startRun({ threadId, provider: alpha, message: "after it", wait: true })
+          const whole = yield* o.getThread(threadId)
+          expect(whole.runs.length).toBe(232)
+          expect(whole.page).toBeUndefined()
+          const pages = []
+          for (let after = 0; after < 232; after += 50) {
+            const page = yield* o.getThread(threadId, { runs: { after, limit: 50 } })
+            expect(page.page).toEqual({ runCount: 232, from: after + 1, to: Math.min(232, after + 50), items: true })
+            const ids = new Set(page.runs.map((r) => r.id))
+            expect(page.handoffs).toEqual(
+              whole.handoffs.filter((h) => h.targetRunId !== null && ids.has(h.targetRunId))
+            )
+            expect(page.checkpoints).toEqual(whole.checkpoints.filter((c) => ids.has(c.runId)))
+            // Provider threads with their per-run lists cut to the page.
+            for (const pt of page.providerThreads) {
+              const all = whole.providerThreads.find((p) => p.id === pt.id)!
+              const inPage = (o: number) => o > after && o <= after + 50
+              expect(pt.coverage.nativeRunOrdinals).toEqual(all.coverage.nativeRunOrdinals.filter(inPage))
+              expect(pt.nativeTurns).toEqual(all.nativeTurns.filter((t) => inPage(t.runOrdinal)))
+              expect({ ...pt, coverage: null, nativeTurns: null }).toEqual({
+                ...all,
+                coverage: null,
+                nativeTurns: null
+              })
+            }
+            pages.push(...page.runs)
+          }
+          expect(pages).toEqual(whole.runs)
+          const newest = yield* o.getThread(threadId, { runs: { limit: 2 }, items: false })
+          expect(newest.runs.map((r) => [r.ordinal, r.items.length])).toEqual([
+            [231, 0],
+            [232, 0]
+          ])
+          const json = (view: unknown) => JSON.stringify(Schema.encodeSync(ThreadView)(view as ThreadView))
+          expect(json(whole).split(big).length - 1).toBe(1)
+          const around = yield* o.getThread(threadId, { runs: { before: 232, limit: 1 } })
+          expect(around.runs.map((r) => r.message === big)).toEqual([true])
+          expect(json(around).split(big).length - 1).toBe(1)
+        })
       )
     } finally {
       await store.dispose()

@@ -22,6 +22,7 @@ import {
   type ThreadEvent,
   type ThreadId,
   type ThreadView,
+  type ThreadViewOptions,
   type TurnItem,
   type TurnItemId
 } from "@skein/domain"
@@ -29,7 +30,6 @@ import { Clock, Context, Deferred, Effect, Either, Exit, Layer, Option, Stream }
 import type { Scope } from "effect"
 import { describeError, fromSqlError } from "./Codec.js"
 import { decodeEvent, encodeEvent, type StoredForm } from "./EventCodec.js"
-import { toThreadView } from "./Projection.js"
 import {
   activeRunRows,
   approvalRequestRows,
@@ -46,7 +46,6 @@ import {
   subagentsWithoutResultRows,
   turnItemRow,
   multiRowInsert,
-  outgoingTransfers,
   projectionRows,
   providerThreadRow,
   runByOrdinalRow,
@@ -57,6 +56,7 @@ import {
   type ProjectionRows
 } from "./ProjectionTables.js"
 import { fillNeed, loadCompactThreadState, loadCompleteThreadState } from "./ThreadLoading.js"
+import { threadView as threadViewOf } from "./ThreadViews.js"
 import { NotLoaded, type ThreadState } from "./ThreadState.js"
 
 /** What a mutating command returned, stored so that a retry with its commandId gets the same answer. */
@@ -119,8 +119,14 @@ export interface EventStoreShape {
    * (each `NotLoaded` it throws) and running it again, until it has its answer.
    */
   readonly demand: <A>(state: ThreadState, f: () => A) => Effect.Effect<A, StorageError>
-  /** Includes the transfers in which the thread is the source or the target. */
-  readonly threadView: (threadId: ThreadId) => Effect.Effect<Option.Option<ThreadView>, StorageError>
+  /**
+   * `thread.get`: the whole thread (with the transfers in which it is the source or the
+   * target), or a window of its runs with what belongs to them (see ThreadViews).
+   */
+  readonly threadView: (
+    threadId: ThreadId,
+    options?: ThreadViewOptions
+  ) => Effect.Effect<Option.Option<ThreadView>, StorageError>
   readonly listThreads: (filter: ThreadFilter) => Effect.Effect<ReadonlyArray<AppThread>, StorageError>
   readonly getHandoff: (id: ContextHandoffId) => Effect.Effect<Option.Option<ContextHandoff>, StorageError>
   /** Up to `limit` events with a thread sequence above `afterThreadSequence`, in order. */
@@ -382,15 +388,7 @@ const make = Effect.gen(function* () {
     return Effect.suspend(attempt)
   }
 
-  const threadView = (threadId: ThreadId): Effect.Effect<Option.Option<ThreadView>, StorageError> =>
-    Effect.flatMap(loadCompleteThread(threadId), (state) =>
-      Option.isNone(state)
-        ? Effect.succeedNone
-        : Effect.map(
-            Effect.all([outgoingTransfers(sql, threadId), listThreadRows(sql, { parentThreadId: threadId })]),
-            ([extra, children]) => Option.some(toThreadView(state.value, extra, children))
-          )
-    )
+  const threadView = (threadId: ThreadId, options?: ThreadViewOptions) => threadViewOf(sql, threadId, options)
 
   const readEvents = (
     threadId: ThreadId,

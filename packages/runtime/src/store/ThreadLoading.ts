@@ -45,7 +45,7 @@ import { checkpointAnswerKey, emptyThreadState, isLiveOrdinal, isOpenTransfer, m
 const decodeProviderThreadHead = jsonDecoder(ProviderThreadHead, "provider thread")
 const decodeHandoffHead = jsonDecoder(ContextHandoffHead, "context handoff")
 
-interface ServedRow {
+export interface ServedRow {
   readonly provider_thread_id: string
   readonly ordinal: number
   readonly handoff_id: string | null
@@ -54,11 +54,11 @@ interface ServedRow {
   readonly updated_at: string
 }
 
-const servedColumns = "provider_thread_id, ordinal, handoff_id, turn_ref, status, updated_at"
+export const servedColumns = "provider_thread_id, ordinal, handoff_id, turn_ref, status, updated_at"
 const where = "WHERE thread_id = ?"
 
 /** Item lists by run, each sorted by seq (rows come in first-write order; V8's sort is stable). */
-const groupItems = (items: ReadonlyArray<TurnItem>): Map<RunId, Array<TurnItem>> => {
+export const groupItems = (items: ReadonlyArray<TurnItem>): Map<RunId, Array<TurnItem>> => {
   const byRun = new Map<RunId, Array<TurnItem>>()
   for (const item of items) {
     const list = byRun.get(item.runId)
@@ -128,7 +128,7 @@ const withServedRows = (
  * The same on a head, from only the rows that change it: the first and the newest row
  * past the snapshot, and those with a handoff (`rows`, in ordinal order).
  */
-const headWithServedRows = (
+export const headWithServedRows = (
   pt: ProviderThreadHead,
   rows: ReadonlyArray<ServedRow>,
   what: string
