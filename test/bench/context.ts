@@ -14,7 +14,14 @@ import {
   TurnItemId
 } from "@skein/domain"
 import type { ThreadState } from "@skein/runtime"
-import { buildHandoffPayload, defaultStalenessPolicy, emptyThreadState, resolveStartContext } from "@skein/runtime"
+import {
+  buildHandoffPayload,
+  defaultStalenessPolicy,
+  emptyThreadState,
+  putProviderThread,
+  putRun,
+  resolveStartContext
+} from "@skein/runtime"
 import { percentile } from "./stats.js"
 
 const AT = "2026-01-01T00:00:00.000Z"
@@ -86,7 +93,7 @@ const threadOf = (runs: number): ThreadState => {
       startedAt: AT,
       completedAt: AT
     }
-    state.runs.push(run)
+    putRun(state, run)
     state.items.set(
       id,
       itemsFor(i).map((content, seq): TurnItem => ({
@@ -122,8 +129,8 @@ const threadOf = (runs: number): ThreadState => {
     beta,
     Array.from({ length: GAP }, (_, k) => runs - GAP + k + 1)
   )
-  state.providerThreads.set(a.id, a)
-  state.providerThreads.set(b.id, b)
+  putProviderThread(state, a)
+  putProviderThread(state, b)
   return state
 }
 

@@ -95,6 +95,7 @@ const runEndWrites = (o: Orchestrator["Type"], runs: number, at: ReadonlyArray<n
     Effect.gen(function* () {
       const thread = yield* o.createThread({ title: "long" })
       const sizes = new Map<number, number>()
+      const accepted: Array<number> = []
       yield* o.follow(thread.id, 1, (events) => {
         const ended = events.find((e) => e.event._tag === "RunEnded")
         if (ended === undefined || ended.event._tag !== "RunEnded") return
@@ -105,9 +106,11 @@ const runEndWrites = (o: Orchestrator["Type"], runs: number, at: ReadonlyArray<n
         )
       })
       for (let i = 1; i <= runs; i++) {
+        const t = performance.now()
         yield* o.startRun({ threadId: thread.id, provider: ProviderName.make("alpha"), message: "same", wait: true })
+        accepted.push(performance.now() - t)
       }
-      return sizes
+      return { sizes, times: accepted }
     })
   )
 
@@ -154,7 +157,18 @@ export async function run(): Promise<void> {
           `thread.fork 10,000-run / 1-run: ${ratio.toFixed(2)}x (goal <= 1.2x); fork / create: ${(percentile(one, 50) / percentile(create, 50)).toFixed(2)}x`
         )
         const t = performance.now()
-        const sizes = yield* runEndWrites(o, 10_000, [10, 1_000, 10_000])
+        const { sizes, times } = yield* runEndWrites(o, 10_000, [10, 1_000, 10_000])
+        // run.start with wait, on real scripted runs of one thread: per-run cost against the thread's length.
+        const mean = (from: number, to: number) => {
+          const xs = times.slice(from - 1, to)
+          return xs.reduce((a, b) => a + b, 0) / xs.length
+        }
+        const early = mean(1, 1_000)
+        const at5k = mean(5_001, 5_100)
+        const at10k = mean(9_901, 10_000)
+        console.log(
+          `run.start (wait) on real runs of one thread: runs 1-1,000 ${early.toFixed(2)} ms on average, runs 5,001-5,100 ${at5k.toFixed(2)} ms (${(at5k / early).toFixed(2)}x), runs 9,901-10,000 ${at10k.toFixed(2)} ms (${(at10k / early).toFixed(2)}x) (goal <= 1.2x)`
+        )
         const bytes = (n: number) => sizes.get(n) ?? Number.NaN
         console.log(
           `run end write (the commit that ends the run): run 10 ${bytes(10)} B, run 1,000 ${bytes(1_000)} B, run 10,000 ${bytes(10_000)} B; ratio 10,000/10 ${(bytes(10_000) / bytes(10)).toFixed(3)} (goal: the same) [10,000 scripted runs in ${((performance.now() - t) / 1000).toFixed(0)} s]`

@@ -15,6 +15,7 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["actors", () => import("./actors.js")],
   ["context", () => import("./context.js")],
   ["server", () => import("./server.js")],
+  ["threads", () => import("./threads.js")],
   ["lineage", () => import("./lineage.js")],
   ["checkpoints", () => import("./checkpoints.js")],
   ["agents", () => import("./agents.js")],

@@ -310,7 +310,8 @@ describe("thread actors", () => {
     expect(
       together.batches.filter((b) => b.some((tag) => tag.startsWith("item:") && tag !== "item:user_message"))
     ).toEqual([ending])
-    expect(together.items.map(([seq]) => seq)).toEqual(together.items.map((_, i) => i))
+    // Numbered after the user's message (seq 0), which the view shows once, as the run's `message`.
+    expect(together.items.map(([seq]) => seq)).toEqual(together.items.map((_, i) => i + 1))
     expect(together.items.map(([, type]) => type)).toContain("plan")
 
     // The command's item is committed while the turn still runs, not held back for its end.

@@ -86,8 +86,9 @@ describe("provider switching", () => {
         expect(fetched.summaryText).toBe(h2.summaryText)
         const block = view.runs[8]!.items.find((i) => i.type === "handoff_context")
         expect(block && "text" in block ? block.text : "").toBe(h2.summaryText)
-        const user = view.runs[8]!.items.find((i) => i.type === "user_message")
-        expect(user && "text" in user ? user.text : "").toBe("step 9")
+        // The user's message is the run's `message`, once: not repeated as an item.
+        expect(view.runs[8]!.message).toBe("step 9")
+        expect(view.runs[8]!.items.some((i) => i.type === "user_message")).toBe(false)
       })
     )
   }, 60_000)

@@ -34,6 +34,16 @@ describe("RPC over WebSocket", () => {
             "C1 (codex)  native 1,2,3,4,5,9  handoffs H2(6-8)",
             "L1 (claude) native 6,7,8  handoffs H1(1-5)"
           ])
+          // A window of the runs, typed both ways: runs 4-6 with what belongs to them.
+          const page = yield* client.thread.get({ threadId: thread.id, runs: { after: 3, limit: 3 }, items: false })
+          expect(page.page).toEqual({ runCount: 9, from: 4, to: 6, items: false })
+          expect(page.runs.map((r) => r.ordinal)).toEqual([4, 5, 6])
+          expect(page.runs.every((r) => r.items.length === 0)).toBe(true)
+          expect(page.handoffs.map((h) => h.coveredRunOrdinals)).toEqual([{ from: 1, to: 5 }]) // delivered with run 6
+          const newest = yield* client.thread.get({ threadId: thread.id, runs: { limit: 2 } })
+          expect(newest.runs.map((r) => r.ordinal)).toEqual([8, 9])
+          expect(newest.runs.map((r) => r.items.length > 0)).toEqual([true, true])
+          expect(view.page).toBeUndefined()
           // a typed domain error arrives as itself, with its derived message
           const missing = yield* Effect.flip(client.thread.get({ threadId: ThreadId.make("thr_missing") }))
           expect(missing._tag).toBe("ThreadNotFound")

@@ -79,3 +79,14 @@ export const ContextHandoff = Schema.Struct({
   updatedAt: Schema.String
 })
 export type ContextHandoff = typeof ContextHandoff.Type
+
+/** A handoff without its payload and text (what coverage arithmetic reads). */
+const { payload: _payload, summaryText: _summaryText, ...handoffHeadFields } = ContextHandoff.fields
+export const ContextHandoffHead = Schema.Struct(handoffHeadFields)
+export type ContextHandoffHead = typeof ContextHandoffHead.Type
+
+/** The head of a handoff record. */
+export const handoffHead = (handoff: ContextHandoffHead): ContextHandoffHead => {
+  const { payload: _, summaryText: __, ...rest } = handoff as ContextHandoff
+  return rest
+}

@@ -46,3 +46,22 @@ export const ProviderThread = Schema.Struct({
   updatedAt: Schema.String
 })
 export type ProviderThread = typeof ProviderThread.Type
+
+/**
+ * A provider thread without its per-run lists (the native run ordinals and turn
+ * handles, which grow with every run it serves): what a decision about it reads, and
+ * what a thread actor keeps in memory. Its handoff lists stay (the runs they cover
+ * are what coverage is judged by).
+ */
+const { coverage: _coverage, nativeTurns: _nativeTurns, ...headFields } = ProviderThread.fields
+export const ProviderThreadHead = Schema.Struct({
+  ...headFields,
+  coverage: Schema.Struct({ handoffIds: Schema.Array(ContextHandoffId) })
+})
+export type ProviderThreadHead = typeof ProviderThreadHead.Type
+
+/** The head of a provider thread record. */
+export const providerThreadHead = (pt: ProviderThreadHead): ProviderThreadHead => {
+  const { coverage, nativeTurns: _, ...rest } = pt as ProviderThread
+  return { ...rest, coverage: { handoffIds: coverage.handoffIds } }
+}

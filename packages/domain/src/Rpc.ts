@@ -22,11 +22,15 @@ import { Run } from "./Run.js"
 import { AppThread } from "./Thread.js"
 import { ContextTransfer } from "./Transfer.js"
 import { TurnItem } from "./TurnItem.js"
-import { ProviderInstanceInfo, RunView, ThreadView } from "./Views.js"
+import { ProviderInstanceInfo, RunView, ThreadView, ThreadViewOptions } from "./Views.js"
 
 export class SkeinRpcs extends RpcGroup.make(
   Rpc.make("thread.create", { payload: CreateThreadFields, success: AppThread, error: SkeinError }),
-  Rpc.make("thread.get", { payload: { threadId: ThreadId }, success: ThreadView, error: SkeinError }),
+  Rpc.make("thread.get", {
+    payload: { threadId: ThreadId, ...ThreadViewOptions.fields },
+    success: ThreadView,
+    error: SkeinError
+  }),
   Rpc.make("thread.list", {
     payload: { parentThreadId: Schema.optional(ThreadId), rootThreadId: Schema.optional(ThreadId) },
     success: Schema.Array(AppThread),

@@ -10,8 +10,47 @@ import { AppThread } from "./Thread.js"
 import { ContextTransfer } from "./Transfer.js"
 import { TurnItem } from "./TurnItem.js"
 
+/**
+ * A run with its turn items. The user's message is the run's `message` (once): the
+ * `user_message` item that repeats it in the log is not among `items`.
+ */
 export const RunView = Schema.extend(Run, Schema.Struct({ items: Schema.Array(TurnItem) }))
 export type RunView = typeof RunView.Type
+
+/**
+ * A window of a thread's runs, by ordinal (ordinals are contiguous from 1, so one is a
+ * stable cursor): the runs after `after`, or else the newest before `before` (the
+ * newest of all without either), at most `limit`, in ascending order.
+ */
+export const RunWindow = Schema.Struct({
+  after: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+  before: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  limit: Schema.Int.pipe(Schema.between(1, 1_000))
+})
+export type RunWindow = typeof RunWindow.Type
+
+/** What `thread.get` may be asked for beyond the thread: a window of runs, and whether runs carry their items. */
+export const ThreadViewOptions = Schema.Struct({
+  /** Without it, every run (the whole-thread view). */
+  runs: Schema.optional(RunWindow),
+  /** Each run's turn items (default true). */
+  items: Schema.optional(Schema.Boolean)
+})
+export type ThreadViewOptions = typeof ThreadViewOptions.Type
+
+/**
+ * Which part of the thread a paged view holds: runs `from`..`to` (none when from > to)
+ * of `runCount`. Entities of a run (its handoffs, its checkpoints, the transfers it
+ * consumed) come with its page; a provider thread comes when it served a run of the
+ * page or is still usable, with its per-run lists (native runs and turns) cut to the page.
+ */
+export const ThreadPage = Schema.Struct({
+  runCount: Schema.Int.pipe(Schema.nonNegative()),
+  from: Schema.Int.pipe(Schema.positive()),
+  to: Schema.Int.pipe(Schema.nonNegative()),
+  items: Schema.Boolean
+})
+export type ThreadPage = typeof ThreadPage.Type
 
 export const ThreadView = Schema.Struct({
   thread: AppThread,
@@ -22,7 +61,9 @@ export const ThreadView = Schema.Struct({
   handoffs: Schema.Array(ContextHandoff),
   checkpoints: Schema.Array(Checkpoint),
   /** Threads made from this one: forks (side chats among them) and subagent children. */
-  children: Schema.Array(AppThread)
+  children: Schema.Array(AppThread),
+  /** Present when the view is a window of the runs (see `ThreadViewOptions.runs`). */
+  page: Schema.optional(ThreadPage)
 })
 export type ThreadView = typeof ThreadView.Type
 

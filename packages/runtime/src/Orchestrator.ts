@@ -21,6 +21,7 @@ import type {
   StoredEvent,
   ThreadId,
   ThreadView,
+  ThreadViewOptions,
   TurnItem,
   ContextHandoffId
 } from "@skein/domain"
@@ -31,7 +32,8 @@ type Payload<F extends Schema.Struct.Fields> = Schema.Struct.Type<F>
 
 export interface OrchestratorShape {
   readonly createThread: (input: Payload<typeof CreateThreadFields>) => Effect.Effect<AppThread, SkeinError>
-  readonly getThread: (threadId: ThreadId) => Effect.Effect<ThreadView, SkeinError>
+  /** The whole thread by default; `options.runs` asks for a window of its runs, `options.items: false` for runs without items. */
+  readonly getThread: (threadId: ThreadId, options?: ThreadViewOptions) => Effect.Effect<ThreadView, SkeinError>
   readonly listThreads: (filter: {
     readonly parentThreadId?: ThreadId
     readonly rootThreadId?: ThreadId

@@ -2,7 +2,15 @@
  * The local runtime: the Orchestrator over thread actors, provider sessions and the
  * SQLite event store. `makeRuntimeLayer` is what a host (or the daemon) provides.
  */
-import type { AppThread, ProviderInstanceInfo, Run, SkeinError, StoredEvent, ThreadId } from "@skein/domain"
+import type {
+  AppThread,
+  ProviderInstanceInfo,
+  Run,
+  SkeinError,
+  StoredEvent,
+  ThreadId,
+  ThreadViewOptions
+} from "@skein/domain"
 import { ForkThreadFields, ThreadId as ThreadIdSchema } from "@skein/domain"
 import {
   CommandConflict,
@@ -44,9 +52,9 @@ export const makeOrchestrator = Effect.gen(function* () {
   const config = yield* RuntimeConfig
   const checkpoints = yield* WorkspaceCheckpoints
 
-  const threadView = (threadId: ThreadId) =>
+  const threadView = (threadId: ThreadId, options?: ThreadViewOptions) =>
     store
-      .threadView(threadId)
+      .threadView(threadId, options)
       .pipe(
         Effect.flatMap(
           Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed })
@@ -62,8 +70,10 @@ export const makeOrchestrator = Effect.gen(function* () {
           if (receipt.value.method !== "thread.create" || receipt.value.payloadHash !== hash) {
             return yield* new CommandConflict({ commandId: input.commandId, method: "thread.create" })
           }
-          const view = yield* threadView((receipt.value.result as { threadId: ThreadId }).threadId)
-          return view.thread
+          const created = (receipt.value.result as { threadId: ThreadId }).threadId
+          const thread = yield* store.lookup.thread(created)
+          if (Option.isNone(thread)) return yield* new ThreadNotFound({ threadId: created })
+          return thread.value
         }
       }
       const workspace =
@@ -236,7 +246,7 @@ export const makeOrchestrator = Effect.gen(function* () {
         })
       )
       if (!started.replayed) {
-        const workspace = (yield* threadView(input.threadId)).thread.workspace
+        const workspace = Option.getOrNull(yield* store.lookup.thread(input.threadId))?.workspace ?? null
         // Provider threads that can drop the rolled-back turns natively are kept usable.
         const results = yield* Effect.forEach(
           started.native,

@@ -20,14 +20,18 @@ export const recoverInterruptedRuns = Effect.gen(function* () {
           Option.match({
             onNone: () => Effect.void,
             onSome: (state) => {
-              const events = planRecovery(state, new Date().toISOString())
-              return events.length === 0
-                ? Effect.void
-                : store.append({ threadId, events, expectedSequence: state.lastThreadSequence }).pipe(
-                    Effect.asVoid,
-                    // Another process is writing this database: not one we can recover under.
-                    Effect.catchTag("SequenceConflict", (e) => Effect.fail(new StorageError({ detail: e.message })))
-                  )
+              const now = new Date().toISOString()
+              return Effect.flatMap(
+                store.demand(state, () => planRecovery(state, now)),
+                (events) =>
+                  events.length === 0
+                    ? Effect.void
+                    : store.append({ threadId, events, expectedSequence: state.lastThreadSequence }).pipe(
+                        Effect.asVoid,
+                        // Another process is writing this database: not one we can recover under.
+                        Effect.catchTag("SequenceConflict", (e) => Effect.fail(new StorageError({ detail: e.message })))
+                      )
+              )
             }
           })
         )

@@ -16,7 +16,7 @@ export const SkeinRpcHandlers = SkeinRpcs.toLayer(
     const orchestrator = yield* Orchestrator
     return SkeinRpcs.of({
       "thread.create": (payload) => orchestrator.createThread(payload),
-      "thread.get": ({ threadId }) => orchestrator.getThread(threadId),
+      "thread.get": ({ threadId, ...options }) => orchestrator.getThread(threadId, defined(options)),
       "thread.list": (payload) => orchestrator.listThreads(defined(payload)),
       // Skein's own transports serve thread.events in the guarded protocol (a callback
       // per follower); this stream serves it for any other protocol a host runs these on.

@@ -12,7 +12,7 @@ import type { ContextDecision, IncomingTransfer, InheritedContext } from "../con
 import { resolveStartContext } from "../context/ContextResolver.js"
 import type { RuntimeOptions } from "../RuntimeConfig.js"
 import type { ThreadState } from "../store/ThreadState.js"
-import { runById } from "../store/ThreadState.js"
+import { runAt, runById } from "../store/ThreadState.js"
 import type { ProviderInfo } from "./ThreadPlanner.js"
 
 export const decideContext = (
@@ -78,7 +78,7 @@ export const summaryWriter = (
       writer = options.summarySource.provider
       break
     case "leaving":
-      writer = state.runs[decision.covered.to - 1]?.provider ?? null
+      writer = runAt(state, decision.covered.to)?.provider ?? null
       break
   }
   return writer !== null && canSummarise(writer) ? (writer as ProviderName) : null

@@ -58,6 +58,8 @@ export const make = <R extends Rpc.Any, E>(options: {
   readonly failed: (tag: R["_tag"], cause: Cause.Cause<unknown>) => E
   /** Runs after a defect, before the next message; failing stops the actor. */
   readonly restart: (tag: R["_tag"], cause: Cause.Cause<unknown>) => Effect.Effect<void, unknown>
+  /** Runs after each message, whatever became of it (before the next is taken). */
+  readonly afterEach?: () => void
 }): Effect.Effect<SupervisedActor<R, E>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const queue = yield* Queue.unbounded<Envelope>()
@@ -87,6 +89,10 @@ export const make = <R extends Rpc.Any, E>(options: {
         }
       })
 
+    const afterEach = options.afterEach
+    const after = <A, X>(effect: Effect.Effect<A, X>): Effect.Effect<A, X> =>
+      afterEach === undefined ? effect : Effect.ensuring(effect, Effect.sync(afterEach))
+
     const serve = (envelope: Envelope) =>
       Effect.suspend(() => handlers[envelope.tag]!(envelope.payload)).pipe(
         Effect.exit,
@@ -97,7 +103,8 @@ export const make = <R extends Rpc.Any, E>(options: {
           return Deferred.failCause(envelope.reply, exit.cause)
         }),
         // The loop itself interrupted mid-message: its caller still hears back.
-        Effect.onInterrupt(() => Deferred.fail(envelope.reply, options.stopped()))
+        Effect.onInterrupt(() => Deferred.fail(envelope.reply, options.stopped())),
+        after
       )
 
     const fiber = yield* Queue.take(queue).pipe(Effect.flatMap(serve), Effect.forever, Effect.forkScoped)

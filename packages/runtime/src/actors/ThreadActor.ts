@@ -33,6 +33,7 @@ import {
   ActorFailed,
   ActorStopped,
   ContextTransferId,
+  GitFailed,
   InvalidInput,
   InvalidSourcePoint,
   ObserveOnlyThread,
@@ -54,9 +55,17 @@ import { Cause, Deferred, Effect, Either, Exit, Fiber, Option, Schema } from "ef
 import type { Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import { EventStore } from "../store/EventStore.js"
-import { applyEvent } from "../store/Projection.js"
+import { applyEvent, toRunView } from "../store/Projection.js"
 import type { ThreadState } from "../store/ThreadState.js"
-import { activeRun, itemsOf, runById } from "../store/ThreadState.js"
+import {
+  activeRun,
+  itemsOf,
+  openTransfers,
+  providerThreadHead,
+  runById,
+  transferById,
+  trimThread
+} from "../store/ThreadState.js"
 import type { InheritedContext } from "../context/ContextResolver.js"
 import { childResults } from "../lineage/Subagents.js"
 import type { SpawnInput } from "../lineage/Spawn.js"
@@ -72,6 +81,7 @@ import * as SupervisedActor from "./SupervisedActor.js"
 import type { RunAccepted, RunContext, ThreadMessage } from "./ThreadProtocol.js"
 import type { ProviderInfo, StartPlan } from "./ThreadPlanner.js"
 import {
+  approvalRequests,
   planApproval,
   planBindNativeThread,
   planFinish,
@@ -129,17 +139,6 @@ const ItemReceipt = Schema.Struct({ itemId: TurnItemId })
 const TransferReceipt = Schema.Struct({ transferId: ContextTransferId })
 const RollbackReceipt = Schema.Struct({ toRunOrdinal: Schema.Int })
 
-/** The commit of the newest git checkpoint of a live run: a new checkpoint's parent. */
-const previousCommit = (state: ThreadState): string | null => {
-  let best: { readonly ordinal: number; readonly commit: string } | null = null
-  for (const c of state.checkpoints.values()) {
-    const run = state.runs[c.runOrdinal - 1]
-    if (c.kind !== "git" || c.commitSha === undefined || run === undefined || run.status === "rolled_back") continue
-    if (best === null || c.runOrdinal > best.ordinal) best = { ordinal: c.runOrdinal, commit: c.commitSha }
-  }
-  return best?.commit ?? null
-}
-
 /** Incoming transfers whose source run was rolled back since: superseded, never delivered. */
 const supersede = (stale: ReadonlyArray<ContextTransfer>, _now: string): Array<ThreadEvent> =>
   stale.map((transfer) => new TransferRecorded({ transfer: { ...transfer, status: "superseded" } }))
@@ -188,6 +187,15 @@ export const makeThreadActor = (
       )
     let state: ThreadState = yield* load
     let current: ActiveRun | null = null
+    /**
+     * A pure function of the state, with whatever it touches that a compact state does
+     * not hold read from storage first (see ThreadState).
+     */
+    const demand = <A>(f: (state: ThreadState) => A): Effect.Effect<A, StorageError> =>
+      Effect.suspend(() => {
+        const s = state
+        return store.demand(s, () => f(s))
+      })
     /** What this thread inherited, read from its source once (it does not change). */
     const inheritedCache = new Map<string, Omit<InheritedContext, "transfer" | "open">>()
     /** Approvals whose decision is on its way to the provider. */
@@ -225,10 +233,12 @@ export const makeThreadActor = (
               Effect.asVoid
             )
 
-    const accepted = (runId: TurnItem["runId"]): Effect.Effect<RunAccepted, RunNotFound> => {
-      const run = runById(state, runId)
-      return run ? Effect.succeed({ run, sequence: state.lastThreadSequence }) : Effect.fail(new RunNotFound({ runId }))
-    }
+    const accepted = (runId: TurnItem["runId"]): Effect.Effect<RunAccepted, RunNotFound | StorageError> =>
+      Effect.flatMap(
+        demand((s) => runById(s, runId)),
+        (run) =>
+          run ? Effect.succeed({ run, sequence: state.lastThreadSequence }) : Effect.fail(new RunNotFound({ runId }))
+      )
 
     /**
      * The stored result of `commandId`, if it was used before: for the same method and
@@ -272,14 +282,18 @@ export const makeThreadActor = (
         }
         if (current !== null && current.runId === active.id && !current.driverExited) return Effect.void
         current = null
-        return commit(
-          planFinish(state, {
-            runId: active.id,
-            outcome: "failed",
-            failure: { reason: "runtime_error", message: why },
-            turnRef: null,
-            now: now()
-          })
+        const at = now()
+        return Effect.flatMap(
+          demand((s) =>
+            planFinish(s, {
+              runId: active.id,
+              outcome: "failed",
+              failure: { reason: "runtime_error", message: why },
+              turnRef: null,
+              now: at
+            })
+          ),
+          (events) => commit(events)
         )
       })
 
@@ -289,7 +303,8 @@ export const makeThreadActor = (
      */
     const observeChildren = (runId: RunId, events: ReadonlyArray<ThreadEvent>) =>
       Effect.forEach(events, (event) => {
-        const run = runById(state, runId)
+        const run =
+          event._tag === "TurnItemRecorded" && event.item.type === "child_agent" ? runById(state, runId) : undefined
         if (event._tag !== "TurnItemRecorded" || event.item.type !== "child_agent" || run === undefined) {
           return Effect.succeed(event)
         }
@@ -318,7 +333,13 @@ export const makeThreadActor = (
                 workspace: state.thread.workspace,
                 threadId,
                 ordinal: plan.run.ordinal,
-                previous: previousCommit(state)
+                previous: store.lookup
+                  .previousGitCommit(threadId)
+                  .pipe(
+                    Effect.mapError(
+                      (error) => new GitFailed({ workspace: state.thread.workspace ?? "", detail: error.message })
+                    )
+                  )
               }),
         spawn: (provider, prompt) =>
           Effect.map(spawn({ parentThreadId: threadId, provider, prompt, createdBy: "agent" }), ({ run, thread }) => ({
@@ -361,31 +382,37 @@ export const makeThreadActor = (
           if (returned.length > 0) yield* commit(returned)
           const { incoming, stale } = yield* loadIncoming(store, state)
           const inherited = yield* loadInherited(store, state, inheritedCache)
-          const decision = decideContext(state, {
-            provider,
-            model: command.model ?? adapter.model,
-            cleanContext: command.cleanContext ?? false,
-            resumeFailed: false,
-            budgetTokens,
-            options: config,
-            inherited,
-            incoming
-          })
+          const decision = yield* demand((s) =>
+            decideContext(s, {
+              provider,
+              model: command.model ?? adapter.model,
+              cleanContext: command.cleanContext ?? false,
+              resumeFailed: false,
+              budgetTokens,
+              options: config,
+              inherited,
+              incoming
+            })
+          )
           if (decision._tag === "unsupported") {
             return yield* new UnsupportedContextTransfer({ provider: command.provider, detail: decision.detail })
           }
           const draft = localHandoff(decision, budgetTokens)
-          const plan = planRunStart(state, {
-            message: command.message,
-            model: command.model ?? null,
-            commandId: command.commandId ?? null,
-            provider,
-            decision,
-            draft,
-            extras: extraHandoffs(decision, budgetTokens),
-            summaryBy: draft ? summaryWriter(state, decision, provider, config, canSummarise) : null,
-            now: now()
-          })
+          const extras = extraHandoffs(decision, budgetTokens)
+          const at = now()
+          const plan = yield* demand((s) =>
+            planRunStart(s, {
+              message: command.message,
+              model: command.model ?? null,
+              commandId: command.commandId ?? null,
+              provider,
+              decision,
+              draft,
+              extras,
+              summaryBy: draft ? summaryWriter(s, decision, provider, config, canSummarise) : null,
+              now: at
+            })
+          )
           yield* commit([...supersede(stale, now()), ...plan.events], command.commandId, {
             method: "run.start",
             hash,
@@ -425,18 +452,24 @@ export const makeThreadActor = (
           const hash = payloadHash({ threadId, approvalId: command.approvalId, decision: command.decision })
           const replayed = yield* replay(command.commandId, "approval.respond", hash, ItemReceipt)
           if (Option.isSome(replayed)) {
-            const { itemId } = replayed.value
-            for (const run of state.runs) {
-              const found = itemsOf(state, run.id).find((i) => i.id === itemId)
-              if (found) return { _tag: "Recorded" as const, item: found }
-            }
+            const found = yield* store.lookup.turnItem(threadId, replayed.value.itemId)
+            if (Option.isSome(found)) return { _tag: "Recorded" as const, item: found.value }
           }
           const updated = answering.has(command.approvalId)
             ? undefined
-            : planApproval(state, command.approvalId, command.decision)
+            : planApproval(
+                yield* store.lookup.approvalRequests(threadId, command.approvalId),
+                command.approvalId,
+                command.decision
+              )
           if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId: command.approvalId })
-          const run = runById(state, updated.runId)!
-          const pt = run.providerThreadId ? state.providerThreads.get(run.providerThreadId) : undefined
+          const { pt, run } = yield* demand((s) => {
+            const found = runById(s, updated.runId)!
+            return {
+              run: found,
+              pt: found.providerThreadId ? providerThreadHead(s, found.providerThreadId) : undefined
+            }
+          })
           answering.add(command.approvalId)
           return { _tag: "Deliver" as const, runId: run.id, provider: run.provider, nativeRef: pt?.nativeRef ?? null }
         }),
@@ -444,7 +477,7 @@ export const makeThreadActor = (
       RecordApproval: ({ approvalId, commandId, decision }) =>
         Effect.gen(function* () {
           answering.delete(approvalId)
-          const updated = planApproval(state, approvalId, decision)
+          const updated = planApproval(yield* store.lookup.approvalRequests(threadId, approvalId), approvalId, decision)
           if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId })
           yield* commit([new TurnItemRecorded({ item: updated })], commandId, {
             method: "approval.respond",
@@ -455,23 +488,22 @@ export const makeThreadActor = (
         }),
 
       ReleaseApproval: ({ approvalId, failure }) =>
-        Effect.suspend(() => {
+        Effect.gen(function* () {
           answering.delete(approvalId)
-          const open = planApproval(state, approvalId, "cancel")
+          const open = planApproval(yield* store.lookup.approvalRequests(threadId, approvalId), approvalId, "cancel")
           // The provider cannot take decisions: the run that waits for one cannot go on.
-          if (failure === null || current === null || open === undefined || open.runId !== current.runId) {
-            return Effect.void
-          }
-          return Deferred.succeed(current.stop, failure)
+          if (failure === null || current === null || open === undefined || open.runId !== current.runId) return
+          yield* Deferred.succeed(current.stop, failure)
         }),
 
       GetRun: ({ runId }) =>
-        Effect.suspend(() => {
-          const run = runById(state, runId)
-          return run
-            ? Effect.succeed({ ...run, items: [...itemsOf(state, runId)] })
-            : Effect.fail(new RunNotFound({ runId }))
-        }),
+        Effect.flatMap(
+          demand((s) => {
+            const run = runById(s, runId)
+            return run === undefined ? undefined : toRunView(run, itemsOf(s, runId))
+          }),
+          (view) => (view === undefined ? Effect.fail(new RunNotFound({ runId })) : Effect.succeed(view))
+        ),
 
       Status: () =>
         Effect.sync(() => ({
@@ -484,17 +516,24 @@ export const makeThreadActor = (
           ? Effect.flatMap(observeChildren(runId, planItems(state, runId, items, now())), (events) => commit(events))
           : Effect.void,
 
-      BindNativeThread: ({ forked, nativeRef, providerThreadId, runId, strength }) =>
-        current?.runId === runId
-          ? commit(planBindNativeThread(state, { runId, providerThreadId, nativeRef, strength, forked, now: now() }))
-          : Effect.void,
+      BindNativeThread: ({ forked, nativeRef, providerThreadId, runId, strength }) => {
+        if (current?.runId !== runId) return Effect.void
+        const at = now()
+        return Effect.flatMap(
+          demand((s) => planBindNativeThread(s, { runId, providerThreadId, nativeRef, strength, forked, now: at })),
+          (events) => commit(events)
+        )
+      },
 
       RecordSummary: ({ handoffId, runId, summary }) =>
         Effect.gen(function* () {
           const control = current?.runId === runId ? current : null
           const delivery = control?.context.delivery ?? null
+          const at = now()
           const planned =
-            control && delivery ? planSummary(state, { runId, handoffId, summary, delivery, now: now() }) : undefined
+            control && delivery
+              ? yield* demand((s) => planSummary(s, { runId, handoffId, summary, delivery, now: at }))
+              : undefined
           if (control === null || planned === undefined) return yield* new HandoffNotFound({ handoffId })
           yield* commit(planned.events)
           control.context = { ...control.context, handoff: planned.handoff, summaryBy: null }
@@ -503,35 +542,41 @@ export const makeThreadActor = (
 
       ResumeFailed: ({ detail, runId }) =>
         Effect.gen(function* () {
-          const run = runById(state, runId)
           const control = current?.runId === runId ? current : null
+          const run = control === null ? undefined : yield* demand((s) => runById(s, runId))
           if (!run || control === null) return yield* new RunNotFound({ runId })
           const adapter = yield* sessions.adapter(run.provider)
           const provider = infoOf(adapter)
           const budgetTokens = config.handoffBudgetTokens
-          const decision = decideContext(state, {
-            provider,
-            model: run.model ?? adapter.model,
-            cleanContext: false,
-            resumeFailed: true,
-            budgetTokens,
-            options: config,
-            forRun: run.id,
-            inherited: yield* loadInherited(store, state, inheritedCache)
-          })
+          const inherited = yield* loadInherited(store, state, inheritedCache)
+          const decision = yield* demand((s) =>
+            decideContext(s, {
+              provider,
+              model: run.model ?? adapter.model,
+              cleanContext: false,
+              resumeFailed: true,
+              budgetTokens,
+              options: config,
+              forRun: run.id,
+              inherited
+            })
+          )
           if (decision._tag === "unsupported") {
             return yield* new UnsupportedContextTransfer({ provider: run.provider, detail: decision.detail })
           }
           const draft = localHandoff(decision, budgetTokens)
-          const plan = planResumeFallback(state, {
-            runId: run.id,
-            provider,
-            decision,
-            draft,
-            summaryBy: draft ? summaryWriter(state, decision, provider, config, canSummarise) : null,
-            detail,
-            now: now()
-          })
+          const at = now()
+          const plan = yield* demand((s) =>
+            planResumeFallback(s, {
+              runId: run.id,
+              provider,
+              decision,
+              draft,
+              summaryBy: draft ? summaryWriter(s, decision, provider, config, canSummarise) : null,
+              detail,
+              now: at
+            })
+          )
           yield* commit(plan.events)
           // What else the run delivers (merged work) was recorded at its start and stays.
           control.context = { ...plan.context, extras: control.context.extras }
@@ -540,7 +585,9 @@ export const makeThreadActor = (
 
       FinishRun: (message) =>
         Effect.gen(function* () {
-          const events = yield* observeChildren(message.runId, planFinish(state, { ...message, now: now() }))
+          const at = now()
+          const planned = yield* demand((s) => planFinish(s, { ...message, now: at }))
+          const events = yield* observeChildren(message.runId, planned)
           const control = current !== null && current.runId === message.runId ? current : null
           const stopCommandId = control?.stopCommandId ?? undefined
           yield* commit(
@@ -558,12 +605,13 @@ export const makeThreadActor = (
           if (receipt !== null) {
             const replayed = yield* replay(receipt.commandId, receipt.method, receipt.hash, TransferReceipt)
             if (Option.isSome(replayed)) {
-              const recorded = state.transfers.get(replayed.value.transferId)
+              const transferId = replayed.value.transferId
+              const recorded = yield* demand((s) => transferById(s, transferId))
               if (recorded) return recorded
             }
           }
           // The same source run sent here twice (a retry, a reconciliation): one transfer.
-          for (const existing of state.transfers.values()) {
+          for (const existing of openTransfers(state)) {
             if (
               existing.type === transfer.type &&
               existing.sourceThreadId === transfer.sourceThreadId &&
@@ -588,7 +636,7 @@ export const makeThreadActor = (
           if (Option.isSome(replayed)) return { replayed: true, native: [], restore: null }
           const busy = activeRun(state)
           if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
-          const last = state.runs.length
+          const last = state.runCount
           if (toRunOrdinal > last) {
             return yield* new InvalidInput({
               detail: `thread ${threadId} has ${last} run(s): it cannot be rolled back to run ${toRunOrdinal}`
@@ -596,10 +644,7 @@ export const makeThreadActor = (
           }
           let restore: { workspace: string; commit: string } | null = null
           if (restoreFiles) {
-            const checkpoint = [...state.checkpoints.values()].find(
-              (c) =>
-                c.runOrdinal === toRunOrdinal && c.kind === "git" && c.status === "ready" && c.commitSha !== undefined
-            )
+            const checkpoint = Option.getOrUndefined(yield* store.lookup.gitCheckpointOfRun(threadId, toRunOrdinal))
             if (checkpoint === undefined || state.thread.workspace === null) {
               return yield* new InvalidSourcePoint({
                 threadId,
@@ -608,11 +653,15 @@ export const makeThreadActor = (
             }
             restore = { workspace: state.thread.workspace, commit: checkpoint.commitSha! }
           }
-          const plan = planRollback(state, {
-            toRunOrdinal,
-            capabilitiesOf: (name) => sessions.adapters.find((a) => a.name === name)?.capabilities,
-            now: now()
-          })
+          const at = now()
+          // A whole-thread change: planned on the complete state, read here.
+          const plan = yield* demand((s) =>
+            planRollback(s, {
+              toRunOrdinal,
+              capabilitiesOf: (name) => sessions.adapters.find((a) => a.name === name)?.capabilities,
+              now: at
+            })
+          )
           // Recorded even when nothing changes, so that the commandId answers the same.
           yield* commit(plan.events.length > 0 ? plan.events : [], commandId, {
             method: "thread.rollback",
@@ -622,8 +671,13 @@ export const makeThreadActor = (
           return { replayed: false, native: plan.native, restore }
         }),
 
-      RollbackSettled: ({ results, toRunOrdinal }) =>
-        commit(planRollbackSettled(state, { toRunOrdinal, results, now: now() })),
+      RollbackSettled: ({ results, toRunOrdinal }) => {
+        const at = now()
+        return Effect.flatMap(
+          demand((s) => planRollbackSettled(s, { toRunOrdinal, results, now: at })),
+          (events) => commit(events)
+        )
+      },
 
       RevalidateIncoming: () =>
         Effect.flatMap(loadIncoming(store, state), ({ stale }) => commit(supersede(stale, now()))),
@@ -640,6 +694,8 @@ export const makeThreadActor = (
     const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError>({
       name: `thread ${threadId}`,
       handlers,
+      // What a message read for its decision does not stay: an idle actor holds the compact state.
+      afterEach: () => trimThread(state),
       stopped: () => new ActorStopped({ threadId }),
       failed: (tag, cause) => new ActorFailed({ threadId, command: tag, detail: describeCause(cause) }),
       // A defect may have left memory ahead of storage: start again from what is

@@ -13,6 +13,7 @@ import type {
   ProviderCapabilities,
   ProviderName,
   ProviderThread,
+  ProviderThreadHead,
   ProviderThreadId,
   Run,
   RunFailure,
@@ -40,7 +41,22 @@ import { newProviderThread } from "../context/Coverage.js"
 import type { BuiltHandoff } from "../context/HandoffBuilder.js"
 import { estimateTokens } from "../context/Tokens.js"
 import type { ThreadState } from "../store/ThreadState.js"
-import { itemsOf, runById } from "../store/ThreadState.js"
+import {
+  activeRun,
+  fullHandoff,
+  fullProviderThread,
+  handoffHeadById,
+  handoffsOfRun,
+  isRolledBackOrdinal,
+  itemsOf,
+  needHandoffs,
+  needRuns,
+  openTransfers,
+  providerThreadHead,
+  runAt,
+  runById,
+  transferById
+} from "../store/ThreadState.js"
 import type { RunContext, SummaryOutcome } from "./ThreadProtocol.js"
 
 /** What the runtime knows of a provider instance when planning. */
@@ -65,7 +81,7 @@ export interface StartPlan {
 }
 
 /** A provider thread the decision retires (marked stale with its reasons). */
-const retiredBy = (decision: RunDecision): ProviderThread | null =>
+const retiredBy = (decision: RunDecision): ProviderThreadHead | null =>
   decision._tag === "none" || decision._tag === "portable" || decision._tag === "native" ? decision.replaces : null
 
 /** The handoff part of a decision, when it has one. */
@@ -92,8 +108,9 @@ const freshProviderThread = (
 /** The provider threads that natively served the runs of a range. */
 const servingProviderThreads = (state: ThreadState, from: number, to: number): Array<ProviderThreadId> => {
   const ids = new Set<ProviderThreadId>()
+  needRuns(state, from, to, false)
   for (let ordinal = from; ordinal <= to; ordinal++) {
-    const id = state.runs[ordinal - 1]?.providerThreadId
+    const id = runAt(state, ordinal)?.providerThreadId
     if (id) ids.add(id)
   }
   return [...ids]
@@ -101,9 +118,8 @@ const servingProviderThreads = (state: ThreadState, from: number, to: number): A
 
 /** The newest live run before `ordinal`: the source point of a transfer into it. */
 const latestLiveRunBefore = (state: ThreadState, ordinal: number): Run | undefined => {
-  for (let i = ordinal - 2; i >= 0; i--) {
-    const run = state.runs[i]!
-    if (run.status !== "rolled_back") return run
+  for (let o = Math.min(ordinal - 1, state.runCount); o >= 1; o--) {
+    if (!isRolledBackOrdinal(state, o)) return runAt(state, o)
   }
   return undefined
 }
@@ -113,7 +129,7 @@ const recordHandoff = (
   options: {
     readonly runId: RunId
     readonly ordinal: number
-    readonly target: ProviderThread
+    readonly target: ProviderThreadHead
     readonly provider: ProviderInfo
     readonly decision: RunDecision & { readonly _tag: "delta" | "portable" }
     readonly draft: BuiltHandoff
@@ -154,8 +170,8 @@ const recordHandoff = (
             ? {
                 threadId: state.thread.id,
                 runOrdinal: options.target.lastRunOrdinal,
-                ...(state.runs[options.target.lastRunOrdinal - 1]
-                  ? { runId: state.runs[options.target.lastRunOrdinal - 1]!.id }
+                ...(runAt(state, options.target.lastRunOrdinal)
+                  ? { runId: runAt(state, options.target.lastRunOrdinal)!.id }
                   : {})
               }
             : null,
@@ -235,7 +251,7 @@ const recordExtras = (
   state: ThreadState,
   input: {
     readonly runId: RunId
-    readonly target: ProviderThread
+    readonly target: ProviderThreadHead
     readonly decision: RunDecision
     readonly built: ReadonlyArray<BuiltHandoff>
     readonly delivery: HandoffDelivery | null
@@ -310,16 +326,21 @@ export const planRunStart = (
   }
 ): StartPlan => {
   const { decision, now, provider } = input
-  const ordinal = state.runs.length + 1
+  const ordinal = state.runCount + 1
   const runId = makeId.run()
   const events: Array<ThreadEvent> = []
   const retired = retiredBy(decision)
-  if (retired) events.push(new ProviderThreadRecorded({ providerThread: retire(retired, decision.reasons, now) }))
+  if (retired) {
+    const whole = fullProviderThread(state, retired.id)!
+    events.push(new ProviderThreadRecorded({ providerThread: retire(whole, decision.reasons, now) }))
+  }
   // A reused provider thread is not rewritten here: its record only changes when the
   // run ends (its size grows with the history, and this is the dispatch path).
-  const providerThread: ProviderThread =
-    decision.providerThread ?? freshProviderThread(state, provider, input.model ?? provider.model, now)
-  if (!decision.providerThread) events.push(new ProviderThreadRecorded({ providerThread }))
+  const fresh = decision.providerThread
+    ? null
+    : freshProviderThread(state, provider, input.model ?? provider.model, now)
+  const providerThread: ProviderThreadHead = decision.providerThread ?? fresh!
+  if (fresh) events.push(new ProviderThreadRecorded({ providerThread: fresh }))
   const spec = handoffOf(decision)
   let handoff: ContextHandoff | null = null
   if (spec && input.draft) {
@@ -408,7 +429,7 @@ export const planResumeFallback = (
 ): StartPlan => {
   const { now } = input
   const run = runById(state, input.runId)!
-  const failedThread = run.providerThreadId ? state.providerThreads.get(run.providerThreadId) : undefined
+  const failedThread = run.providerThreadId ? fullProviderThread(state, run.providerThreadId) : undefined
   const events: Array<ThreadEvent> = []
   if (failedThread) {
     events.push(
@@ -424,7 +445,7 @@ export const planResumeFallback = (
   }
   const providerThread = freshProviderThread(state, input.provider, run.model ?? input.provider.model, now)
   events.push(new ProviderThreadRecorded({ providerThread }))
-  const previous = run.contextHandoffId ? state.handoffs.get(run.contextHandoffId) : undefined
+  const previous = run.contextHandoffId ? fullHandoff(state, run.contextHandoffId) : undefined
   const spec = handoffOf(input.decision)
   const recorded =
     spec && input.draft
@@ -437,7 +458,7 @@ export const planResumeFallback = (
           draft: input.draft,
           summaryBy: input.summaryBy,
           existingTransfer:
-            input.decision.resolves ?? (previous ? (state.transfers.get(previous.transferId) ?? null) : null),
+            input.decision.resolves ?? (previous ? (transferById(state, previous.transferId) ?? null) : null),
           now
         })
       : null
@@ -497,7 +518,7 @@ export const planSummary = (
     readonly now: string
   }
 ): { readonly events: ReadonlyArray<ThreadEvent>; readonly handoff: ContextHandoff } | undefined => {
-  const pending = state.handoffs.get(input.handoffId)
+  const pending = fullHandoff(state, input.handoffId)
   if (pending === undefined || pending.status !== "pending" || pending.targetRunId !== input.runId) return undefined
   const { summary } = input
   const handoff: ContextHandoff = {
@@ -636,7 +657,7 @@ export const planBindNativeThread = (
   }
 ): ReadonlyArray<ThreadEvent> => {
   const { nativeRef, now } = input
-  const pt = state.providerThreads.get(input.providerThreadId)
+  const pt = fullProviderThread(state, input.providerThreadId)
   if (!pt) return []
   const events: Array<ThreadEvent> = [
     new ProviderThreadRecorded({
@@ -644,7 +665,7 @@ export const planBindNativeThread = (
     })
   ]
   if (input.forked) {
-    for (const transfer of state.transfers.values()) {
+    for (const transfer of openTransfers(state)) {
       if (transfer.consumedByRunId === input.runId && transfer.status === "pending") {
         events.push(
           new TransferRecorded({
@@ -669,7 +690,7 @@ export const planBindNativeThread = (
  */
 const settleTransfers = (state: ThreadState, runId: RunId, kept: boolean, now: string): Array<ThreadEvent> => {
   const events: Array<ThreadEvent> = []
-  for (const transfer of state.transfers.values()) {
+  for (const transfer of openTransfers(state)) {
     if (transfer.consumedByRunId !== runId || transfer.status === "consumed" || transfer.status === "superseded") {
       continue
     }
@@ -682,10 +703,16 @@ const settleTransfers = (state: ThreadState, runId: RunId, kept: boolean, now: s
   }
   // Handoffs delivered beside the run's own that reached no provider for good.
   if (!kept) {
-    for (const handoff of state.handoffs.values()) {
-      if (handoff.targetRunId === runId && handoff.threadId !== state.thread.id && handoff.status === "ready") {
-        events.push(new HandoffRecorded({ handoff: { ...handoff, status: "failed", updatedAt: now } }))
-      }
+    const failed = handoffsOfRun(state, runId).filter((h) => h.threadId !== state.thread.id && h.status === "ready")
+    needHandoffs(
+      state,
+      failed.map((h) => h.id),
+      true
+    )
+    for (const head of failed) {
+      events.push(
+        new HandoffRecorded({ handoff: { ...fullHandoff(state, head.id)!, status: "failed", updatedAt: now } })
+      )
     }
   }
   return events
@@ -738,30 +765,35 @@ export const planFinish = (
   const events: Array<ThreadEvent> = [...recorded]
   const runItems = [...itemsOf(state, run.id), ...recorded.map((e) => e.item)]
   const kept = input.turnRef !== null && input.outcome !== "failed"
-  const pt = run.providerThreadId ? state.providerThreads.get(run.providerThreadId) : undefined
-  const handoff: ContextHandoff | undefined = run.contextHandoffId
-    ? state.handoffs.get(run.contextHandoffId)
-    : undefined
+  const pt = run.providerThreadId ? providerThreadHead(state, run.providerThreadId) : undefined
+  const handoff = run.contextHandoffId ? handoffHeadById(state, run.contextHandoffId) : undefined
   if (pt) {
-    events.push(
-      kept
-        ? // One row's worth, however long the provider thread's history.
-          new ProviderThreadServed({
-            providerThreadId: pt.id,
-            runOrdinal: run.ordinal,
-            handoffId: handoff?.id ?? null,
-            turnRef: input.turnRef,
-            status: "idle",
-            updatedAt: now
-          })
-        : new ProviderThreadRecorded({
-            providerThread: { ...pt, status: pt.nativeRef === null ? "failed" : "idle", updatedAt: now }
-          })
-    )
+    if (kept) {
+      // One row's worth, however long the provider thread's history.
+      events.push(
+        new ProviderThreadServed({
+          providerThreadId: pt.id,
+          runOrdinal: run.ordinal,
+          handoffId: handoff?.id ?? null,
+          turnRef: input.turnRef,
+          status: "idle",
+          updatedAt: now
+        })
+      )
+    } else {
+      const whole = fullProviderThread(state, pt.id)!
+      events.push(
+        new ProviderThreadRecorded({
+          providerThread: { ...whole, status: whole.nativeRef === null ? "failed" : "idle", updatedAt: now }
+        })
+      )
+    }
   }
   if (handoff && handoff.status === "pending") {
     // Its summary was never finished, so it reached no provider.
-    events.push(new HandoffRecorded({ handoff: { ...handoff, status: "failed", updatedAt: now } }))
+    events.push(
+      new HandoffRecorded({ handoff: { ...fullHandoff(state, handoff.id)!, status: "failed", updatedAt: now } })
+    )
   }
   events.push(...settleTransfers(state, run.id, kept, now))
   const ended: Run = {
@@ -794,37 +826,46 @@ export const planFinish = (
   return events
 }
 
-/** After a crash or restart: runs that were in flight end `interrupted`, their provider threads go idle. */
+/** After a crash or restart: the run that was in flight ends `interrupted`, its provider thread goes idle. */
 export const planRecovery = (state: ThreadState, now: string): ReadonlyArray<ThreadEvent> => {
-  const events: Array<ThreadEvent> = []
-  for (let i = state.runs.length - 1; i >= 0; i--) {
-    const run = state.runs[i]!
-    if (run.status !== "running" && run.status !== "queued") continue
-    events.push(
-      ...planFinish(state, {
-        runId: run.id,
-        outcome: "interrupted",
-        failure: { reason: "runtime_restart", message: "Skein stopped while this run was in flight" },
-        turnRef: null,
-        now
-      })
-    )
-  }
-  return events
+  const run = activeRun(state)
+  if (run === undefined) return []
+  return planFinish(state, {
+    runId: run.id,
+    outcome: "interrupted",
+    failure: { reason: "runtime_restart", message: "Skein stopped while this run was in flight" },
+    turnRef: null,
+    now
+  })
 }
 
-/** Approve, decline or cancel an open approval request: the item's new state. */
+/**
+ * Approve, decline or cancel an open approval request: the item's new state. `requests`
+ * are the thread's approval requests with that id, the newest run's first (see
+ * `approvalRequests`).
+ */
 export const planApproval = (
-  state: ThreadState,
+  requests: ReadonlyArray<TurnItem>,
   approvalId: string,
   decision: "accept" | "decline" | "cancel"
 ): TurnItem | undefined => {
-  for (let i = state.runs.length - 1; i >= 0; i--) {
-    for (const it of itemsOf(state, state.runs[i]!.id)) {
-      if (it.type === "approval_request" && it.approvalId === approvalId && it.status === "open") {
-        return { ...it, status: decision }
-      }
+  for (const it of requests) {
+    if (it.type === "approval_request" && it.approvalId === approvalId && it.status === "open") {
+      return { ...it, status: decision }
     }
   }
   return undefined
+}
+
+/** A complete state's approval requests with this id, the newest run's first (what the store reads for a compact one). */
+export const approvalRequests = (state: ThreadState, approvalId: string): Array<TurnItem> => {
+  const out: Array<TurnItem> = []
+  for (let o = state.runCount; o >= 1; o--) {
+    const run = runAt(state, o)
+    if (run === undefined) continue
+    for (const it of itemsOf(state, run.id)) {
+      if (it.type === "approval_request" && it.approvalId === approvalId) out.push(it)
+    }
+  }
+  return out
 }

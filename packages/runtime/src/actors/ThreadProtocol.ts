@@ -21,7 +21,7 @@ import {
   HandoffDelivery,
   InterruptRunFields,
   ProviderName,
-  ProviderThread,
+  ProviderThreadHead,
   ProviderThreadId,
   RespondApprovalFields,
   Run,
@@ -45,7 +45,8 @@ export type RunAccepted = typeof RunAccepted.Type
 
 /** What the driver needs to serve a run: its provider thread and the handoff to deliver. */
 export const RunContext = Schema.Struct({
-  providerThread: ProviderThread,
+  /** Without its per-run lists (the driver needs its id, native ref and settings). */
+  providerThread: ProviderThreadHead,
   handoff: Schema.NullOr(ContextHandoff),
   /** Handoffs delivered beside it: merged forks, subagent results (in creation order). */
   extras: Schema.Array(ContextHandoff),

@@ -7,7 +7,7 @@
  */
 import type { Checkpoint, CheckpointId } from "@skein/domain"
 import type { ThreadState } from "../store/ThreadState.js"
-import { isLiveRun } from "./Coverage.js"
+import { checkpointAnswerKey, isLiveOrdinal, NotLoaded } from "../store/ThreadState.js"
 
 interface Index {
   readonly values: Iterator<Checkpoint>
@@ -45,8 +45,16 @@ const indexOf = (checkpoints: ReadonlyMap<CheckpointId, Checkpoint>): Index => {
   return index
 }
 
-/** The latest ready checkpoint of a live run with from ≤ runOrdinal ≤ to. */
+/**
+ * The latest ready checkpoint of a live run with from ≤ runOrdinal ≤ to (among one
+ * run's checkpoints, the last recorded). A compact state has it read from storage.
+ */
 export const latestReadyCheckpoint = (state: ThreadState, from: number, to: number): Checkpoint | undefined => {
+  if (!state.complete) {
+    const answer = state.latestCheckpoints.get(checkpointAnswerKey(from, to))
+    if (answer === undefined) throw new NotLoaded({ _tag: "LatestCheckpoint", from, to })
+    return answer ?? undefined
+  }
   const entries = indexOf(state.checkpoints).entries
   // Last entry with runOrdinal ≤ to.
   let lo = 0
@@ -59,8 +67,7 @@ export const latestReadyCheckpoint = (state: ThreadState, from: number, to: numb
   for (let i = lo - 1; i >= 0 && entries[i]!.runOrdinal >= from; i--) {
     const checkpoint = state.checkpoints.get(entries[i]!.id)
     if (checkpoint === undefined || checkpoint.status !== "ready") continue
-    const run = state.runs[checkpoint.runOrdinal - 1]
-    if (run !== undefined && isLiveRun(run)) return checkpoint
+    if (isLiveOrdinal(state, checkpoint.runOrdinal)) return checkpoint
   }
   return undefined
 }

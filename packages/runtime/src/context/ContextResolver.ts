@@ -14,7 +14,7 @@ import type {
   NativeTurnRef,
   ProviderCapabilities,
   ProviderName,
-  ProviderThread,
+  ProviderThreadHead,
   SettingsFingerprint,
   StalenessReason
 } from "@skein/domain"
@@ -104,9 +104,9 @@ interface Common {
 /** The target already knows every live run (or there is none): no handoff. null = start a new provider thread. */
 export interface ResolvedNone extends Common {
   readonly _tag: "none"
-  readonly providerThread: ProviderThread | null
+  readonly providerThread: ProviderThreadHead | null
   /** A provider thread retired by this decision (mark it stale with the reasons), if any. */
-  readonly replaces: ProviderThread | null
+  readonly replaces: ProviderThreadHead | null
 }
 
 /** Fork the source's native thread at the source turn: the provider keeps the context itself. */
@@ -114,7 +114,7 @@ export interface ResolvedNative extends Common {
   readonly _tag: "native"
   /** Always a new provider thread: the fork's result. */
   readonly providerThread: null
-  readonly replaces: ProviderThread | null
+  readonly replaces: ProviderThreadHead | null
   readonly fork: { readonly nativeRef: string; readonly turnRef: string }
 }
 
@@ -130,7 +130,7 @@ interface WithHandoff {
 /** Resume the target and inject a handoff for the runs it missed. */
 export interface ResolvedDelta extends Common, WithHandoff {
   readonly _tag: "delta"
-  readonly providerThread: ProviderThread
+  readonly providerThread: ProviderThreadHead
   readonly strategy: "delta_since_target_last_seen"
 }
 
@@ -140,8 +140,8 @@ export type ResolvedPortable = Common &
     readonly _tag: "portable"
     readonly strategy: "full_thread_summary" | "checkpoint_summary"
   } & (
-    | { readonly into: "existing"; readonly providerThread: ProviderThread; readonly replaces: null }
-    | { readonly into: "new"; readonly providerThread: null; readonly replaces: ProviderThread | null }
+    | { readonly into: "existing"; readonly providerThread: ProviderThreadHead; readonly replaces: null }
+    | { readonly into: "new"; readonly providerThread: null; readonly replaces: ProviderThreadHead | null }
   )
 
 /** A handoff is needed but the provider cannot receive one: fail before any provider work. */
@@ -241,7 +241,7 @@ const resolveOwn = (input: StartContextInput): ContextDecision => {
 
   const fresh = (
     reasons: ReadonlyArray<StalenessReason>,
-    replaces: ProviderThread | null,
+    replaces: ProviderThreadHead | null,
     why: string
   ): ContextDecision => {
     const full = fullMaterial()

@@ -15,33 +15,37 @@ import type {
   NativeTurnRef,
   ProviderName,
   ProviderThread,
+  ProviderThreadHead,
   ProviderThreadId,
   Run,
   SettingsFingerprint,
   ThreadId
 } from "@skein/domain"
 import type { ThreadState } from "../store/ThreadState.js"
+import {
+  fullProviderThread,
+  handoffHeadById,
+  isLiveOrdinal,
+  lastRun,
+  needHandoffs,
+  providerThreadHeads
+} from "../store/ThreadState.js"
 
 /** A live run is terminal and not rolled back: it is part of the history a provider must know. */
 export const isLiveRun = (run: Run): boolean =>
   run.status === "completed" || run.status === "failed" || run.status === "interrupted"
 
-const isLiveOrdinal = (state: ThreadState, ordinal: number): boolean => {
-  const run = state.runs[ordinal - 1]
-  return run !== undefined && isLiveRun(run)
-}
-
 /** Ordinals of the live runs below `beforeOrdinal`, ascending. O(beforeOrdinal). */
 export const liveHistory = (state: ThreadState, beforeOrdinal: number): ReadonlyArray<number> => {
   const out: Array<number> = []
-  const end = Math.min(beforeOrdinal - 1, state.runs.length)
+  const end = Math.min(beforeOrdinal - 1, state.runCount)
   for (let o = 1; o <= end; o++) if (isLiveOrdinal(state, o)) out.push(o)
   return out
 }
 
 /** The first and last live run below `beforeOrdinal`, or null when there is none. O(1) in the usual case. */
 export const liveSpan = (state: ThreadState, beforeOrdinal: number): CoveredRunOrdinals | null => {
-  const end = Math.min(beforeOrdinal - 1, state.runs.length)
+  const end = Math.min(beforeOrdinal - 1, state.runCount)
   let to = end
   while (to >= 1 && !isLiveOrdinal(state, to)) to--
   if (to < 1) return null
@@ -52,24 +56,36 @@ export const liveSpan = (state: ThreadState, beforeOrdinal: number): CoveredRunO
 
 /** The ordinal the next run gets: the active run's, or one past the last. */
 export const nextRunOrdinal = (state: ThreadState): number => {
-  const last = state.runs[state.runs.length - 1]
+  const last = lastRun(state)
   if (last === undefined) return 1
   return last.status === "queued" || last.status === "running" ? last.ordinal : last.ordinal + 1
 }
 
 const liveHandoffRange = (state: ThreadState, handoffId: ContextHandoffId): CoveredRunOrdinals | null => {
-  const handoff = state.handoffs.get(handoffId)
+  const handoff = handoffHeadById(state, handoffId)
   return handoff === undefined || handoff.status === "superseded" || handoff.status === "failed"
     ? null
     : handoff.coveredRunOrdinals
 }
 
 /**
+ * The runs a provider thread served natively. A head leaves them out: a provider
+ * thread that never served a run has none; otherwise they come from its whole record.
+ */
+const nativeOrdinals = (state: ThreadState, providerThread: ProviderThreadHead): ReadonlyArray<number> => {
+  const coverage = providerThread.coverage as Partial<ProviderThread["coverage"]>
+  if (coverage.nativeRunOrdinals !== undefined) return coverage.nativeRunOrdinals
+  if (providerThread.lastRunOrdinal === null) return []
+  return fullProviderThread(state, providerThread.id)?.coverage.nativeRunOrdinals ?? []
+}
+
+/**
  * Every ordinal a provider thread covers: its native runs ∪ the ranges of its handoffs
  * that are not superseded. Exact, O(native + handoff ranges); use for audits and tests.
  */
-export const coveredOrdinals = (state: ThreadState, providerThread: ProviderThread): ReadonlySet<number> => {
-  const covered = new Set<number>(providerThread.coverage.nativeRunOrdinals)
+export const coveredOrdinals = (state: ThreadState, providerThread: ProviderThreadHead): ReadonlySet<number> => {
+  needHandoffs(state, providerThread.coverage.handoffIds, false)
+  const covered = new Set<number>(nativeOrdinals(state, providerThread))
   for (const id of providerThread.coverage.handoffIds) {
     const range = liveHandoffRange(state, id)
     if (range !== null) for (let o = range.from; o <= range.to; o++) covered.add(o)
@@ -83,13 +99,14 @@ export const coveredOrdinals = (state: ThreadState, providerThread: ProviderThre
  */
 export const missingFor = (
   state: ThreadState,
-  providerThread: ProviderThread,
+  providerThread: ProviderThreadHead,
   beforeOrdinal: number
 ): ReadonlyArray<number> => {
-  const end = Math.min(beforeOrdinal - 1, state.runs.length)
+  const end = Math.min(beforeOrdinal - 1, state.runCount)
   const last = providerThread.lastRunOrdinal ?? 0
   let exact = last === 0
   const above: Array<CoveredRunOrdinals> = []
+  needHandoffs(state, providerThread.coverage.handoffIds, false)
   for (const id of providerThread.coverage.handoffIds) {
     const range = liveHandoffRange(state, id)
     if (range === null) exact = true
@@ -124,11 +141,12 @@ export const contiguousRange = (state: ThreadState, ordinals: ReadonlyArray<numb
 }
 
 /** Delta handoffs a provider thread received since its last full summary (or since it started). */
-export const chainedHandoffCount = (state: ThreadState, providerThread: ProviderThread): number => {
+export const chainedHandoffCount = (state: ThreadState, providerThread: ProviderThreadHead): number => {
   const ids = providerThread.coverage.handoffIds
+  needHandoffs(state, ids, false)
   let count = 0
   for (let i = ids.length - 1; i >= 0; i--) {
-    const handoff = state.handoffs.get(ids[i]!)
+    const handoff = handoffHeadById(state, ids[i]!)
     if (handoff !== undefined && handoff.strategy === "full_thread_summary") break
     count++
   }
@@ -136,15 +154,16 @@ export const chainedHandoffCount = (state: ThreadState, providerThread: Provider
 }
 
 /** Statuses that mean a provider thread was replaced and is never a target again. */
-export const isRetiredProviderThread = (providerThread: ProviderThread): boolean => providerThread.status === "stale"
+export const isRetiredProviderThread = (providerThread: ProviderThreadHead): boolean =>
+  providerThread.status === "stale"
 
 /**
  * The provider thread a run on `provider` continues: the most recent (highest last run,
  * then latest recorded) non-retired provider thread of that provider on this thread.
  */
-export const targetProviderThread = (state: ThreadState, provider: ProviderName): ProviderThread | null => {
-  let best: ProviderThread | null = null
-  for (const pt of state.providerThreads.values()) {
+export const targetProviderThread = (state: ThreadState, provider: ProviderName): ProviderThreadHead | null => {
+  let best: ProviderThreadHead | null = null
+  for (const pt of providerThreadHeads(state)) {
     if (pt.provider !== provider || isRetiredProviderThread(pt)) continue
     if (best === null || (pt.lastRunOrdinal ?? 0) >= (best.lastRunOrdinal ?? 0)) best = pt
   }

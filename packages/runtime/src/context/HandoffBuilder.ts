@@ -13,6 +13,7 @@
  * and `assembleHandoff` trims and renders the same material.
  */
 import type {
+  ContextHandoffId,
   HandoffOmission,
   HandoffPayload,
   HandoffSection,
@@ -23,6 +24,7 @@ import type {
 } from "@skein/domain"
 import { HandoffSectionKind as HandoffSectionKindSchema } from "@skein/domain"
 import type { ThreadState } from "../store/ThreadState.js"
+import { fullHandoff, isLiveOrdinal, itemsOf, needHandoffs, needRuns, runAt } from "../store/ThreadState.js"
 import { latestReadyCheckpoint } from "./CheckpointLookup.js"
 import { isLiveRun as isLive } from "./Coverage.js"
 import { charsForTokens, clampHandoffBudget, estimateTokens } from "./Tokens.js"
@@ -220,21 +222,40 @@ export const collectHandoffMaterial = (state: ThreadState, range: MaterialRange)
   const request = range
   const isLiveRun = (run: Run) =>
     isLive(run) || (range.asOf !== undefined && run.status === "rolled_back" && (run.rolledBackAt ?? "") > range.asOf)
+  /** The first run that counts as live (with `asOf`, rolled-back runs before it are read to tell). */
   const firstLiveRun = (): Run | undefined => {
-    for (const run of state.runs) if (isLiveRun(run)) return run
-    return undefined
+    let first = 1
+    while (first <= state.runCount && !isLiveOrdinal(state, first)) first++
+    if (range.asOf !== undefined) {
+      needRuns(state, 1, first - 1, false)
+      for (let o = 1; o < first; o++) {
+        const run = runAt(state, o)!
+        if (isLiveRun(run)) return run
+      }
+    }
+    return runAt(state, first)
   }
   const from = Math.max(1, Math.floor(request.fromOrdinal))
-  const to = Math.min(state.runs.length, Math.floor(request.toOrdinal))
+  const to = Math.min(state.runCount, Math.floor(request.toOrdinal))
   const full = request.strategy === "full_thread_summary" || request.strategy === "checkpoint_summary"
+  // What it reads, asked for at once before any work (a compact state reads it in a few queries).
+  needRuns(state, from, to, true)
   const goalRun = full ? firstLiveRun() : undefined
+  if (goalRun !== undefined) needRuns(state, goalRun.ordinal, goalRun.ordinal, true)
+  const brought: Array<ContextHandoffId> = []
+  for (let o = from; o <= to; o++) {
+    for (const item of itemsOf(state, runAt(state, o)!.id))
+      if (item.type === "handoff_context") brought.push(item.handoffId)
+  }
+  needHandoffs(state, brought, true)
+  const checkpoint = latestReadyCheckpoint(state, from, to)
 
   // Every reasoning text of the covered runs (and of the goal run) is a secret.
   const secrets: Array<string> = []
   const addSecrets = (run: Run) => {
-    for (const item of state.items.get(run.id) ?? []) if (item.type === "reasoning") secrets.push(item.text)
+    for (const item of itemsOf(state, run.id)) if (item.type === "reasoning") secrets.push(item.text)
   }
-  for (let o = from; o <= to; o++) addSecrets(state.runs[o - 1]!)
+  for (let o = from; o <= to; o++) addSecrets(runAt(state, o)!)
   if (goalRun !== undefined && (goalRun.ordinal < from || goalRun.ordinal > to)) addSecrets(goalRun)
   const scrub: Scrub = makeScrubber(secrets)
   const clean = (text: string, cap: number) => clip(scrub(oneLine(text)), cap)
@@ -243,7 +264,7 @@ export const collectHandoffMaterial = (state: ThreadState, range: MaterialRange)
   let pinned = 0
   if (goalRun !== undefined) {
     goals.push(
-      `Overall goal (run ${goalRun.ordinal}): ${clean(userTextOf(goalRun, state.items.get(goalRun.id) ?? []), LINE_CAP)}`
+      `Overall goal (run ${goalRun.ordinal}): ${clean(userTextOf(goalRun, itemsOf(state, goalRun.id)), LINE_CAP)}`
     )
     pinned = 1
   }
@@ -264,10 +285,10 @@ export const collectHandoffMaterial = (state: ThreadState, range: MaterialRange)
   let liveRuns = 0
 
   for (let o = from; o <= to; o++) {
-    const run = state.runs[o - 1]!
+    const run = runAt(state, o)!
     if (!isLiveRun(run)) continue
     liveRuns++
-    const items = state.items.get(run.id) ?? []
+    const items = itemsOf(state, run.id)
     const rawUser = userTextOf(run, items)
     const user = scrub(oneLine(rawUser))
     if (run !== goalRun && user.length > 0) goals.push(`Run ${o}: ${clip(user, LINE_CAP)}`)
@@ -321,7 +342,7 @@ export const collectHandoffMaterial = (state: ThreadState, range: MaterialRange)
         case "handoff_context": {
           // Work brought in from another thread (a merged fork, a subagent's result) is
           // part of this conversation from then on: later summaries keep its gist.
-          const brought = state.handoffs.get(item.handoffId)
+          const brought = fullHandoff(state, item.handoffId)
           if (brought !== undefined && brought.threadId !== state.thread.id) {
             const gist = brought.payload.sections
               .filter((section) => broughtKinds.includes(section.kind))
@@ -366,7 +387,6 @@ export const collectHandoffMaterial = (state: ThreadState, range: MaterialRange)
           ...plan.steps.map((step) => `${planMark[step.status]} ${clean(step.text, LINE_CAP)}`)
         ]
 
-  const checkpoint = latestReadyCheckpoint(state, from, to)
   const checkpointLines: Array<string> = []
   if (checkpoint !== undefined) {
     const where =

@@ -2,7 +2,13 @@
  * The staleness policy: named, recorded reasons why an earlier provider thread should
  * not be resumed, so that the run starts a fresh provider thread from a full summary.
  */
-import type { ProviderCapabilities, ProviderThread, SettingsFingerprint, StalenessReason } from "@skein/domain"
+import type {
+  ProviderCapabilities,
+  ProviderThread,
+  ProviderThreadHead,
+  SettingsFingerprint,
+  StalenessReason
+} from "@skein/domain"
 import { Schema } from "effect"
 
 /** Thresholds of the staleness policy. Decode `{}` (or a config object) to get the defaults. */
@@ -30,7 +36,7 @@ export const unusableProviderThreadStatuses: ReadonlyArray<ProviderThread["statu
 
 /** The facts the policy judges, gathered by the resolver (cheaply: they follow the gap). */
 export interface StalenessInput {
-  readonly providerThread: ProviderThread
+  readonly providerThread: ProviderThreadHead
   readonly capabilities: Pick<ProviderCapabilities, "resume">
   /** What the run asks for. A null model means "no preference" and never conflicts. */
   readonly settings: SettingsFingerprint

@@ -16,6 +16,7 @@ import type { IncomingTransfer, InheritedContext } from "../context/ContextResol
 import { isLiveRun } from "../context/Coverage.js"
 import type { EventStoreShape } from "../store/EventStore.js"
 import type { ThreadState } from "../store/ThreadState.js"
+import { fullProviderThread, itemsOf, openTransfers, runAt } from "../store/ThreadState.js"
 
 const byCreation = (a: ContextTransfer, b: ContextTransfer) =>
   a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
@@ -23,7 +24,7 @@ const byCreation = (a: ContextTransfer, b: ContextTransfer) =>
 /** The transfer a fork or a subagent child was created with (the newest one, if it was re-opened). */
 export const inheritanceOf = (state: ThreadState): ContextTransfer | undefined => {
   let found: ContextTransfer | undefined
-  for (const transfer of state.transfers.values()) {
+  for (const transfer of openTransfers(state)) {
     if (transfer.type !== "fork" && transfer.type !== "subagent_spawn") continue
     if (transfer.targetThreadId !== state.thread.id || transfer.status === "superseded") continue
     if (found === undefined || byCreation(found, transfer) < 0) found = transfer
@@ -33,7 +34,7 @@ export const inheritanceOf = (state: ThreadState): ContextTransfer | undefined =
 
 /** Transfers waiting to be taken in by this thread's next run, oldest first. */
 export const pendingIncoming = (state: ThreadState): Array<ContextTransfer> =>
-  [...state.transfers.values()]
+  [...openTransfers(state)]
     .filter(
       (t) =>
         (t.type === "merge_back" || t.type === "subagent_result") &&
@@ -71,12 +72,14 @@ const lineageOf = (store: EventStoreShape, transfer: ContextTransfer): Effect.Ef
     const upstream = inheritanceOf(source)
     const earlier = upstream === undefined ? [] : (yield* lineageOf(store, upstream)).parts
     const point = transfer.sourcePoint.runOrdinal ?? 0
-    const own = collectHandoffMaterial(source, {
-      fromOrdinal: 1,
-      toOrdinal: point,
-      strategy: "full_thread_summary",
-      asOf: transfer.createdAt
-    })
+    const own = yield* store.demand(source, () =>
+      collectHandoffMaterial(source, {
+        fromOrdinal: 1,
+        toOrdinal: point,
+        strategy: "full_thread_summary",
+        asOf: transfer.createdAt
+      })
+    )
     return { source, parts: [...earlier, { label: labelOf(source), material: own }] }
   })
 
@@ -99,8 +102,9 @@ export const loadInherited = (
       const { parts, source } = yield* lineageOf(store, transfer)
       const fromCheckpoint = transfer.sourcePoint.checkpointId !== undefined
       const point = transfer.sourcePoint.runOrdinal ?? 0
-      const run = point > 0 ? source.runs[point - 1] : undefined
-      const pt = run?.providerThreadId ? source.providerThreads.get(run.providerThreadId) : undefined
+      const run = point > 0 ? yield* store.demand(source, () => runAt(source, point)) : undefined
+      const runPt = run?.providerThreadId ?? null
+      const pt = runPt !== null ? yield* store.demand(source, () => fullProviderThread(source, runPt)) : undefined
       const turnRef = transfer.sourcePoint.providerTurnRef
       const usable =
         pt !== undefined &&
@@ -155,34 +159,34 @@ export const loadIncoming = (
     for (const transfer of pendingIncoming(state)) {
       const source = yield* loadSource(store, transfer.sourceThreadId)
       const to = transfer.sourcePoint.runOrdinal ?? 0
-      const pointRun = source.runs[to - 1]
+      const pointRun = yield* store.demand(source, () => runAt(source, to))
       if (pointRun === undefined || pointRun.id !== transfer.sourcePoint.runId || !isLiveRun(pointRun)) {
         stale.push(transfer)
         continue
       }
       const from = (transfer.basePoint?.threadId === source.thread.id ? (transfer.basePoint.runOrdinal ?? 0) : 0) + 1
       const label = labelOf(source)
-      const material = collectHandoffMaterial(source, {
-        fromOrdinal: from,
-        toOrdinal: to,
-        strategy: "fork_delta",
-        subject:
-          transfer.type === "merge_back"
-            ? `the work done on a fork of this conversation (${label}, runs ${from}-${to}), merged back`
-            : `the result of a subagent (${label}, runs ${from}-${to})`
+      const material = yield* store.demand(source, () => {
+        const collected = collectHandoffMaterial(source, {
+          fromOrdinal: from,
+          toOrdinal: to,
+          strategy: "fork_delta",
+          subject:
+            transfer.type === "merge_back"
+              ? `the work done on a fork of this conversation (${label}, runs ${from}-${to}), merged back`
+              : `the result of a subagent (${label}, runs ${from}-${to})`
+        })
+        return transfer.type === "subagent_result" ? withResult(collected, source, to, label) : collected
       })
-      incoming.push({
-        transfer,
-        material: transfer.type === "subagent_result" ? withResult(material, source, to, label) : material
-      })
+      incoming.push({ transfer, material })
     }
     return { incoming, stale }
   })
 
 /** A subagent's last answer, first among the subagent results. */
 const withResult = (material: HandoffMaterial, child: ThreadState, to: number, label: string): HandoffMaterial => {
-  const run = child.runs[to - 1]
-  const items = run ? (child.items.get(run.id) ?? []) : []
+  const run = runAt(child, to)
+  const items = run ? itemsOf(child, run.id) : []
   let answer = ""
   for (const item of items) if (item.type === "assistant_message") answer = item.text
   const line = `Subagent ${label} (${run?.provider ?? "?"}, ${run?.status ?? "?"}): ${answer.replace(/\s+/g, " ").trim().slice(0, 600) || "(no answer)"}`

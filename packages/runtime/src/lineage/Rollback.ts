@@ -26,6 +26,7 @@ import type {
 } from "@skein/domain"
 import { HandoffRecorded, makeId, ProviderThreadRecorded, RunUpdated, TransferRecorded } from "@skein/domain"
 import type { ThreadState } from "../store/ThreadState.js"
+import { allHandoffs, allProviderThreads, allTransfers, handoffHeadById, runAt } from "../store/ThreadState.js"
 
 export interface NativeRollback {
   readonly providerThreadId: ProviderThreadId
@@ -58,20 +59,24 @@ export const planRollback = (
   const { now, toRunOrdinal: to } = input
   const events: Array<ThreadEvent> = []
   const gone = new Set<string>()
-  for (const run of state.runs) {
-    if (run.ordinal <= to) continue
+  // Whole-thread questions: a compact state is read completely first.
+  const handoffs = allHandoffs(state)
+  const transfers = allTransfers(state)
+  const providerThreads = allProviderThreads(state)
+  for (let o = to + 1; o <= state.runCount; o++) {
+    const run = runAt(state, o)!
     gone.add(run.id)
     if (run.status !== "rolled_back") {
       const rolled: Run = { ...run, status: "rolled_back", rolledBackAt: now }
       events.push(new RunUpdated({ run: rolled }))
     }
   }
-  for (const handoff of state.handoffs.values()) {
+  for (const handoff of handoffs) {
     if (rolledBackHandoff(handoff, state, to, gone)) {
       events.push(new HandoffRecorded({ handoff: { ...handoff, status: "superseded", updatedAt: now } }))
     }
   }
-  for (const transfer of state.transfers.values()) {
+  for (const transfer of transfers) {
     if (transfer.consumedByRunId === null || !gone.has(transfer.consumedByRunId)) continue
     if (transfer.status === "superseded") continue
     events.push(new TransferRecorded({ transfer: { ...transfer, status: "superseded" } }))
@@ -90,12 +95,12 @@ export const planRollback = (
     }
   }
   const native: Array<NativeRollback> = []
-  for (const pt of state.providerThreads.values()) {
+  for (const pt of providerThreads) {
     const sawRolledBack =
       (pt.lastRunOrdinal ?? 0) > to ||
       pt.coverage.nativeRunOrdinals.some((o) => o > to) ||
       pt.coverage.handoffIds.some((id) => {
-        const h = state.handoffs.get(id)
+        const h = handoffHeadById(state, id)
         return h !== undefined && h.targetRunId !== null && gone.has(h.targetRunId)
       })
     if (!sawRolledBack || pt.status === "stale" || pt.status === "rolled_back") continue
@@ -150,8 +155,9 @@ export const planRollbackSettled = (
 ): ReadonlyArray<ThreadEvent> => {
   const { now, toRunOrdinal: to } = input
   const events: Array<ThreadEvent> = []
+  const providerThreads = allProviderThreads(state)
   for (const result of input.results) {
-    const pt = state.providerThreads.get(result.providerThreadId)
+    const pt = providerThreads.find((candidate) => candidate.id === result.providerThreadId)
     if (pt === undefined || pt.status !== "divergent") continue
     if (result.detail !== null) {
       events.push(
@@ -165,13 +171,13 @@ export const planRollbackSettled = (
       )
       continue
     }
-    const newer = [...state.providerThreads.values()].some(
+    const newer = providerThreads.some(
       (other) => other.id !== pt.id && other.provider === pt.provider && other.createdAt > pt.createdAt
     )
     if (newer) continue
     const native = pt.coverage.nativeRunOrdinals.filter((o) => o <= to)
     const handoffIds = pt.coverage.handoffIds.filter((id) => {
-      const h = state.handoffs.get(id)
+      const h = handoffHeadById(state, id)
       return h !== undefined && h.status !== "superseded"
     })
     events.push(

@@ -18,14 +18,10 @@ export const childResults = (
   now: string
 ): Effect.Effect<ReadonlyArray<ThreadEvent>, StorageError> =>
   Effect.gen(function* () {
-    const children = yield* store.listThreads({ parentThreadId: state.thread.id })
+    // Subagent children (not observe-only) with no subagent_result in this log yet, whatever its status.
+    const children = yield* store.lookup.subagentsWithoutResult(state.thread.id)
     const events: Array<ThreadEvent> = []
     for (const child of children) {
-      if (child.lineage.relationshipToParent !== "subagent" || child.lineage.observeOnly) continue
-      const known = [...state.transfers.values()].some(
-        (t) => t.type === "subagent_result" && t.sourceThreadId === child.id
-      )
-      if (known) continue
       const first = yield* store.lookup.runByOrdinal(child.id, 1)
       if (Option.isNone(first) || !isTerminalRunStatus(first.value.status) || first.value.status === "rolled_back") {
         continue

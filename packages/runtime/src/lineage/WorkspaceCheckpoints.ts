@@ -26,7 +26,8 @@ export interface WorkspaceCheckpointsShape {
     readonly workspace: string
     readonly threadId: ThreadId
     readonly ordinal: number
-    readonly previous: string | null
+    /** The previous checkpoint's commit (read only when the workspace is a repository). */
+    readonly previous: Effect.Effect<string | null, GitFailed>
   }) => Effect.Effect<Option.Option<CapturedCheckpoint>, GitFailed>
   /** Writes the checkpoint's files back to the work tree. */
   readonly restore: (workspace: string, commit: string) => Effect.Effect<void, GitFailed>
@@ -56,9 +57,15 @@ export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceC
         capture: (input) =>
           Effect.gen(function* () {
             if (!(yield* isRepository(input.workspace))) return Option.none()
-            const taken = yield* GitCheckpoints.capture(input)
+            const previous = yield* input.previous
+            const taken = yield* GitCheckpoints.capture({ ...input, previous }).pipe(
+              Effect.mapError(failed(input.workspace))
+            )
             return Option.some({ gitRef: taken.ref, commit: taken.commit, tree: taken.tree, diff: taken.diff })
-          }).pipe(Effect.mapError(failed(input.workspace)), Effect.provide(context)),
+          }).pipe(
+            Effect.catchTag("GitError", (error) => Effect.fail(failed(input.workspace)(error))),
+            Effect.provide(context)
+          ),
         restore: (workspace, commit) =>
           GitCheckpoints.restore({ workspace, commit }).pipe(
             Effect.mapError(failed(workspace)),

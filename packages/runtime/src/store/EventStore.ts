@@ -21,26 +21,31 @@ import {
   type StoredEvent,
   type ThreadEvent,
   type ThreadId,
-  type ThreadView
+  type ThreadView,
+  type ThreadViewOptions,
+  type TurnItem,
+  type TurnItemId
 } from "@skein/domain"
 import { Clock, Context, Deferred, Effect, Either, Exit, Layer, Option, Stream } from "effect"
 import type { Scope } from "effect"
 import { describeError, fromSqlError } from "./Codec.js"
 import { decodeEvent, encodeEvent, type StoredForm } from "./EventCodec.js"
-import { toThreadView } from "./Projection.js"
 import {
   activeRunRows,
+  approvalRequestRows,
   checkpointOfRunRow,
   checkpointRow,
   chunks,
   clearProjections,
+  gitCheckpointOfOrdinalRow,
   handoffRow,
   latestStableRunRow,
   listThreadRows,
-  loadThreadState,
   maxRowsPerStatement,
+  previousGitCommitRow,
+  subagentsWithoutResultRows,
+  turnItemRow,
   multiRowInsert,
-  outgoingTransfers,
   projectionRows,
   providerThreadRow,
   runByOrdinalRow,
@@ -50,7 +55,9 @@ import {
   writeProjections,
   type ProjectionRows
 } from "./ProjectionTables.js"
-import type { ThreadState } from "./ThreadState.js"
+import { fillNeed, loadCompactThreadState, loadCompleteThreadState } from "./ThreadLoading.js"
+import { threadView as threadViewOf } from "./ThreadViews.js"
+import { NotLoaded, type ThreadState } from "./ThreadState.js"
 
 /** What a mutating command returned, stored so that a retry with its commandId gets the same answer. */
 export interface CommandReceipt {
@@ -100,10 +107,26 @@ export interface EventStoreShape {
    */
   readonly append: (input: AppendInput) => Effect.Effect<ReadonlyArray<StoredEvent>, StorageError | SequenceConflict>
   readonly receipt: (commandId: CommandId) => Effect.Effect<Option.Option<StoredReceipt>, StorageError>
-  /** The thread's state from the projection tables (how an actor reactivates). */
+  /**
+   * The thread's compact state (how an actor activates): a few indexed reads, whatever
+   * the length of its history. See ThreadState.
+   */
   readonly loadThread: (threadId: ThreadId) => Effect.Effect<Option.Option<ThreadState>, StorageError>
-  /** Includes the transfers in which the thread is the source or the target. */
-  readonly threadView: (threadId: ThreadId) => Effect.Effect<Option.Option<ThreadView>, StorageError>
+  /** The thread's complete state: everything its log holds (for audits and tests). */
+  readonly loadCompleteThread: (threadId: ThreadId) => Effect.Effect<Option.Option<ThreadState>, StorageError>
+  /**
+   * Runs a pure function of a compact state, reading into the state whatever it lacks
+   * (each `NotLoaded` it throws) and running it again, until it has its answer.
+   */
+  readonly demand: <A>(state: ThreadState, f: () => A) => Effect.Effect<A, StorageError>
+  /**
+   * `thread.get`: the whole thread (with the transfers in which it is the source or the
+   * target), or a window of its runs with what belongs to them (see ThreadViews).
+   */
+  readonly threadView: (
+    threadId: ThreadId,
+    options?: ThreadViewOptions
+  ) => Effect.Effect<Option.Option<ThreadView>, StorageError>
   readonly listThreads: (filter: ThreadFilter) => Effect.Effect<ReadonlyArray<AppThread>, StorageError>
   readonly getHandoff: (id: ContextHandoffId) => Effect.Effect<Option.Option<ContextHandoff>, StorageError>
   /** Up to `limit` events with a thread sequence above `afterThreadSequence`, in order. */
@@ -166,6 +189,21 @@ export interface EventStoreShape {
       id: ProviderThreadId,
       ordinal: number
     ) => Effect.Effect<Option.Option<string>, StorageError>
+    readonly turnItem: (threadId: ThreadId, id: TurnItemId) => Effect.Effect<Option.Option<TurnItem>, StorageError>
+    /** The thread's approval requests with this approval id, the newest run's first. */
+    readonly approvalRequests: (
+      threadId: ThreadId,
+      approvalId: string
+    ) => Effect.Effect<ReadonlyArray<TurnItem>, StorageError>
+    /** Subagent children (not observe-only) whose result the parent's log holds no transfer for, oldest first. */
+    readonly subagentsWithoutResult: (parentId: ThreadId) => Effect.Effect<ReadonlyArray<AppThread>, StorageError>
+    /** The commit of the newest git checkpoint of a run not rolled back (a new checkpoint's parent). */
+    readonly previousGitCommit: (threadId: ThreadId) => Effect.Effect<string | null, StorageError>
+    /** A ready git checkpoint of run `ordinal` with its commit (what a rollback restores files from). */
+    readonly gitCheckpointOfRun: (
+      threadId: ThreadId,
+      ordinal: number
+    ) => Effect.Effect<Option.Option<Checkpoint>, StorageError>
   }
   /** Runs that are queued or running (after a crash: the ones to end as interrupted). */
   readonly activeRuns: Effect.Effect<ReadonlyArray<Run>, StorageError>
@@ -327,17 +365,30 @@ const make = Effect.gen(function* () {
         })
       )
 
-  const loadThread = (threadId: ThreadId) => loadThreadState(sql, threadId)
+  const loadThread = (threadId: ThreadId) => loadCompactThreadState(sql, threadId)
+  const loadCompleteThread = (threadId: ThreadId) => loadCompleteThreadState(sql, threadId)
 
-  const threadView = (threadId: ThreadId): Effect.Effect<Option.Option<ThreadView>, StorageError> =>
-    Effect.flatMap(loadThread(threadId), (state) =>
-      Option.isNone(state)
-        ? Effect.succeedNone
-        : Effect.map(
-            Effect.all([outgoingTransfers(sql, threadId), listThreadRows(sql, { parentThreadId: threadId })]),
-            ([extra, children]) => Option.some(toThreadView(state.value, extra, children))
+  /** At most this many reads for one question (each reads a whole range at once). */
+  const maxRounds = 64
+  const demand = <A>(state: ThreadState, f: () => A): Effect.Effect<A, StorageError> => {
+    let rounds = 0
+    const attempt = (): Effect.Effect<A, StorageError> => {
+      try {
+        return Effect.succeed(f())
+      } catch (error) {
+        if (!(error instanceof NotLoaded)) return Effect.die(error)
+        if (++rounds > maxRounds) {
+          return Effect.die(
+            new Error(`thread ${state.thread.id}: still lacking ${error.need._tag} after ${maxRounds} reads`)
           )
-    )
+        }
+        return Effect.flatMap(fillNeed(sql, state, error.need), attempt)
+      }
+    }
+    return Effect.suspend(attempt)
+  }
+
+  const threadView = (threadId: ThreadId, options?: ThreadViewOptions) => threadViewOf(sql, threadId, options)
 
   const readEvents = (
     threadId: ThreadId,
@@ -475,6 +526,8 @@ const make = Effect.gen(function* () {
     append,
     receipt,
     loadThread,
+    loadCompleteThread,
+    demand,
     threadView,
     // A side chat is shown with its parent, not among the top-level threads.
     listThreads: (filter) =>
@@ -495,7 +548,12 @@ const make = Effect.gen(function* () {
       checkpoint: (threadId, id) => checkpointRow(sql, threadId, id),
       checkpointOfRun: (threadId, runId) => checkpointOfRunRow(sql, threadId, runId),
       providerThread: (threadId, id) => providerThreadRow(sql, threadId, id),
-      servedTurn: (threadId, id, ordinal) => servedTurnRow(sql, threadId, id, ordinal)
+      servedTurn: (threadId, id, ordinal) => servedTurnRow(sql, threadId, id, ordinal),
+      turnItem: (threadId, id) => turnItemRow(sql, threadId, id),
+      approvalRequests: (threadId, approvalId) => approvalRequestRows(sql, threadId, approvalId),
+      subagentsWithoutResult: (parentId) => subagentsWithoutResultRows(sql, parentId),
+      previousGitCommit: (threadId) => previousGitCommitRow(sql, threadId),
+      gitCheckpointOfRun: (threadId, ordinal) => gitCheckpointOfOrdinalRow(sql, threadId, ordinal)
     },
     activeRuns,
     rebuildProjections

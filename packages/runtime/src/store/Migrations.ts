@@ -129,11 +129,37 @@ const providerThreadRuns = statements(
   )`
 )
 
+/**
+ * What a thread actor reads at activation, in indexed reads that do not grow with the
+ * thread's history (`loadThread`): the heads of provider threads and handoffs (their
+ * records without the per-run lists and without the handoff texts, which grow), and
+ * indexes for the rest (rolled-back runs, usable provider threads, the handoffs a
+ * provider thread received since its snapshot, open transfers, a run's items and
+ * handoffs, checkpoints by run ordinal).
+ */
+const compactThreads = statements(
+  `ALTER TABLE provider_threads ADD COLUMN head TEXT`,
+  `UPDATE provider_threads SET head = json_remove(data, '$.coverage.nativeRunOrdinals', '$.nativeTurns')`,
+  `ALTER TABLE handoffs ADD COLUMN head TEXT`,
+  `ALTER TABLE handoffs ADD COLUMN target_run_id TEXT`,
+  `UPDATE handoffs SET head = json_remove(data, '$.payload', '$.summaryText'), target_run_id = json_extract(data, '$.targetRunId')`,
+  `CREATE INDEX handoffs_target_run ON handoffs (thread_id, target_run_id)`,
+  `CREATE INDEX runs_rolled_back ON runs (thread_id, ordinal) WHERE status = 'rolled_back'`,
+  `CREATE INDEX turn_items_run ON turn_items (thread_id, run_id)`,
+  `CREATE INDEX turn_items_approvals ON turn_items (thread_id, run_id) WHERE type = 'approval_request'`,
+  `CREATE INDEX provider_threads_usable ON provider_threads (thread_id) WHERE status <> 'stale'`,
+  `CREATE INDEX provider_thread_runs_handoffs ON provider_thread_runs (thread_id, provider_thread_id, ordinal) WHERE handoff_id IS NOT NULL`,
+  `CREATE INDEX transfers_status ON transfers (thread_id, status)`,
+  `CREATE INDEX transfers_type ON transfers (thread_id, type, source_thread_id)`,
+  `CREATE INDEX checkpoints_ordinal ON checkpoints (thread_id, run_ordinal)`
+)
+
 /** Every schema version, keyed `NNNN_name` as `Migrator.fromRecord` expects. */
 export const migrations = {
   "0001_initial": initial,
   "0002_checkpoints_by_run": checkpointsByRun,
-  "0003_provider_thread_runs": providerThreadRuns
+  "0003_provider_thread_runs": providerThreadRuns,
+  "0004_compact_threads": compactThreads
 } as const
 
 export const loader: Migrator.Loader = Migrator.fromRecord(migrations)

@@ -1,7 +1,7 @@
 /**
- * The pure projection: folding a thread's event log into its ThreadState, and shaping a
- * ThreadState into the domain ThreadView. Events carry full entity snapshots, so every
- * event is an upsert of one entity.
+ * The pure projection: folding a thread's events into its ThreadState (either form),
+ * and shaping a complete ThreadState into the domain ThreadView. Events carry full
+ * entity snapshots, so every event is an upsert of one entity.
  *
  * Speed over purity of form: `applyEvent` updates the state's collections in place and
  * returns the state to use next (a shallow copy when the thread record itself changes).
@@ -9,28 +9,31 @@
  */
 import type {
   AppThread,
+  ContextHandoff,
   ContextHandoffId,
   ContextTransfer,
   ProviderThread,
+  ProviderThreadHead,
+  Run,
   RunView,
   ThreadEvent,
   ThreadView,
   TurnItem
 } from "@skein/domain"
+import { handoffHead, providerThreadHead } from "@skein/domain"
 import { withServedRun } from "../context/Coverage.js"
-import { emptyThreadState, type ThreadState } from "./ThreadState.js"
+import { emptyThreadState, markRolledBack, unmarkRolledBack, type ThreadState } from "./ThreadState.js"
+
+export interface Served {
+  readonly runOrdinal: number
+  readonly handoffId: ContextHandoffId | null
+  readonly turnRef: string | null
+  readonly status: ProviderThread["status"]
+  readonly updatedAt: string
+}
 
 /** A provider thread after it served a run (see ProviderThreadServed). */
-export const servedBy = (
-  pt: ProviderThread,
-  served: {
-    readonly runOrdinal: number
-    readonly handoffId: ContextHandoffId | null
-    readonly turnRef: string | null
-    readonly status: ProviderThread["status"]
-    readonly updatedAt: string
-  }
-): ProviderThread => ({
+export const servedBy = (pt: ProviderThread, served: Served): ProviderThread => ({
   ...withServedRun(pt, {
     ordinal: served.runOrdinal,
     handoffId: served.handoffId,
@@ -40,16 +43,26 @@ export const servedBy = (
   status: served.status
 })
 
+/** The same on a provider thread's head: `providerThreadHead(servedBy(pt, s))` is `headServedBy(providerThreadHead(pt), s)`. */
+export const headServedBy = (pt: ProviderThreadHead, served: Served): ProviderThreadHead => {
+  const handoffId = served.handoffId
+  const received = handoffId !== null && !pt.coverage.handoffIds.includes(handoffId)
+  return {
+    ...pt,
+    handoffIds: received ? [...pt.handoffIds, handoffId] : pt.handoffIds,
+    coverage: received ? { handoffIds: [...pt.coverage.handoffIds, handoffId] } : pt.coverage,
+    firstRunOrdinal: pt.firstRunOrdinal === null ? served.runOrdinal : Math.min(pt.firstRunOrdinal, served.runOrdinal),
+    lastRunOrdinal: pt.lastRunOrdinal === null ? served.runOrdinal : Math.max(pt.lastRunOrdinal, served.runOrdinal),
+    status: served.status,
+    updatedAt: served.updatedAt
+  }
+}
+
 /**
  * Items of a run stay ordered by `seq`. A re-recorded item (same id, e.g. an approval
  * that got its answer) replaces the old one; an item never moves to another run.
  */
-const upsertItem = (state: ThreadState, item: TurnItem): void => {
-  let list = state.items.get(item.runId)
-  if (list === undefined) {
-    list = []
-    state.items.set(item.runId, list)
-  }
+const upsertItem = (list: Array<TurnItem>, item: TurnItem): void => {
   for (let i = list.length - 1; i >= 0; i--) {
     if (list[i]!.id === item.id) {
       if (list[i]!.seq === item.seq) {
@@ -65,6 +78,41 @@ const upsertItem = (state: ThreadState, item: TurnItem): void => {
   list.splice(at, 0, item)
 }
 
+/** Upserts a run (what RunStarted, RunUpdated and RunEnded fold into). */
+export const putRun = (state: ThreadState, run: Run): void => {
+  if (run.ordinal > state.runCount) {
+    state.runCount = run.ordinal
+    // A new run: its items so far are none (a compact state keeps the active run's).
+    if (!state.items.has(run.id)) state.items.set(run.id, [])
+  }
+  state.runs.set(run.ordinal, run)
+  if (run.status === "rolled_back") markRolledBack(state.rolledBack, run.ordinal)
+  else if (state.rolledBack.length > 0) unmarkRolledBack(state.rolledBack, run.ordinal)
+  // Liveness may have changed: answers read for a compact state may not hold.
+  if (!state.complete) state.latestCheckpoints.clear()
+}
+
+/** Upserts a provider thread's whole record (what ProviderThreadRecorded folds into). */
+export const putProviderThread = (state: ThreadState, pt: ProviderThread): void => {
+  const entry = state.providerThreads.get(pt.id)
+  if (entry === undefined) state.providerThreads.set(pt.id, { head: providerThreadHead(pt), full: pt })
+  else {
+    entry.head = providerThreadHead(pt)
+    entry.full = pt
+  }
+}
+
+/** Upserts a handoff (what HandoffRecorded folds into). */
+export const putHandoff = (state: ThreadState, handoff: ContextHandoff): void => {
+  const entry = state.handoffs.get(handoff.id)
+  if (entry === undefined) state.handoffs.set(handoff.id, { head: handoffHead(handoff), full: handoff })
+  else {
+    entry.head = handoffHead(handoff)
+    entry.full = handoff
+  }
+  state.absent.delete(handoff.id)
+}
+
 /** Folds one event into `state` (in place, see the module note) and returns the state. */
 export const applyEvent = (state: ThreadState, event: ThreadEvent): ThreadState => {
   switch (event._tag) {
@@ -74,27 +122,35 @@ export const applyEvent = (state: ThreadState, event: ThreadEvent): ThreadState 
     case "RunStarted":
     case "RunUpdated":
     case "RunEnded":
-      state.runs[event.run.ordinal - 1] = event.run
+      putRun(state, event.run)
       break
-    case "TurnItemRecorded":
-      upsertItem(state, event.item)
+    case "TurnItemRecorded": {
+      const list = state.items.get(event.item.runId)
+      // A compact state keeps no partial list: only runs whose items it holds change.
+      if (list !== undefined) upsertItem(list, event.item)
+      else if (state.complete) state.items.set(event.item.runId, [event.item])
       break
+    }
     case "ProviderThreadRecorded":
-      state.providerThreads.set(event.providerThread.id, event.providerThread)
+      putProviderThread(state, event.providerThread)
       break
     case "ProviderThreadServed": {
-      const pt = state.providerThreads.get(event.providerThreadId)
-      if (pt !== undefined) state.providerThreads.set(pt.id, servedBy(pt, event))
+      const entry = state.providerThreads.get(event.providerThreadId)
+      if (entry !== undefined) {
+        entry.head = headServedBy(entry.head, event)
+        entry.full = entry.full === undefined ? undefined : servedBy(entry.full, event)
+      }
       break
     }
     case "TransferRecorded":
       state.transfers.set(event.transfer.id, event.transfer)
       break
     case "HandoffRecorded":
-      state.handoffs.set(event.handoff.id, event.handoff)
+      putHandoff(state, event.handoff)
       break
     case "CheckpointRecorded":
-      state.checkpoints.set(event.checkpoint.id, event.checkpoint)
+      if (state.complete) state.checkpoints.set(event.checkpoint.id, event.checkpoint)
+      else state.latestCheckpoints.clear()
       break
   }
   state.lastThreadSequence += 1
@@ -102,8 +158,8 @@ export const applyEvent = (state: ThreadState, event: ThreadEvent): ThreadState 
 }
 
 /**
- * Folds a whole log (in thread-sequence order, from the first event). Undefined when the
- * log is empty or does not begin with ThreadCreated.
+ * Folds a whole log (in thread-sequence order, from the first event) into a complete
+ * state. Undefined when the log is empty or does not begin with ThreadCreated.
  */
 export const foldEvents = (events: ReadonlyArray<ThreadEvent>): ThreadState | undefined => {
   const first = events[0]
@@ -117,9 +173,19 @@ const byCreatedAt = (a: ContextTransfer, b: ContextTransfer) =>
   a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 
 /**
- * The domain ThreadView of a state. `extraTransfers` are transfers recorded in other
- * threads' logs in which this thread is the source (a fork's origin, a merge-back's
- * source); others are ignored. Transfers come in creation order (then by id).
+ * A run as views show it: its items, each message once. The user's message is the
+ * run's `message`; the `user_message` item that repeats it in the log is left out.
+ */
+export const toRunView = (run: Run, items: ReadonlyArray<TurnItem>): RunView => ({
+  ...run,
+  items: items.filter((item) => !(item.type === "user_message" && item.seq === 0 && item.text === run.message))
+})
+
+/**
+ * The domain ThreadView of a complete state. `extraTransfers` are transfers recorded
+ * in other threads' logs in which this thread is the source (a fork's origin, a
+ * merge-back's source); others are ignored. Transfers come in creation order (then by
+ * id).
  */
 export const toThreadView = (
   state: ThreadState,
@@ -127,8 +193,9 @@ export const toThreadView = (
   children: ReadonlyArray<AppThread> = []
 ): ThreadView => {
   const runs: Array<RunView> = []
-  for (const run of state.runs) {
-    if (run !== undefined) runs.push({ ...run, items: state.items.get(run.id) ?? [] })
+  for (let o = 1; o <= state.runCount; o++) {
+    const run = state.runs.get(o)
+    if (run !== undefined) runs.push(toRunView(run, state.items.get(run.id) ?? []))
   }
   const transfers = [...state.transfers.values()]
   const seen = new Set<string>(state.transfers.keys())
@@ -142,9 +209,9 @@ export const toThreadView = (
   return {
     thread: state.thread,
     runs,
-    providerThreads: [...state.providerThreads.values()],
+    providerThreads: [...state.providerThreads.values()].map((entry) => entry.full!),
     transfers,
-    handoffs: [...state.handoffs.values()],
+    handoffs: [...state.handoffs.values()].map((entry) => entry.full!),
     checkpoints: [...state.checkpoints.values()],
     children: [...children]
   }

@@ -1,6 +1,6 @@
 /**
  * The projection tables in SQL: turning (encoded) events into row upserts, and reading
- * rows back into a ThreadState. Appending and `rebuildProjections` both write through
+ * single rows and lists back (whole thread states: ThreadLoading). Appending and `rebuildProjections` both write through
  * `writeProjections`, so a rebuild reproduces exactly what appends wrote.
  *
  * Rows are upserts keyed like the fold's collections (runs by ordinal, every other entity
@@ -17,18 +17,14 @@ import {
   ProviderThread,
   Run,
   TurnItem,
-  ProviderThreadStatus,
   StorageError,
-  type ContextHandoffId,
-  type ProviderThreadId,
   type ThreadId
 } from "@skein/domain"
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Either, Option } from "effect"
 import { fromSqlError, jsonDecoder } from "./Codec.js"
 import type { StoredForm } from "./EventCodec.js"
-import { emptyThreadState, type ThreadState } from "./ThreadState.js"
 
-type Param = string | number | null
+export type Param = string | number | null
 
 interface TableSpec {
   readonly columns: ReadonlyArray<string>
@@ -39,7 +35,10 @@ const tables = {
   threads: { columns: ["id", "parent_thread_id", "root_thread_id", "created_at", "data"], conflict: ["id"] },
   runs: { columns: ["thread_id", "ordinal", "id", "status", "provider", "data"], conflict: ["thread_id", "ordinal"] },
   turn_items: { columns: ["thread_id", "id", "run_id", "seq", "type", "data"], conflict: ["thread_id", "id"] },
-  provider_threads: { columns: ["thread_id", "id", "provider", "status", "data"], conflict: ["thread_id", "id"] },
+  provider_threads: {
+    columns: ["thread_id", "id", "provider", "status", "data", "head"],
+    conflict: ["thread_id", "id"]
+  },
   provider_thread_runs: {
     columns: ["thread_id", "provider_thread_id", "ordinal", "handoff_id", "turn_ref", "status", "updated_at"],
     conflict: ["thread_id", "provider_thread_id", "ordinal"]
@@ -48,7 +47,10 @@ const tables = {
     columns: ["thread_id", "id", "type", "status", "source_thread_id", "target_thread_id", "created_at", "data"],
     conflict: ["thread_id", "id"]
   },
-  handoffs: { columns: ["thread_id", "id", "transfer_id", "status", "data"], conflict: ["thread_id", "id"] },
+  handoffs: {
+    columns: ["thread_id", "id", "transfer_id", "status", "target_run_id", "data", "head"],
+    conflict: ["thread_id", "id"]
+  },
   checkpoints: {
     columns: ["thread_id", "id", "run_id", "run_ordinal", "status", "data"],
     conflict: ["thread_id", "id"]
@@ -99,7 +101,9 @@ export const projectionRows = (
       }
       case "ProviderThreadRecorded": {
         const p = event.providerThread
-        put(rows, "provider_threads", p.id, [threadId, p.id, p.provider, p.status, data])
+        const { coverage, nativeTurns: _, ...rest } = p
+        const head = JSON.stringify({ ...rest, coverage: { handoffIds: coverage.handoffIds } })
+        put(rows, "provider_threads", p.id, [threadId, p.id, p.provider, p.status, data, head])
         break
       }
       case "ProviderThreadServed": {
@@ -130,7 +134,8 @@ export const projectionRows = (
       }
       case "HandoffRecorded": {
         const h = event.handoff
-        put(rows, "handoffs", h.id, [threadId, h.id, h.transferId, h.status, data])
+        const { payload: _, summaryText: __, ...head } = h
+        put(rows, "handoffs", h.id, [threadId, h.id, h.transferId, h.status, h.targetRunId, data, JSON.stringify(head)])
         break
       }
       case "CheckpointRecorded": {
@@ -196,19 +201,19 @@ export const chunks = <A>(all: ReadonlyArray<A>, size: number): Array<ReadonlyAr
 
 // --- reading ---------------------------------------------------------------------------
 
-const decodeThread = jsonDecoder(AppThread, "thread")
-const decodeRun = jsonDecoder(Run, "run")
-const decodeItem = jsonDecoder(TurnItem, "turn item")
-const decodeProviderThread = jsonDecoder(ProviderThread, "provider thread")
-const decodeTransfer = jsonDecoder(ContextTransfer, "context transfer")
-const decodeHandoff = jsonDecoder(ContextHandoff, "context handoff")
-const decodeCheckpoint = jsonDecoder(Checkpoint, "checkpoint")
+export const decodeThread = jsonDecoder(AppThread, "thread")
+export const decodeRun = jsonDecoder(Run, "run")
+export const decodeItem = jsonDecoder(TurnItem, "turn item")
+export const decodeProviderThread = jsonDecoder(ProviderThread, "provider thread")
+export const decodeTransfer = jsonDecoder(ContextTransfer, "context transfer")
+export const decodeHandoff = jsonDecoder(ContextHandoff, "context handoff")
+export const decodeCheckpoint = jsonDecoder(Checkpoint, "checkpoint")
 
-interface DataRow {
+export interface DataRow {
   readonly data: string
 }
 
-const decodeAll = <A>(
+export const decodeAll = <A>(
   rows: ReadonlyArray<DataRow>,
   decode: (json: string, what: string) => Either.Either<A, StorageError>,
   what: string
@@ -222,133 +227,8 @@ const decodeAll = <A>(
   return Either.right(out)
 }
 
-const selectData = (sql: SqlClient, text: string, params: ReadonlyArray<Param>) => sql.unsafe<DataRow>(text, params)
-
-/**
- * A thread's state from the projection tables. Reads in one transaction, so that a
- * concurrent append is either fully in or fully out.
- */
-export const loadThreadState = (
-  sql: SqlClient,
-  threadId: ThreadId
-): Effect.Effect<Option.Option<ThreadState>, StorageError> =>
-  Effect.gen(function* () {
-    const threadRows = yield* selectData(sql, "SELECT data FROM threads WHERE id = ?", [threadId])
-    const threadRow = threadRows[0]
-    if (threadRow === undefined) return Option.none()
-    const where = "WHERE thread_id = ?"
-    const [runRows, itemRows, ptRows, servedRows, transferRows, handoffRows, checkpointRows, lastRows] =
-      yield* Effect.all([
-        selectData(sql, `SELECT data FROM runs ${where} ORDER BY ordinal`, [threadId]),
-        selectData(sql, `SELECT data FROM turn_items ${where} ORDER BY rowid`, [threadId]),
-        selectData(sql, `SELECT data FROM provider_threads ${where} ORDER BY rowid`, [threadId]),
-        sql.unsafe<ServedRow>(
-          `SELECT provider_thread_id, ordinal, handoff_id, turn_ref, status, updated_at FROM provider_thread_runs ${where} ORDER BY provider_thread_id, ordinal`,
-          [threadId]
-        ),
-        selectData(sql, `SELECT data FROM transfers ${where} ORDER BY rowid`, [threadId]),
-        selectData(sql, `SELECT data FROM handoffs ${where} ORDER BY rowid`, [threadId]),
-        selectData(sql, `SELECT data FROM checkpoints ${where} ORDER BY rowid`, [threadId]),
-        sql.unsafe<{ readonly last: number }>(
-          "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
-          [threadId]
-        )
-      ])
-    const what = `thread ${threadId}:`
-    const thread = yield* decodeThread(threadRow.data, `${what} thread row`)
-    const state = emptyThreadState(thread)
-    for (const run of yield* decodeAll(runRows, decodeRun, `${what} run`)) state.runs[run.ordinal - 1] = run
-    for (const item of yield* decodeAll(itemRows, decodeItem, `${what} turn item`)) {
-      const list = state.items.get(item.runId)
-      if (list === undefined) state.items.set(item.runId, [item])
-      else list.push(item)
-    }
-    for (const list of state.items.values()) sortBySeq(list)
-    for (const pt of yield* decodeAll(ptRows, decodeProviderThread, `${what} provider thread`)) {
-      state.providerThreads.set(pt.id, pt)
-    }
-    // Rows come ordered by provider thread, then ordinal: apply each one's rows at once.
-    for (let i = 0; i < servedRows.length;) {
-      const id = servedRows[i]!.provider_thread_id
-      let j = i
-      while (j < servedRows.length && servedRows[j]!.provider_thread_id === id) j++
-      const pt = state.providerThreads.get(id as ProviderThreadId)
-      if (pt !== undefined) state.providerThreads.set(pt.id, yield* withServedRows(pt, servedRows.slice(i, j), what))
-      i = j
-    }
-    for (const t of yield* decodeAll(transferRows, decodeTransfer, `${what} transfer`)) state.transfers.set(t.id, t)
-    for (const h of yield* decodeAll(handoffRows, decodeHandoff, `${what} handoff`)) state.handoffs.set(h.id, h)
-    for (const c of yield* decodeAll(checkpointRows, decodeCheckpoint, `${what} checkpoint`)) {
-      state.checkpoints.set(c.id, c)
-    }
-    state.lastThreadSequence = lastRows[0]?.last ?? 0
-    return Option.some(state)
-  }).pipe(sql.withTransaction, Effect.mapError(fromSqlError(`cannot load thread ${threadId}`)))
-
-/**
- * A provider thread's record is its last snapshot; the runs it served since are rows.
- * Every later snapshot holds every run served before it, and ordinals only grow, so the
- * rows past the snapshot's last run are exactly the newer ones, in order: applied in one
- * pass (the same result as folding each ProviderThreadServed event in turn).
- */
-const withServedRows = (
-  pt: ProviderThread,
-  rows: ReadonlyArray<ServedRow>,
-  what: string
-): Effect.Effect<ProviderThread, StorageError> => {
-  const last = pt.lastRunOrdinal ?? 0
-  const newer = rows.filter((row) => row.ordinal > last)
-  if (newer.length === 0) return Effect.succeed(pt)
-  const native = [...pt.coverage.nativeRunOrdinals]
-  const turns = [...pt.nativeTurns]
-  const handoffIds = [...pt.coverage.handoffIds]
-  const received = [...pt.handoffIds]
-  for (const row of newer) {
-    native.push(row.ordinal)
-    if (row.turn_ref !== null) turns.push({ runOrdinal: row.ordinal, turnRef: row.turn_ref })
-    const handoffId = row.handoff_id as ContextHandoffId | null
-    if (handoffId !== null && !handoffIds.includes(handoffId)) {
-      handoffIds.push(handoffId)
-      received.push(handoffId)
-    }
-  }
-  const final = newer[newer.length - 1]!
-  const status = Schema.decodeUnknownEither(ProviderThreadStatus)(final.status)
-  if (Either.isLeft(status)) {
-    return Effect.fail(
-      new StorageError({ detail: `${what} provider thread run row ${final.ordinal}: bad status ${final.status}` })
-    )
-  }
-  return Effect.succeed({
-    ...pt,
-    firstRunOrdinal: pt.firstRunOrdinal ?? newer[0]!.ordinal,
-    lastRunOrdinal: final.ordinal,
-    handoffIds: received,
-    coverage: { nativeRunOrdinals: native, handoffIds },
-    nativeTurns: turns,
-    status: status.right,
-    updatedAt: final.updated_at
-  })
-}
-
-interface ServedRow {
-  readonly provider_thread_id: string
-  readonly ordinal: number
-  readonly handoff_id: string | null
-  readonly turn_ref: string | null
-  readonly status: string
-  readonly updated_at: string
-}
-
-/** Stable sort by seq (rows arrive in first-write order; V8's sort is stable). */
-const sortBySeq = (list: Array<{ readonly seq: number }>) => {
-  for (let i = 1; i < list.length; i++) {
-    if (list[i - 1]!.seq > list[i]!.seq) {
-      list.sort((a, b) => a.seq - b.seq)
-      return
-    }
-  }
-}
+export const selectData = (sql: SqlClient, text: string, params: ReadonlyArray<Param>) =>
+  sql.unsafe<DataRow>(text, params)
 
 /** Transfers recorded in other threads' logs whose source is `threadId`. */
 export const outgoingTransfers = (
@@ -495,3 +375,80 @@ export const servedTurnRow = (
 
 export const threadRow = (sql: SqlClient, threadId: ThreadId) =>
   oneRow(sql, "SELECT data FROM threads WHERE id = ?", [threadId], decodeThread, `thread ${threadId}`)
+
+export const turnItemRow = (sql: SqlClient, threadId: ThreadId, id: string) =>
+  oneRow(
+    sql,
+    "SELECT data FROM turn_items WHERE thread_id = ? AND id = ?",
+    [threadId, id],
+    decodeItem,
+    `turn item ${id}`
+  )
+
+/** The approval requests with this approval id, the newest run's first, each run's in seq order. */
+export const approvalRequestRows = (
+  sql: SqlClient,
+  threadId: ThreadId,
+  approvalId: string
+): Effect.Effect<ReadonlyArray<TurnItem>, StorageError> =>
+  selectData(
+    sql,
+    `SELECT i.data AS data FROM turn_items i JOIN runs r ON r.thread_id = i.thread_id AND r.id = i.run_id
+     WHERE i.thread_id = ? AND i.type = 'approval_request' AND json_extract(i.data, '$.approvalId') = ?
+     ORDER BY r.ordinal DESC, i.seq, i.rowid`,
+    [threadId, approvalId]
+  ).pipe(
+    Effect.mapError(fromSqlError(`cannot read the approval requests of thread ${threadId}`)),
+    Effect.flatMap((rows) => decodeAll(rows, decodeItem, `approval request of thread ${threadId}`))
+  )
+
+/** Subagent children, not observe-only, with no subagent_result from them in the parent's log; oldest first. */
+export const subagentsWithoutResultRows = (
+  sql: SqlClient,
+  parentId: ThreadId
+): Effect.Effect<ReadonlyArray<AppThread>, StorageError> =>
+  selectData(
+    sql,
+    `SELECT t.data AS data FROM threads t
+     WHERE t.parent_thread_id = ?
+       AND json_extract(t.data, '$.lineage.relationshipToParent') = 'subagent'
+       AND COALESCE(json_extract(t.data, '$.lineage.observeOnly'), 0) = 0
+       AND NOT EXISTS (SELECT 1 FROM transfers x
+                       WHERE x.thread_id = ? AND x.type = 'subagent_result' AND x.source_thread_id = t.id)
+     ORDER BY t.created_at, t.rowid`,
+    [parentId, parentId]
+  ).pipe(
+    Effect.mapError(fromSqlError(`cannot read the subagents of thread ${parentId}`)),
+    Effect.flatMap((rows) => decodeAll(rows, decodeThread, "thread"))
+  )
+
+/**
+ * The commit of the newest git checkpoint of a run that is not rolled back (the first
+ * recorded of that run's, as the actor's fold picked it).
+ */
+export const previousGitCommitRow = (sql: SqlClient, threadId: ThreadId): Effect.Effect<string | null, StorageError> =>
+  sql
+    .unsafe<{ readonly commit: string | null }>(
+      `SELECT json_extract(c.data, '$.commitSha') AS "commit" FROM checkpoints c
+       JOIN runs r ON r.thread_id = c.thread_id AND r.ordinal = c.run_ordinal
+       WHERE c.thread_id = ? AND r.status <> 'rolled_back'
+         AND json_extract(c.data, '$.kind') = 'git' AND json_extract(c.data, '$.commitSha') IS NOT NULL
+       ORDER BY c.run_ordinal DESC, c.rowid ASC LIMIT 1`,
+      [threadId]
+    )
+    .pipe(
+      Effect.map((rows) => rows[0]?.commit ?? null),
+      Effect.mapError(fromSqlError(`cannot read the checkpoints of thread ${threadId}`))
+    )
+
+/** The first recorded ready git checkpoint of run `ordinal` that has a commit. */
+export const gitCheckpointOfOrdinalRow = (sql: SqlClient, threadId: ThreadId, ordinal: number) =>
+  oneRow(
+    sql,
+    `SELECT data FROM checkpoints WHERE thread_id = ? AND run_ordinal = ? AND status = 'ready'
+       AND json_extract(data, '$.kind') = 'git' AND json_extract(data, '$.commitSha') IS NOT NULL
+     ORDER BY rowid LIMIT 1`,
+    [threadId, ordinal],
+    decodeCheckpoint,
+    `the git checkpoint of run ${ordinal} of thread ${threadId}`
+  )

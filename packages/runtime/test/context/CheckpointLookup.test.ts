@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { latestReadyCheckpoint } from "../../src/context/index.js"
+import { putRun } from "../../src/store/Projection.js"
 import { addCheckpoint, addRun, newState } from "./builder.js"
 
 describe("latestReadyCheckpoint", () => {
@@ -19,7 +20,7 @@ describe("latestReadyCheckpoint", () => {
     expect(latestReadyCheckpoint(s, 1, 6)?.runOrdinal).toBe(5)
     // Out-of-order insertion, and a rolled-back run's checkpoint is not current.
     addCheckpoint(s, runs[3]!, ["d"])
-    s.runs[4] = { ...s.runs[4]!, status: "rolled_back" }
+    putRun(s, { ...s.runs.get(5)!, status: "rolled_back" })
     expect(latestReadyCheckpoint(s, 1, 6)?.runOrdinal).toBe(4)
     // A deletion (never done by the runtime) rebuilds the index.
     s.checkpoints.delete(five.id)

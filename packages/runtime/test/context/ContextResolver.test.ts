@@ -10,11 +10,13 @@ import {
   unsupportedContextError
 } from "../../src/context/index.js"
 import type { ThreadState } from "../../src/store/ThreadState.js"
+import { fullProviderThread } from "../../src/store/ThreadState.js"
+import { putHandoff, putProviderThread, putRun } from "../../src/store/Projection.js"
 import type { SimulateOptions } from "./builder.js"
 import { coverageMultiplicity, newState, p, resolveInput, settings, simulateRun } from "./builder.js"
 
 const ptOf = (state: ThreadState, id: string | null | undefined): ProviderThread => {
-  const pt = id ? state.providerThreads.get(id as ProviderThread["id"]) : undefined
+  const pt = id ? fullProviderThread(state, id as ProviderThread["id"]) : undefined
   if (pt === undefined) throw new Error(`no provider thread ${id}`)
   return pt
 }
@@ -129,7 +131,7 @@ describe("resolveStartContext: staleness signals, one at a time", () => {
     "$reason ($retire) alone: full summary into a new provider thread",
     ({ reason, retire, run4, run5 }) => {
       const { alpha, state } = baseline(run4)
-      if (retire) state.providerThreads.set(alpha.id, { ...state.providerThreads.get(alpha.id)!, status: retire })
+      if (retire) putProviderThread(state, { ...fullProviderThread(state, alpha.id)!, status: retire })
       const five = simulateRun(state, { provider: "alpha", message: "ship it", ...run5 })
       expect(five.resolution).toMatchObject({
         _tag: "portable",
@@ -143,7 +145,7 @@ describe("resolveStartContext: staleness signals, one at a time", () => {
       expect(five.resolution.explanation).toMatch(/stale/)
       expect(five.providerThread!.id).not.toBe(alpha.id)
       expect(five.providerThread!.coverage.nativeRunOrdinals).toEqual([5])
-      expect(state.providerThreads.get(alpha.id)!.status).toBe("stale")
+      expect(fullProviderThread(state, alpha.id)!.status).toBe("stale")
     }
   )
 
@@ -226,7 +228,7 @@ describe("resolveStartContext: unsupported and the other shapes", () => {
     simulateRun(state, { provider: "beta", message: "four" })
     // The delta that told alpha about run 2 is superseded (e.g. regenerated elsewhere).
     const h = three.handoff!
-    state.handoffs.set(h.id, { ...h, status: "superseded" })
+    putHandoff(state, { ...h, status: "superseded" })
     const five = resolveStartContext(resolveInput(state, { provider: "alpha" }))
     expect(five).toMatchObject({
       _tag: "portable",
@@ -274,7 +276,7 @@ describe("resolveStartContext: coverage property", () => {
             })
             const pt = r.providerThread!
             const counts = coverageMultiplicity(state, pt)
-            for (const run of state.runs) {
+            for (const run of state.runs.values()) {
               if (run.ordinal >= r.run.ordinal || !isLiveRun(run)) continue
               if (counts.get(run.ordinal) !== 1) {
                 throw new Error(
@@ -285,10 +287,10 @@ describe("resolveStartContext: coverage property", () => {
             expect(counts.get(r.run.ordinal)).toBe(1)
             // A rollback of the newest run (what rollback to N-1 does to runs and handoffs).
             if (s.status === "rolled_back") {
-              state.runs[r.run.ordinal - 1] = { ...r.run, status: "rolled_back" }
-              for (const pt2 of state.providerThreads.values()) {
-                if (pt2.coverage.nativeRunOrdinals.includes(r.run.ordinal)) {
-                  state.providerThreads.set(pt2.id, { ...pt2, status: "divergent" })
+              putRun(state, { ...r.run, status: "rolled_back" })
+              for (const { full: pt2 } of [...state.providerThreads.values()]) {
+                if (pt2!.coverage.nativeRunOrdinals.includes(r.run.ordinal)) {
+                  putProviderThread(state, { ...pt2!, status: "divergent" })
                 }
               }
             }

@@ -13,6 +13,8 @@ import {
   withHandoff,
   withServedRun
 } from "../../src/context/index.js"
+import { putHandoff, putProviderThread, putRun } from "../../src/store/Projection.js"
+import { fullProviderThread } from "../../src/store/ThreadState.js"
 import { AT, addRun, newState, p, settings, simulateRun, THREAD } from "./builder.js"
 
 describe("Coverage", () => {
@@ -38,9 +40,9 @@ describe("Coverage", () => {
     const one = simulateRun(s, { provider: "alpha", message: "1" })
     simulateRun(s, { provider: "beta", message: "2" })
     simulateRun(s, { provider: "beta", message: "3", status: "rolled_back" })
-    s.runs[2] = { ...s.runs[2]!, status: "rolled_back" }
+    putRun(s, { ...s.runs.get(3)!, status: "rolled_back" })
     simulateRun(s, { provider: "beta", message: "4" })
-    const alpha = s.providerThreads.get(one.providerThread!.id)!
+    const alpha = fullProviderThread(s, one.providerThread!.id)!
     expect(missingFor(s, alpha, 5)).toEqual([2, 4])
     expect(missingFor(s, alpha, 3)).toEqual([2])
     expect([...coveredOrdinals(s, alpha)]).toEqual([1])
@@ -54,7 +56,7 @@ describe("Coverage", () => {
     const pt = three.providerThread!
     expect(missingFor(s, pt, 4)).toEqual([])
     expect([...coveredOrdinals(s, pt)].sort()).toEqual([1, 2, 3])
-    s.handoffs.set(three.handoff!.id, { ...three.handoff!, status: "superseded" })
+    putHandoff(s, { ...three.handoff!, status: "superseded" })
     expect(missingFor(s, pt, 4)).toEqual([2])
   })
 
@@ -112,7 +114,7 @@ describe("Coverage", () => {
     expect(chainedHandoffCount(s, six.providerThread!)).toBe(2)
     expect(targetProviderThread(s, p("beta"))?.id).toBe(two.providerThread!.id)
     expect(targetProviderThread(s, p("gamma"))).toBeNull()
-    s.providerThreads.set(two.providerThread!.id, { ...six.providerThread!, status: "stale" })
+    putProviderThread(s, { ...six.providerThread!, status: "stale" })
     expect(targetProviderThread(s, p("beta"))).toBeNull()
   })
 })

@@ -37,7 +37,8 @@ import {
   withServedRun
 } from "../../src/context/index.js"
 import type { ThreadState } from "../../src/store/ThreadState.js"
-import { emptyThreadState } from "../../src/store/ThreadState.js"
+import { emptyThreadState, fullProviderThread, handoffHeadById, runAt } from "../../src/store/ThreadState.js"
+import { putHandoff, putProviderThread, putRun } from "../../src/store/Projection.js"
 
 export const AT = "2026-01-01T00:00:00.000Z"
 export const THREAD = ThreadId.make("thr_test")
@@ -70,7 +71,7 @@ export interface RunSpec {
 
 /** Appends a run (and its items, the user message first) as the reducer would. Mutates. */
 export const addRun = (state: ThreadState, spec: RunSpec): Run => {
-  const ordinal = state.runs.length + 1
+  const ordinal = state.runCount + 1
   const id = RunIdSchema.make(`run_${ordinal}`)
   const run: Run = {
     id,
@@ -89,7 +90,7 @@ export const addRun = (state: ThreadState, spec: RunSpec): Run => {
     startedAt: AT,
     completedAt: AT
   }
-  state.runs.push(run)
+  putRun(state, run)
   setItems(state, id, [{ type: "user_message", text: spec.message }, ...(spec.items ?? [])])
   return run
 }
@@ -166,7 +167,7 @@ export const simulateRun = (state: ThreadState, options: SimulateOptions): Simul
   const resolution = resolveStartContext(resolveInput(state, options))
   const finish = (patch: Partial<Run>): Run => {
     const ended: Run = { ...run, status: options.status ?? "completed", ...patch }
-    state.runs[run.ordinal - 1] = ended
+    putRun(state, ended)
     return ended
   }
   if (resolution._tag === "unsupported") {
@@ -181,14 +182,14 @@ export const simulateRun = (state: ThreadState, options: SimulateOptions): Simul
 
   const replaces = resolution._tag === "none" || resolution._tag === "portable" ? resolution.replaces : null
   if (replaces !== null) {
-    state.providerThreads.set(replaces.id, {
-      ...replaces,
+    putProviderThread(state, {
+      ...fullProviderThread(state, replaces.id)!,
       status: "stale",
       statusReason: resolution.reasons.join(",")
     })
   }
   let pt: ProviderThread =
-    resolution.providerThread ??
+    (resolution.providerThread && fullProviderThread(state, resolution.providerThread.id)) ??
     newProviderThread({
       id: ProviderThreadId.make(`pth_${options.provider}_${state.providerThreads.size + 1}`),
       threadId: THREAD,
@@ -197,7 +198,7 @@ export const simulateRun = (state: ThreadState, options: SimulateOptions): Simul
       settings: options.settings ?? settings(),
       at: AT
     })
-  if (resolution.providerThread === null) state.providerThreads.set(pt.id, pt)
+  if (resolution.providerThread === null) putProviderThread(state, pt)
 
   let handoff: ContextHandoff | null = null
   if (resolution._tag === "delta" || resolution._tag === "portable") {
@@ -228,10 +229,10 @@ export const simulateRun = (state: ThreadState, options: SimulateOptions): Simul
       createdAt: AT,
       updatedAt: AT
     }
-    state.handoffs.set(id, handoff)
+    putHandoff(state, handoff)
   }
   pt = { ...withServedRun(pt, { ordinal: run.ordinal, handoffId: handoff?.id ?? null, at: AT }), status: "idle" }
-  state.providerThreads.set(pt.id, pt)
+  putProviderThread(state, pt)
   const ended = finish({
     providerThreadId: pt.id,
     contextHandoffId: handoff?.id ?? null,
@@ -246,11 +247,11 @@ export const coverageMultiplicity = (state: ThreadState, pt: ProviderThread): Ma
   const bump = (o: number) => counts.set(o, (counts.get(o) ?? 0) + 1)
   for (const o of pt.coverage.nativeRunOrdinals) bump(o)
   for (const id of pt.coverage.handoffIds) {
-    const h = state.handoffs.get(id)
+    const h = handoffHeadById(state, id)
     if (h === undefined || h.status === "superseded") continue
     for (let o = h.coveredRunOrdinals.from; o <= h.coveredRunOrdinals.to; o++) {
       // A handoff range spans rolled-back or non-terminal runs it did not describe.
-      const run = state.runs[o - 1]
+      const run = runAt(state, o)
       if (run && (run.status === "completed" || run.status === "failed" || run.status === "interrupted")) bump(o)
     }
   }

@@ -51,7 +51,7 @@ describe("EventStore", () => {
         expect(yield* store.readEvents(a, 2, 3)).toEqual(first.slice(2).concat(rest.slice(0, 2)))
         expect(rest[0]!.sequence).toBeGreaterThan(first[2]!.sequence + logB.length - 1)
 
-        const stateA = Option.getOrThrow(yield* store.loadThread(a))
+        const stateA = Option.getOrThrow(yield* store.loadCompleteThread(a))
         expect(stateA).toEqual(foldEvents(logA))
         expect(stateA.lastThreadSequence).toBe(logA.length)
 
@@ -87,7 +87,7 @@ describe("EventStore", () => {
         expect(ids(yield* store.listThreads({ parentThreadId: threadId("f1") }))).toEqual(["thr_f2"])
         expect(ids(yield* store.listThreads({ parentThreadId: root, rootThreadId: root }))).toEqual(["thr_f1"])
 
-        const handoff = foldEvents(sampleLog(root))!.handoffs.values().next().value!
+        const handoff = foldEvents(sampleLog(root))!.handoffs.values().next().value!.full!
         expect(yield* store.getHandoff(handoff.id)).toEqual(Option.some(handoff))
         expect(yield* store.getHandoff(ContextHandoffId.make("hof_missing"))).toEqual(Option.none())
       })
@@ -158,7 +158,7 @@ describe("EventStore", () => {
           const items = stored.map((e) => (e.event as TurnItemRecorded).item.id)
           expect(items.map((id) => byItem.get(id))).toEqual(seqs)
         }
-        const state = Option.getOrThrow(yield* store.loadThread(t))
+        const state = Option.getOrThrow(yield* store.loadCompleteThread(t))
         expect(state.items.get(run.id)!.length).toBe(fibers * appends * perAppend)
         expect(state).toEqual(foldEvents(log.map((e) => e.event)))
       })
@@ -365,8 +365,10 @@ describe("EventStore", () => {
         // The failed rebuild rolled back: the projections are still there.
         expect(Option.isSome(yield* store.loadThread(t))).toBe(true)
         yield* sql.unsafe("UPDATE runs SET data = 'not json' WHERE thread_id = ?", [t])
-        const loadError = yield* Effect.flip(store.loadThread(t))
+        const loadError = yield* Effect.flip(store.loadCompleteThread(t))
         expect(loadError.detail).toMatch(/thread thr_c: run row 1 holds invalid JSON/)
+        const compactError = yield* Effect.flip(store.loadThread(t))
+        expect(compactError.detail).toMatch(/thread thr_c: newest run holds invalid JSON/)
       })
     )
   )
@@ -387,7 +389,7 @@ describe("Database", () => {
         const store = yield* EventStore
         const sql = yield* SqlClient
         return [
-          yield* store.loadThread(t),
+          yield* store.loadCompleteThread(t),
           yield* sql.unsafe<{ journal_mode: string }>("PRAGMA journal_mode"),
           yield* sql.unsafe<{ n: number }>("SELECT COUNT(*) AS n FROM effect_sql_migrations")
         ] as const

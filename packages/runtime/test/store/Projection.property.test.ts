@@ -5,12 +5,13 @@
  */
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
-import { ThreadId, type ContextTransfer, type ThreadEvent } from "@skein/domain"
+import { ThreadId, type ContextTransfer, type RunWindow, type ThreadEvent, type ThreadView } from "@skein/domain"
 import { Effect, Option } from "effect"
 import fc from "fast-check"
 import { EventStore } from "../../src/store/EventStore.js"
 import { applyEvent, foldEvents, toThreadView } from "../../src/store/Projection.js"
-import { emptyThreadState } from "../../src/store/ThreadState.js"
+import { emptyThreadState, trimThread, type ThreadState } from "../../src/store/ThreadState.js"
+import { windowOf } from "../../src/store/ThreadViews.js"
 import { batches, buildLog, makeThread, opArbitrary } from "./builders.js"
 import { dumpTables, storeLayer } from "./support.js"
 
@@ -47,6 +48,32 @@ const appendPlan = (s: Scenario, logs: ReturnType<typeof logsOf>) => {
   }
 }
 
+/** A page as its definition says: the whole view restricted to a window of runs (see ThreadViews). */
+const pageOf = (whole: ThreadView, fold: ThreadState, window: RunWindow, items: boolean): ThreadView => {
+  const { from, to } = windowOf(window, fold.runCount)
+  const inPage = (ordinal: number) => ordinal >= from && ordinal <= to
+  const runs = whole.runs.filter((r) => inPage(r.ordinal))
+  const ids = new Set<string>(runs.map((r) => r.id))
+  const servedBy = new Set(runs.map((r) => r.providerThreadId))
+  return {
+    ...whole,
+    runs: items ? runs : runs.map((r) => ({ ...r, items: [] })),
+    providerThreads: whole.providerThreads
+      .filter((pt) => pt.status !== "stale" || servedBy.has(pt.id))
+      .map((pt) => ({
+        ...pt,
+        coverage: { ...pt.coverage, nativeRunOrdinals: pt.coverage.nativeRunOrdinals.filter(inPage) },
+        nativeTurns: pt.nativeTurns.filter((t) => inPage(t.runOrdinal))
+      })),
+    transfers: whole.transfers.filter(
+      (t) => !fold.transfers.has(t.id) || t.consumedByRunId === null || ids.has(t.consumedByRunId)
+    ),
+    handoffs: whole.handoffs.filter((h) => h.targetRunId !== null && ids.has(h.targetRunId)),
+    checkpoints: whole.checkpoints.filter((c) => inPage(c.runOrdinal)),
+    page: { runCount: fold.runCount, from, to, items }
+  }
+}
+
 const check = (s: Scenario) =>
   Effect.gen(function* () {
     const store = yield* EventStore
@@ -57,7 +84,15 @@ const check = (s: Scenario) =>
     const folds = new Map(logs.map(({ id, log }) => [id, foldEvents(log)!] as const))
     for (const { id, log } of logs) {
       const fold = folds.get(id)!
-      expect(Option.getOrThrow(yield* store.loadThread(id))).toEqual(fold)
+      expect(Option.getOrThrow(yield* store.loadCompleteThread(id))).toEqual(fold)
+      // The compact read holds exactly what the compact form keeps of the fold, in its order.
+      const compact = structuredClone(fold)
+      trimThread(compact)
+      const loaded = Option.getOrThrow(yield* store.loadThread(id))
+      expect(loaded).toEqual(compact)
+      for (const key of ["runs", "items", "providerThreads", "transfers", "handoffs"] as const) {
+        expect([...loaded[key].keys()]).toEqual([...compact[key].keys()])
+      }
       // The log itself decodes to the same events.
       const stored = yield* store.readEvents(id, 0, log.length + 1)
       expect(stored.map((e) => e.event)).toEqual(log)
@@ -66,7 +101,24 @@ const check = (s: Scenario) =>
         if (other === id) continue
         for (const t of state.transfers.values()) if (t.sourceThreadId === id) outgoing.push(t)
       }
-      expect(Option.getOrThrow(yield* store.threadView(id))).toEqual(toThreadView(fold, outgoing))
+      const whole = Option.getOrThrow(yield* store.threadView(id))
+      expect(whole).toEqual(toThreadView(fold, outgoing))
+      // Pages hold what the whole view holds, restricted to their runs.
+      for (const [k, limit] of [1, 2, 3, 7, 1_000].entries()) {
+        const window =
+          k === 4
+            ? { after: 0, limit }
+            : k % 2 === 0
+              ? { after: (s.sizes[k] ?? 0) % (fold.runCount + 1), limit }
+              : { limit }
+        const page = Option.getOrThrow(yield* store.threadView(id, { runs: window, items: k !== 1 }))
+        expect(page).toEqual(pageOf(whole, fold, window, k !== 1))
+      }
+      const pages = []
+      for (let after = 0; after < fold.runCount; after += 3) {
+        pages.push(...Option.getOrThrow(yield* store.threadView(id, { runs: { after, limit: 3 } })).runs)
+      }
+      expect(pages).toEqual(whole.runs)
     }
 
     const before = yield* dumpTables()
@@ -98,9 +150,9 @@ describe("projection", () => {
       { kind: "threadUpdated", pick: 0, text: "renamed" }
     ])
     const state = foldEvents(log)!
-    expect(state.runs.length).toBe(1)
-    expect(state.runs[0]!.status).toBe("completed")
-    expect(state.items.get(state.runs[0]!.id)!.map((i) => i.seq)).toEqual([0, 1])
+    expect(state.runCount).toBe(1)
+    expect(state.runs.get(1)!.status).toBe("completed")
+    expect(state.items.get(state.runs.get(1)!.id)!.map((i) => i.seq)).toEqual([0, 1])
     expect(state.thread.title).toBe("renamed")
     expect(state.lastThreadSequence).toBe(log.length)
   })
@@ -109,7 +161,7 @@ describe("projection", () => {
     const log = buildLog(ThreadId.make("thr_v"), [{ kind: "startRun", pick: 0, text: "" }])
     expect(foldEvents([])).toBeUndefined()
     expect(foldEvents(log.slice(1))).toBeUndefined()
-    expect(foldEvents(log)!.runs.length).toBe(1)
+    expect(foldEvents(log)!.runCount).toBe(1)
   })
 
   it("items stay ordered by seq whatever order they are recorded in", () => {

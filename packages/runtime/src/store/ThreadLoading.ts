@@ -1,0 +1,514 @@
+/**
+ * Reading a thread's state back from the projection tables, in either form (see
+ * ThreadState): the complete state, the compact one a thread actor activates with,
+ * and what a compact state lacks for a question (`fillNeed`).
+ *
+ * The compact read is a handful of indexed queries whose cost does not grow with the
+ * thread's history: the newest run, the rolled-back ranges, the usable provider
+ * threads' heads plus the few rows of what they served since their snapshot (their
+ * newest and first run, the handoffs they received), the handoff heads those name,
+ * the open transfers, and the active run's items. Rows come in rowid order (an upsert
+ * keeps the rowid), which is the order a fold of the log inserts them in.
+ */
+import type { SqlClient } from "@effect/sql/SqlClient"
+import {
+  ContextHandoffHead,
+  ProviderThreadHead,
+  ProviderThreadStatus,
+  StorageError,
+  handoffHead,
+  providerThreadHead,
+  type ContextHandoffId,
+  type ProviderThread,
+  type RunId,
+  type ThreadId,
+  type TurnItem
+} from "@skein/domain"
+import { Effect, Either, Option, Schema } from "effect"
+import { fromSqlError, jsonDecoder } from "./Codec.js"
+import {
+  chunks,
+  decodeAll,
+  decodeCheckpoint,
+  decodeHandoff,
+  decodeItem,
+  decodeProviderThread,
+  decodeRun,
+  decodeThread,
+  decodeTransfer,
+  selectData,
+  type Param
+} from "./ProjectionTables.js"
+import type { Need, ThreadState } from "./ThreadState.js"
+import { checkpointAnswerKey, emptyThreadState, isLiveOrdinal, isOpenTransfer, markRolledBack } from "./ThreadState.js"
+
+const decodeProviderThreadHead = jsonDecoder(ProviderThreadHead, "provider thread")
+const decodeHandoffHead = jsonDecoder(ContextHandoffHead, "context handoff")
+
+export interface ServedRow {
+  readonly provider_thread_id: string
+  readonly ordinal: number
+  readonly handoff_id: string | null
+  readonly turn_ref: string | null
+  readonly status: string
+  readonly updated_at: string
+}
+
+export const servedColumns = "provider_thread_id, ordinal, handoff_id, turn_ref, status, updated_at"
+const where = "WHERE thread_id = ?"
+
+/** Item lists by run, each sorted by seq (rows come in first-write order; V8's sort is stable). */
+export const groupItems = (items: ReadonlyArray<TurnItem>): Map<RunId, Array<TurnItem>> => {
+  const byRun = new Map<RunId, Array<TurnItem>>()
+  for (const item of items) {
+    const list = byRun.get(item.runId)
+    if (list === undefined) byRun.set(item.runId, [item])
+    else list.push(item)
+  }
+  for (const list of byRun.values()) sortBySeq(list)
+  return byRun
+}
+
+const sortBySeq = (list: Array<{ readonly seq: number }>) => {
+  for (let i = 1; i < list.length; i++) {
+    if (list[i - 1]!.seq > list[i]!.seq) {
+      list.sort((a, b) => a.seq - b.seq)
+      return
+    }
+  }
+}
+
+const statusOf = (row: ServedRow, what: string): Either.Either<ProviderThread["status"], StorageError> =>
+  Either.mapLeft(
+    Schema.decodeUnknownEither(ProviderThreadStatus)(row.status),
+    () => new StorageError({ detail: `${what} provider thread run row ${row.ordinal}: bad status ${row.status}` })
+  )
+
+/**
+ * A provider thread's record is its last snapshot; the runs it served since are rows.
+ * Every later snapshot holds every run served before it, and ordinals only grow, so the
+ * rows past the snapshot's last run are exactly the newer ones, in order: applied in one
+ * pass (the same result as folding each ProviderThreadServed event in turn).
+ */
+const withServedRows = (
+  pt: ProviderThread,
+  rows: ReadonlyArray<ServedRow>,
+  what: string
+): Either.Either<ProviderThread, StorageError> => {
+  const last = pt.lastRunOrdinal ?? 0
+  const newer = rows.filter((row) => row.ordinal > last)
+  if (newer.length === 0) return Either.right(pt)
+  const native = [...pt.coverage.nativeRunOrdinals]
+  const turns = [...pt.nativeTurns]
+  const handoffIds = [...pt.coverage.handoffIds]
+  const received = [...pt.handoffIds]
+  for (const row of newer) {
+    native.push(row.ordinal)
+    if (row.turn_ref !== null) turns.push({ runOrdinal: row.ordinal, turnRef: row.turn_ref })
+    const handoffId = row.handoff_id as ContextHandoffId | null
+    if (handoffId !== null && !handoffIds.includes(handoffId)) {
+      handoffIds.push(handoffId)
+      received.push(handoffId)
+    }
+  }
+  const final = newer[newer.length - 1]!
+  return Either.map(statusOf(final, what), (status) => ({
+    ...pt,
+    firstRunOrdinal: pt.firstRunOrdinal ?? newer[0]!.ordinal,
+    lastRunOrdinal: final.ordinal,
+    handoffIds: received,
+    coverage: { nativeRunOrdinals: native, handoffIds },
+    nativeTurns: turns,
+    status,
+    updatedAt: final.updated_at
+  }))
+}
+
+/**
+ * The same on a head, from only the rows that change it: the first and the newest row
+ * past the snapshot, and those with a handoff (`rows`, in ordinal order).
+ */
+export const headWithServedRows = (
+  pt: ProviderThreadHead,
+  rows: ReadonlyArray<ServedRow>,
+  what: string
+): Either.Either<ProviderThreadHead, StorageError> => {
+  const last = pt.lastRunOrdinal ?? 0
+  const newer = rows.filter((row) => row.ordinal > last)
+  if (newer.length === 0) return Either.right(pt)
+  const handoffIds = [...pt.coverage.handoffIds]
+  const received = [...pt.handoffIds]
+  for (const row of newer) {
+    const handoffId = row.handoff_id as ContextHandoffId | null
+    if (handoffId !== null && !handoffIds.includes(handoffId)) {
+      handoffIds.push(handoffId)
+      received.push(handoffId)
+    }
+  }
+  const final = newer[newer.length - 1]!
+  return Either.map(statusOf(final, what), (status) => ({
+    ...pt,
+    firstRunOrdinal: pt.firstRunOrdinal ?? newer[0]!.ordinal,
+    lastRunOrdinal: final.ordinal,
+    handoffIds: received,
+    coverage: { handoffIds },
+    status,
+    updatedAt: final.updated_at
+  }))
+}
+
+const rolledBackRanges = (sql: SqlClient, threadId: ThreadId) =>
+  sql.unsafe<{ readonly first: number; readonly last: number }>(
+    `SELECT MIN(ordinal) AS first, MAX(ordinal) AS last FROM (
+       SELECT ordinal, ordinal - ROW_NUMBER() OVER (ORDER BY ordinal) AS island
+       FROM runs WHERE thread_id = ? AND status = 'rolled_back'
+     ) GROUP BY island ORDER BY first`,
+    [threadId]
+  )
+
+const lastSequence = (sql: SqlClient, threadId: ThreadId) =>
+  Effect.map(
+    sql.unsafe<{ readonly last: number }>(
+      "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
+      [threadId]
+    ),
+    (rows) => rows[0]?.last ?? 0
+  )
+
+/** `IN (?, ?, …)` queries over many ids, a few hundred at a time. */
+const selectIn = <R extends object>(
+  sql: SqlClient,
+  prefix: string,
+  suffix: string,
+  head: ReadonlyArray<Param>,
+  ids: ReadonlyArray<string>
+) =>
+  Effect.map(
+    Effect.forEach(chunks(ids, 400), (chunk) =>
+      sql.unsafe<R>(`${prefix} IN (${chunk.map(() => "?").join(", ")})${suffix}`, [...head, ...chunk])
+    ),
+    (pages) => pages.flat()
+  )
+
+/**
+ * A thread's complete state from the projection tables, read in one transaction (a
+ * concurrent append is either fully in or fully out).
+ */
+export const loadCompleteThreadState = (
+  sql: SqlClient,
+  threadId: ThreadId
+): Effect.Effect<Option.Option<ThreadState>, StorageError> =>
+  Effect.gen(function* () {
+    const threadRows = yield* selectData(sql, "SELECT data FROM threads WHERE id = ?", [threadId])
+    const threadRow = threadRows[0]
+    if (threadRow === undefined) return Option.none()
+    const [runRows, itemRows, ptRows, servedRows, transferRows, handoffRows, checkpointRows, last] = yield* Effect.all([
+      selectData(sql, `SELECT data FROM runs ${where} ORDER BY ordinal`, [threadId]),
+      selectData(sql, `SELECT data FROM turn_items ${where} ORDER BY rowid`, [threadId]),
+      selectData(sql, `SELECT data FROM provider_threads ${where} ORDER BY rowid`, [threadId]),
+      sql.unsafe<ServedRow>(
+        `SELECT ${servedColumns} FROM provider_thread_runs ${where} ORDER BY provider_thread_id, ordinal`,
+        [threadId]
+      ),
+      selectData(sql, `SELECT data FROM transfers ${where} ORDER BY rowid`, [threadId]),
+      selectData(sql, `SELECT data FROM handoffs ${where} ORDER BY rowid`, [threadId]),
+      selectData(sql, `SELECT data FROM checkpoints ${where} ORDER BY rowid`, [threadId]),
+      lastSequence(sql, threadId)
+    ])
+    const what = `thread ${threadId}:`
+    const state = emptyThreadState(yield* decodeThread(threadRow.data, `${what} thread row`), true)
+    const items = groupItems(yield* decodeAll(itemRows, decodeItem, `${what} turn item`))
+    for (const run of yield* decodeAll(runRows, decodeRun, `${what} run`)) {
+      state.runs.set(run.ordinal, run)
+      state.items.set(run.id, items.get(run.id) ?? [])
+      if (run.status === "rolled_back") markRolledBack(state.rolledBack, run.ordinal)
+      state.runCount = Math.max(state.runCount, run.ordinal)
+    }
+    const servedBy = new Map<string, Array<ServedRow>>()
+    for (const row of servedRows) {
+      const list = servedBy.get(row.provider_thread_id)
+      if (list === undefined) servedBy.set(row.provider_thread_id, [row])
+      else list.push(row)
+    }
+    for (const snapshot of yield* decodeAll(ptRows, decodeProviderThread, `${what} provider thread`)) {
+      const pt = yield* withServedRows(snapshot, servedBy.get(snapshot.id) ?? [], what)
+      state.providerThreads.set(pt.id, { head: providerThreadHead(pt), full: pt })
+    }
+    for (const t of yield* decodeAll(transferRows, decodeTransfer, `${what} transfer`)) state.transfers.set(t.id, t)
+    for (const h of yield* decodeAll(handoffRows, decodeHandoff, `${what} handoff`)) {
+      state.handoffs.set(h.id, { head: handoffHead(h), full: h })
+    }
+    for (const c of yield* decodeAll(checkpointRows, decodeCheckpoint, `${what} checkpoint`)) {
+      state.checkpoints.set(c.id, c)
+    }
+    state.lastThreadSequence = last
+    return Option.some(state)
+  }).pipe(sql.withTransaction, Effect.mapError(fromSqlError(`cannot load thread ${threadId}`)))
+
+/** The heads of usable provider threads, with the rows they served since their snapshot applied. */
+const usableProviderThreads = (sql: SqlClient, threadId: ThreadId, what: string) =>
+  Effect.gen(function* () {
+    const rows = yield* sql.unsafe<{ readonly head: string }>(
+      `SELECT head FROM provider_threads ${where} AND status <> 'stale' ORDER BY rowid`,
+      [threadId]
+    )
+    const heads: Array<ProviderThreadHead> = []
+    for (const [i, row] of rows.entries()) {
+      const snapshot = yield* decodeProviderThreadHead(row.head, `${what} provider thread ${i + 1}`)
+      const last = snapshot.lastRunOrdinal ?? 0
+      const key = [threadId, snapshot.id, last] as const
+      // The first and newest row past the snapshot, and those that brought a handoff.
+      const served = yield* sql.unsafe<ServedRow>(
+        `SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal LIMIT 1)
+         UNION SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal DESC LIMIT 1)
+         UNION SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? AND handoff_id IS NOT NULL
+         ORDER BY ordinal`,
+        [...key, ...key, ...key]
+      )
+      heads.push(yield* headWithServedRows(snapshot, served, what))
+    }
+    return heads
+  })
+
+/**
+ * A thread's compact state (see ThreadState), in one transaction: a few indexed reads,
+ * whatever the length of its history.
+ */
+export const loadCompactThreadState = (
+  sql: SqlClient,
+  threadId: ThreadId
+): Effect.Effect<Option.Option<ThreadState>, StorageError> =>
+  Effect.gen(function* () {
+    const threadRows = yield* selectData(sql, "SELECT data FROM threads WHERE id = ?", [threadId])
+    const threadRow = threadRows[0]
+    if (threadRow === undefined) return Option.none()
+    const what = `thread ${threadId}:`
+    const state = emptyThreadState(yield* decodeThread(threadRow.data, `${what} thread row`), false)
+    const newest = yield* selectData(sql, `SELECT data FROM runs ${where} ORDER BY ordinal DESC LIMIT 1`, [threadId])
+    const last = newest[0] === undefined ? undefined : yield* decodeRun(newest[0].data, `${what} newest run`)
+    const active = last !== undefined && (last.status === "running" || last.status === "queued") ? last : undefined
+    if (last !== undefined) {
+      state.runs.set(last.ordinal, last)
+      state.runCount = last.ordinal
+    }
+    for (const range of yield* rolledBackRanges(sql, threadId)) {
+      state.rolledBack.push({ from: range.first, to: range.last })
+    }
+    if (active !== undefined) {
+      const items = yield* selectData(sql, `SELECT data FROM turn_items ${where} AND run_id = ? ORDER BY rowid`, [
+        threadId,
+        active.id
+      ])
+      state.items.set(
+        active.id,
+        groupItems(yield* decodeAll(items, decodeItem, `${what} turn item`)).get(active.id) ?? []
+      )
+    }
+    const heads = yield* usableProviderThreads(sql, threadId, what)
+    const named = new Set<string>()
+    for (const head of heads) {
+      state.providerThreads.set(head.id, { head, full: undefined })
+      for (const id of head.coverage.handoffIds) named.add(id)
+    }
+    // The handoffs their coverage names, and the active run's: heads only, in rowid order.
+    const handoffRows = yield* selectIn<{ readonly rowid: number; readonly head: string }>(
+      sql,
+      `SELECT rowid, head FROM handoffs ${where} AND id`,
+      "",
+      [threadId],
+      [...named]
+    )
+    if (active !== undefined) {
+      handoffRows.push(
+        ...(yield* sql.unsafe<{ readonly rowid: number; readonly head: string }>(
+          `SELECT rowid, head FROM handoffs ${where} AND target_run_id = ?`,
+          [threadId, active.id]
+        ))
+      )
+    }
+    handoffRows.sort((a, b) => a.rowid - b.rowid)
+    for (const row of handoffRows) {
+      const head = yield* decodeHandoffHead(row.head, `${what} handoff`)
+      state.handoffs.set(head.id, { head, full: undefined })
+    }
+    // Transfers not settled yet, and the thread's inheritance.
+    const transferRows = [
+      ...(yield* sql.unsafe<{ readonly rowid: number; readonly data: string }>(
+        `SELECT rowid, data FROM transfers ${where} AND status IN ('pending', 'resolved_native', 'resolved_portable')`,
+        [threadId]
+      )),
+      ...(yield* sql.unsafe<{ readonly rowid: number; readonly data: string }>(
+        `SELECT rowid, data FROM transfers ${where} AND type IN ('fork', 'subagent_spawn') AND status IN ('failed', 'consumed')`,
+        [threadId]
+      ))
+    ].sort((a, b) => a.rowid - b.rowid)
+    for (const t of yield* decodeAll(transferRows, decodeTransfer, `${what} transfer`)) {
+      if (isOpenTransfer(t, threadId)) state.transfers.set(t.id, t)
+    }
+    state.lastThreadSequence = yield* lastSequence(sql, threadId)
+    return Option.some(state)
+  }).pipe(sql.withTransaction, Effect.mapError(fromSqlError(`cannot load thread ${threadId}`)))
+
+const pageSize = 64
+
+/** Reads what a compact state lacks (`need`) into it. Reads of a thread's own actor agree with its memory. */
+export const fillNeed = (sql: SqlClient, state: ThreadState, need: Need): Effect.Effect<void, StorageError> => {
+  const threadId = state.thread.id
+  const what = `thread ${threadId}:`
+  const setItems = (runIds: ReadonlyArray<RunId>, items: ReadonlyArray<TurnItem>) => {
+    const byRun = groupItems(items)
+    for (const id of runIds) state.items.set(id, byRun.get(id) ?? [])
+  }
+  const filled = Effect.gen(function* () {
+    switch (need._tag) {
+      case "Runs": {
+        const rows = yield* selectData(
+          sql,
+          `SELECT data FROM runs ${where} AND ordinal BETWEEN ? AND ? ORDER BY ordinal`,
+          [threadId, need.from, need.to]
+        )
+        const runs = yield* decodeAll(rows, decodeRun, `${what} run`)
+        for (const run of runs) state.runs.set(run.ordinal, run)
+        if (need.items) {
+          const items = yield* selectData(
+            sql,
+            `SELECT i.data AS data FROM runs r JOIN turn_items i ON i.thread_id = r.thread_id AND i.run_id = r.id
+             WHERE r.thread_id = ? AND r.ordinal BETWEEN ? AND ? ORDER BY i.rowid`,
+            [threadId, need.from, need.to]
+          )
+          setItems(
+            runs.map((run) => run.id),
+            yield* decodeAll(items, decodeItem, `${what} turn item`)
+          )
+        }
+        return
+      }
+      case "Run": {
+        const rows = yield* selectData(sql, `SELECT data FROM runs ${where} AND id = ?`, [threadId, need.runId])
+        if (rows[0] === undefined) {
+          state.absent.add(need.runId)
+          return
+        }
+        const run = yield* decodeRun(rows[0].data, `${what} run ${need.runId}`)
+        state.runs.set(run.ordinal, run)
+        if (need.items) {
+          const items = yield* selectData(sql, `SELECT data FROM turn_items ${where} AND run_id = ? ORDER BY rowid`, [
+            threadId,
+            run.id
+          ])
+          setItems([run.id], yield* decodeAll(items, decodeItem, `${what} turn item`))
+        }
+        return
+      }
+      case "ProviderThread": {
+        const rows = yield* selectData(sql, `SELECT data FROM provider_threads ${where} AND id = ?`, [
+          threadId,
+          need.id
+        ])
+        if (rows[0] === undefined) {
+          state.absent.add(need.id)
+          return
+        }
+        const snapshot = yield* decodeProviderThread(rows[0].data, `${what} provider thread ${need.id}`)
+        const served = yield* sql.unsafe<ServedRow>(
+          `SELECT ${servedColumns} FROM provider_thread_runs ${where} AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal`,
+          [threadId, need.id, snapshot.lastRunOrdinal ?? 0]
+        )
+        const full = yield* withServedRows(snapshot, served, what)
+        const entry = state.providerThreads.get(full.id)
+        if (entry === undefined) state.providerThreads.set(full.id, { head: providerThreadHead(full), full })
+        else entry.full = full
+        return
+      }
+      case "Handoffs": {
+        const found = new Set<string>()
+        if (need.full) {
+          const rows = yield* selectIn<{ readonly data: string }>(
+            sql,
+            `SELECT data FROM handoffs ${where} AND id`,
+            " ORDER BY rowid",
+            [threadId],
+            need.ids
+          )
+          for (const h of yield* decodeAll(rows, decodeHandoff, `${what} handoff`)) {
+            found.add(h.id)
+            const entry = state.handoffs.get(h.id)
+            if (entry === undefined) state.handoffs.set(h.id, { head: handoffHead(h), full: h })
+            else entry.full = h
+          }
+        } else {
+          const rows = yield* selectIn<{ readonly head: string }>(
+            sql,
+            `SELECT head FROM handoffs ${where} AND id`,
+            " ORDER BY rowid",
+            [threadId],
+            need.ids
+          )
+          for (const row of rows) {
+            const head = yield* decodeHandoffHead(row.head, `${what} handoff`)
+            found.add(head.id)
+            if (!state.handoffs.has(head.id)) state.handoffs.set(head.id, { head, full: undefined })
+          }
+        }
+        for (const id of need.ids) if (!found.has(id)) state.absent.add(id)
+        return
+      }
+      case "Transfer": {
+        const rows = yield* selectData(sql, `SELECT data FROM transfers ${where} AND id = ?`, [threadId, need.id])
+        if (rows[0] === undefined) state.absent.add(need.id)
+        else {
+          const transfer = yield* decodeTransfer(rows[0].data, `${what} transfer ${need.id}`)
+          state.transfers.set(transfer.id, transfer)
+        }
+        return
+      }
+      case "LatestCheckpoint": {
+        // Newest first (a run's later checkpoint before its earlier one), until one of a live run.
+        let answer = null
+        for (let offset = 0; answer === null; offset += pageSize) {
+          const rows = yield* selectData(
+            sql,
+            `SELECT data FROM checkpoints ${where} AND status = 'ready' AND run_ordinal BETWEEN ? AND ?
+             ORDER BY run_ordinal DESC, rowid DESC LIMIT ? OFFSET ?`,
+            [threadId, need.from, need.to, pageSize, offset]
+          )
+          for (const c of yield* decodeAll(rows, decodeCheckpoint, `${what} checkpoint`)) {
+            if (isLiveOrdinal(state, c.runOrdinal)) {
+              answer = c
+              break
+            }
+          }
+          if (rows.length < pageSize) break
+        }
+        state.latestCheckpoints.set(checkpointAnswerKey(need.from, need.to), answer)
+        return
+      }
+      case "Everything": {
+        const complete = yield* loadCompleteThreadState(sql, threadId)
+        if (Option.isNone(complete)) return yield* new StorageError({ detail: `thread ${threadId} is gone` })
+        becomeComplete(state, complete.value)
+        return
+      }
+    }
+  })
+  return filled.pipe(Effect.mapError(fromSqlError(`cannot read thread ${threadId}`)))
+}
+
+/** Makes `state` the complete state `from` (same thread, same point in its log). */
+const becomeComplete = (state: ThreadState, from: ThreadState): void => {
+  state.complete = true
+  state.runCount = from.runCount
+  state.rolledBack.splice(0, state.rolledBack.length, ...from.rolledBack)
+  const copy = <K, V>(to: Map<K, V>, source: Map<K, V>) => {
+    to.clear()
+    for (const [k, v] of source) to.set(k, v)
+  }
+  copy(state.runs, from.runs)
+  copy(state.items, from.items)
+  copy(state.providerThreads, from.providerThreads)
+  copy(state.transfers, from.transfers)
+  copy(state.handoffs, from.handoffs)
+  copy(state.checkpoints, from.checkpoints)
+  state.latestCheckpoints.clear()
+  state.absent.clear()
+}
