@@ -8,43 +8,26 @@
  * directory owned by a Scope, so HEAD, the index, branches, the stash and the work
  * tree are never touched by a capture; a restore changes the work tree only.
  *
- * git runs as a child process through @effect/platform's Command: argument arrays (no
- * shell), a closed environment (PATH, HOME, the temporary index, a fixed author and
- * committer; nothing else inherited, so no `GIT_DIR` or locale leaks in), `-z` output.
+ * git runs as child processes (see Git.ts: argument arrays, a closed environment, `-z`
+ * output).
  *
  * Speed: the temporary index starts as a copy of the repository's own, so `git add -A`
- * rehashes only files whose stat changed (a fresh index would hash every file); the diff
- * runs beside the commit, since it needs only the trees.
+ * rehashes only files whose stat changed (a fresh index would hash every file); once it
+ * holds the work tree, the tree and the diff (`diff-index --cached`, index against the
+ * base) are read side by side; the commit and its ref go through a GitWriter, which
+ * can be a pair of long-lived processes so that they cost no process start-up.
  */
-import { Command } from "@effect/platform"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
-import type { PlatformError } from "@effect/platform/Error"
 import type { DiffEntry } from "@skein/domain"
-import { Chunk, Context, Effect, Option, Schema, Stream } from "effect"
+import { Effect, Option } from "effect"
 import type { Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { describe, git, GitError, gitRaw, notARepository } from "./Git.js"
+import * as GitWriter from "./GitWriter.js"
 
-/** A git command could not run or failed. The message says what to do. */
-export class GitError extends Schema.TaggedError<GitError>()("GitError", {
-  /** What was run, e.g. `git add -A`. */
-  command: Schema.String,
-  detail: Schema.String,
-  /** `missing`: no git executable could be started; `failed`: it ran and refused, or the input was unusable. */
-  reason: Schema.Literal("missing", "failed")
-}) {
-  override get message() {
-    return this.reason === "missing"
-      ? `git could not be started (${this.detail}). Install git and put it on the PATH, or keep using logical checkpoints.`
-      : `${this.command} failed: ${this.detail}`
-  }
-}
-
-/** The git executable to run: `git` on the PATH unless provided otherwise. */
-export class GitExecutable extends Context.Reference<GitExecutable>()("@skein/runtime/GitExecutable", {
-  defaultValue: (): string => "git"
-}) {}
+export { GitError, GitExecutable } from "./Git.js"
 
 /** A captured checkpoint: its hidden ref, commit and tree, and what changed since the previous one. */
 export interface GitCheckpoint {
@@ -53,95 +36,6 @@ export interface GitCheckpoint {
   readonly tree: string
   readonly diff: ReadonlyArray<DiffEntry>
 }
-
-// ---------------------------------------------------------------------------------------
-// Running git
-
-interface GitRun {
-  readonly cwd: string
-  /** GIT_INDEX_FILE; the repository's own index is never named here. */
-  readonly index?: string
-  readonly stdin?: string
-}
-
-interface GitOutput {
-  readonly code: number
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** The only environment git sees. */
-const environment = (index: string | undefined): Record<string, string | undefined> => ({
-  PATH: process.env.PATH,
-  HOME: process.env.HOME ?? Os.homedir(),
-  GIT_INDEX_FILE: index,
-  GIT_AUTHOR_NAME: "Skein",
-  GIT_AUTHOR_EMAIL: "skein@localhost",
-  GIT_COMMITTER_NAME: "Skein",
-  GIT_COMMITTER_EMAIL: "skein@localhost",
-  // Never refresh the user's index as a side effect, never prompt.
-  GIT_OPTIONAL_LOCKS: "0",
-  GIT_TERMINAL_PROMPT: "0"
-})
-
-/**
- * Unusual file names verbatim; no split index (which would write a shared index file
- * beside the repository's own); no automatic gc started by a checkpoint.
- */
-const settings = ["-c", "core.quotepath=off", "-c", "core.splitIndex=false", "-c", "gc.auto=0"]
-
-const describe = (args: ReadonlyArray<string>) => `git ${args.join(" ")}`
-
-const collect = (stream: Stream.Stream<Uint8Array, PlatformError>) =>
-  Effect.map(Stream.runCollect(stream), (chunks) => Buffer.concat(Chunk.toArray(chunks)).toString("utf8"))
-
-const fromPlatform = (args: ReadonlyArray<string>, cwd: string, executable: string) => (error: PlatformError) =>
-  error._tag === "SystemError" && error.module === "Command" && error.method === "spawn"
-    ? new GitError({
-        command: describe(args),
-        detail: `${executable}: ${error.reason === "NotFound" ? "not found" : error.message}`,
-        reason: "missing"
-      })
-    : error._tag === "SystemError" && error.method === "access"
-      ? new GitError({ command: describe(args), detail: `the directory ${cwd} cannot be used`, reason: "failed" })
-      : new GitError({ command: describe(args), detail: error.message, reason: "failed" })
-
-/** Runs git to its end and gives its exit code and output, whatever the code. */
-const gitRaw = (args: ReadonlyArray<string>, run: GitRun): Effect.Effect<GitOutput, GitError, CommandExecutor> =>
-  Effect.flatMap(GitExecutable, (executable) => {
-    let command = Command.make(executable, ...settings, ...args).pipe(
-      Command.workingDirectory(run.cwd),
-      Command.env(environment(run.index), { extendEnv: false })
-    )
-    if (run.stdin !== undefined) command = Command.feed(command, run.stdin)
-    return Effect.scoped(
-      Effect.flatMap(Command.start(command), (process) =>
-        Effect.all([process.exitCode, collect(process.stdout), collect(process.stderr)], { concurrency: "unbounded" })
-      )
-    ).pipe(
-      Effect.map(([code, stdout, stderr]) => ({ code, stdout, stderr })),
-      Effect.mapError(fromPlatform(args, run.cwd, executable))
-    )
-  })
-
-const notARepository = /not a git repository|must be run in a work tree/
-
-/** Runs git and gives its standard output; a non-zero exit is a GitError with git's own words. */
-const git = (args: ReadonlyArray<string>, run: GitRun): Effect.Effect<string, GitError, CommandExecutor> =>
-  Effect.flatMap(gitRaw(args, run), (out) =>
-    out.code === 0
-      ? Effect.succeed(out.stdout)
-      : Effect.fail(
-          new GitError({
-            command: describe(args),
-            detail:
-              out.code === 128 && notARepository.test(out.stderr)
-                ? `${run.cwd} is not inside a git work tree (it keeps logical checkpoints)`
-                : out.stderr.trim() || `exit code ${out.code}`,
-            reason: "failed"
-          })
-        )
-  )
 
 // ---------------------------------------------------------------------------------------
 // The repository and a temporary index
@@ -232,7 +126,7 @@ const checkOrdinal = (what: string, ordinal: number) =>
 // The diff summary
 
 /**
- * Reads `git diff-tree -r -z --raw --numstat`: first one raw record per path (`:modes
+ * Reads `git diff-index -r -z --raw --numstat`: first one raw record per path (`:modes
  * ids STATUS` then the path), then one `added TAB deleted TAB path` per path (`-` for
  * binary files, counted as 0).
  */
@@ -260,8 +154,12 @@ const parseDiff = (output: string): Array<DiffEntry> => {
   })
 }
 
-const diffSummary = (cwd: string, base: string, target: string) =>
-  Effect.map(git(["diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", base, target], { cwd }), parseDiff)
+/** What the index holds against the tree-ish `base`, from `git diff-index --cached`. */
+const diffSummary = (cwd: string, index: string, base: string) =>
+  Effect.map(
+    git(["diff-index", "--cached", "-r", "-z", "--no-renames", "--raw", "--numstat", base], { cwd, index }),
+    parseDiff
+  )
 
 /** The empty tree, which git knows without storing it, in the repository's hash (told by the length of an id). */
 const emptyTree = (like: string) =>
@@ -300,10 +198,13 @@ export const capture = (input: {
   readonly threadId: string
   readonly ordinal: number
   readonly previous: string | null
+  /** Writes the commit and the ref; a process each unless given (see GitWriter). */
+  readonly writer?: GitWriter.GitWriter | undefined
 }): Effect.Effect<GitCheckpoint, GitError, CommandExecutor> =>
   Effect.scoped(
     Effect.gen(function* () {
       const { previous, workspace: cwd } = input
+      const writer = input.writer ?? GitWriter.oneShot(cwd)
       yield* checkOrdinal("git checkpoint", input.ordinal)
       if (previous !== null) yield* checkObjectId("git checkpoint", previous)
       const index = yield* temporaryIndex(cwd)
@@ -311,18 +212,27 @@ export const capture = (input: {
         [git(["add", "-A"], { cwd, index }), previous === null ? headTree(cwd) : Effect.succeedNone],
         { concurrency: "unbounded" }
       )
-      const tree = (yield* git(["write-tree"], { cwd, index })).trim()
       const ref = `${refPrefix(input.threadId)}${input.ordinal}`
       const message = `skein checkpoint ${ref}`
-      const parents = previous === null ? [] : ["-p", previous]
-      const commit = Effect.flatMap(
-        git(["commit-tree", "--no-gpg-sign", ...parents, "-m", message, tree], { cwd }),
-        (out) => Effect.as(git(["update-ref", "--no-deref", ref, out.trim()], { cwd }), out.trim())
+      // `^{commit}`: the diff then also proves that `previous` is a commit of this
+      // repository, which a kept writer (hashing the commit's text) does not check.
+      const base = previous === null ? Option.getOrNull(head) : `${previous}^{commit}`
+      // The index now holds the work tree: the tree and its commit, and the diff against
+      // the base (index against a tree), are read from it side by side.
+      const write = Effect.gen(function* () {
+        const tree = (yield* git(["write-tree"], { cwd, index })).trim()
+        const commit = yield* writer.commit({ tree, parents: previous === null ? [] : [previous], message })
+        return { tree, commit }
+      })
+      const [{ commit, tree }, early] = yield* Effect.all(
+        [write, base === null ? Effect.succeedNone : Effect.asSome(diffSummary(cwd, index, base))],
+        { concurrency: "unbounded" }
       )
-      // The diff needs only the trees, so it runs beside the commit.
-      const base = previous ?? Option.getOrElse(head, () => emptyTree(tree))
-      const [id, diff] = yield* Effect.all([commit, diffSummary(cwd, base, tree)], { concurrency: "unbounded" })
-      return { ref, commit: id, tree, diff }
+      // On an unborn branch the base is the empty tree, in the repository's hash.
+      const diff = Option.isSome(early) ? early.value : yield* diffSummary(cwd, index, emptyTree(tree))
+      // Last, once everything else worked (and `previous` was proved a commit).
+      yield* writer.setRef(ref, commit)
+      return { ref, commit, tree, diff }
     })
   )
 

@@ -5,13 +5,23 @@
  * nothing for any other directory (the run's checkpoint stays logical), and a restore
  * for `thread.rollback { restoreFiles }`. Whether a directory is a repository is
  * asked once per workspace.
+ *
+ * Each workspace's commits and refs go through a long-lived GitWriter, kept while
+ * checkpoints keep coming and closed a minute after the last one; a writer that failed
+ * is dropped (that checkpoint fails with git's words) and the next capture starts a
+ * fresh one.
  */
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import { NodeContext } from "@effect/platform-node"
 import type { DiffEntry, ThreadId } from "@skein/domain"
 import { GitFailed } from "@skein/domain"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import * as RcRegistry from "../actors/RcRegistry.js"
 import * as GitCheckpoints from "./GitCheckpoints.js"
+import * as GitWriter from "./GitWriter.js"
+
+/** How long a workspace's writer processes outlive its last checkpoint. */
+const WRITER_IDLE = Duration.minutes(1)
 
 export interface CapturedCheckpoint {
   readonly gitRef: string
@@ -37,11 +47,24 @@ export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceC
   WorkspaceCheckpoints,
   WorkspaceCheckpointsShape
 >() {
-  static readonly layer: Layer.Layer<WorkspaceCheckpoints> = Layer.effect(
+  static readonly layer: Layer.Layer<WorkspaceCheckpoints> = Layer.scoped(
     WorkspaceCheckpoints,
     Effect.gen(function* () {
       // The command executor, built once with the layer.
       const context = yield* Effect.context<CommandExecutor>()
+      const writers = yield* RcRegistry.make({
+        lookup: (workspace: string) => GitWriter.make(workspace),
+        idleTimeToLive: WRITER_IDLE
+      })
+      /** The capture, through the workspace's writer; a writer that failed is dropped. */
+      const captureWith = (input: Parameters<typeof GitCheckpoints.capture>[0]) =>
+        Effect.scoped(
+          Effect.flatMap(writers.get(input.workspace), (writer) =>
+            GitCheckpoints.capture({ ...input, writer }).pipe(
+              Effect.ensuring(Effect.suspend(() => (writer.broken() ? writers.invalidate(input.workspace) : Effect.void)))
+            )
+          )
+        )
       const repositories = new Map<string, boolean>()
       const failed = (workspace: string) => (error: GitCheckpoints.GitError) =>
         new GitFailed({ workspace, detail: error.message })
@@ -58,7 +81,7 @@ export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceC
           Effect.gen(function* () {
             if (!(yield* isRepository(input.workspace))) return Option.none()
             const previous = yield* input.previous
-            const taken = yield* GitCheckpoints.capture({ ...input, previous }).pipe(
+            const taken = yield* captureWith({ ...input, previous }).pipe(
               Effect.mapError(failed(input.workspace))
             )
             return Option.some({ gitRef: taken.ref, commit: taken.commit, tree: taken.tree, diff: taken.diff })

@@ -1,0 +1,120 @@
+/**
+ * Running git: one process per command through @effect/platform's Command, with
+ * argument arrays (no shell), a closed environment (PATH, HOME, an optional temporary
+ * index, a fixed author and committer; nothing else inherited, so no `GIT_DIR` or
+ * locale leaks in), and typed errors that say what to do.
+ */
+import { Command } from "@effect/platform"
+import type { CommandExecutor } from "@effect/platform/CommandExecutor"
+import type { PlatformError } from "@effect/platform/Error"
+import { Chunk, Context, Effect, Schema, Stream } from "effect"
+import * as Os from "node:os"
+
+/** A git command could not run or failed. The message says what to do. */
+export class GitError extends Schema.TaggedError<GitError>()("GitError", {
+  /** What was run, e.g. `git add -A`. */
+  command: Schema.String,
+  detail: Schema.String,
+  /** `missing`: no git executable could be started; `failed`: it ran and refused, or the input was unusable. */
+  reason: Schema.Literal("missing", "failed")
+}) {
+  override get message() {
+    return this.reason === "missing"
+      ? `git could not be started (${this.detail}). Install git and put it on the PATH, or keep using logical checkpoints.`
+      : `${this.command} failed: ${this.detail}`
+  }
+}
+
+/** The git executable to run: `git` on the PATH unless provided otherwise. */
+export class GitExecutable extends Context.Reference<GitExecutable>()("@skein/runtime/GitExecutable", {
+  defaultValue: (): string => "git"
+}) {}
+
+// ---------------------------------------------------------------------------------------
+// Running git
+
+export interface GitRun {
+  readonly cwd: string
+  /** GIT_INDEX_FILE; the repository's own index is never named here. */
+  readonly index?: string
+  readonly stdin?: string
+}
+
+export interface GitOutput {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The only environment git sees. */
+export const environment = (index: string | undefined): Record<string, string | undefined> => ({
+  PATH: process.env.PATH,
+  HOME: process.env.HOME ?? Os.homedir(),
+  GIT_INDEX_FILE: index,
+  GIT_AUTHOR_NAME: "Skein",
+  GIT_AUTHOR_EMAIL: "skein@localhost",
+  GIT_COMMITTER_NAME: "Skein",
+  GIT_COMMITTER_EMAIL: "skein@localhost",
+  // Never refresh the user's index as a side effect, never prompt.
+  GIT_OPTIONAL_LOCKS: "0",
+  GIT_TERMINAL_PROMPT: "0"
+})
+
+/**
+ * Unusual file names verbatim; no split index (which would write a shared index file
+ * beside the repository's own); no automatic gc started by a checkpoint.
+ */
+export const settings = ["-c", "core.quotepath=off", "-c", "core.splitIndex=false", "-c", "gc.auto=0"]
+
+export const describe = (args: ReadonlyArray<string>) => `git ${args.join(" ")}`
+
+export const collect = (stream: Stream.Stream<Uint8Array, PlatformError>) =>
+  Effect.map(Stream.runCollect(stream), (chunks) => Buffer.concat(Chunk.toArray(chunks)).toString("utf8"))
+
+export const fromPlatform = (args: ReadonlyArray<string>, cwd: string, executable: string) => (error: PlatformError) =>
+  error._tag === "SystemError" && error.module === "Command" && error.method === "spawn"
+    ? new GitError({
+        command: describe(args),
+        detail: `${executable}: ${error.reason === "NotFound" ? "not found" : error.message}`,
+        reason: "missing"
+      })
+    : error._tag === "SystemError" && error.method === "access"
+      ? new GitError({ command: describe(args), detail: `the directory ${cwd} cannot be used`, reason: "failed" })
+      : new GitError({ command: describe(args), detail: error.message, reason: "failed" })
+
+/** Runs git to its end and gives its exit code and output, whatever the code. */
+export const gitRaw = (args: ReadonlyArray<string>, run: GitRun): Effect.Effect<GitOutput, GitError, CommandExecutor> =>
+  Effect.flatMap(GitExecutable, (executable) => {
+    let command = Command.make(executable, ...settings, ...args).pipe(
+      Command.workingDirectory(run.cwd),
+      Command.env(environment(run.index), { extendEnv: false })
+    )
+    if (run.stdin !== undefined) command = Command.feed(command, run.stdin)
+    return Effect.scoped(
+      Effect.flatMap(Command.start(command), (process) =>
+        Effect.all([process.exitCode, collect(process.stdout), collect(process.stderr)], { concurrency: "unbounded" })
+      )
+    ).pipe(
+      Effect.map(([code, stdout, stderr]) => ({ code, stdout, stderr })),
+      Effect.mapError(fromPlatform(args, run.cwd, executable))
+    )
+  })
+
+export const notARepository = /not a git repository|must be run in a work tree/
+
+/** Runs git and gives its standard output; a non-zero exit is a GitError with git's own words. */
+export const git = (args: ReadonlyArray<string>, run: GitRun): Effect.Effect<string, GitError, CommandExecutor> =>
+  Effect.flatMap(gitRaw(args, run), (out) =>
+    out.code === 0
+      ? Effect.succeed(out.stdout)
+      : Effect.fail(
+          new GitError({
+            command: describe(args),
+            detail:
+              out.code === 128 && notARepository.test(out.stderr)
+                ? `${run.cwd} is not inside a git work tree (it keeps logical checkpoints)`
+                : out.stderr.trim() || `exit code ${out.code}`,
+            reason: "failed"
+          })
+        )
+  )
