@@ -99,8 +99,9 @@ describe("provider configuration", () => {
       )
       const threads = Fs.readdirSync(Path.join(dataDir, "providers", "gamma", "threads"))
       expect(threads).toHaveLength(1)
+      // The thread's first line is its record (turns are appended after it).
       const stored = JSON.parse(
-        Fs.readFileSync(Path.join(dataDir, "providers", "gamma", "threads", threads[0]!), "utf8")
+        Fs.readFileSync(Path.join(dataDir, "providers", "gamma", "threads", threads[0]!), "utf8").split("\n")[0]!
       )
       expect(stored.model).toBe("scripted-large")
     })

@@ -1,7 +1,11 @@
 /**
  * The scripted provider's native threads: what one holds, the pure operations on
- * it (context, fork, rollback), and its store on disk — one JSON file per thread,
- * written atomically (temp file + rename), so a new process can resume it.
+ * it (context, fork, rollback), and its store on disk, so a new process can resume
+ * it: one file per thread, of JSON lines. The first is the whole thread, written
+ * atomically (temp file + rename) when a thread starts, forks, rolls back or answers
+ * an approval; each turn then appends one line (the turn and its approvals), so a
+ * turn costs the same on a thread's 5,000th turn as on its first. A torn last line
+ * (the process died while appending) is ignored.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -33,6 +37,9 @@ export const NativeThread = Schema.Struct({
   })
 })
 export type NativeThread = typeof NativeThread.Type
+
+/** One appended line: a turn and the approvals it opened. */
+const TurnLine = Schema.Struct({ turn: NativeTurn, approvals: NativeThread.fields.approvals })
 
 const randomHex = (): string => globalThis.crypto.randomUUID().replace(/-/g, "").slice(0, 20)
 export const freshNativeRef = (): string => `sth_${randomHex()}`
@@ -82,32 +89,55 @@ export class ThreadStore {
   }
 
   private file(nativeRef: string): string | null {
-    return REF.test(nativeRef) ? Path.join(this.dir, `${nativeRef}.json`) : null
+    return REF.test(nativeRef) ? Path.join(this.dir, `${nativeRef}.jsonl`) : null
   }
 
   /** The stored thread, or null when it is unknown, deleted or unreadable. */
   load(nativeRef: string): NativeThread | null {
     const file = this.file(nativeRef)
     if (file === null) return null
-    let text: string
+    let lines: Array<string>
     try {
-      text = Fs.readFileSync(file, "utf8")
+      lines = Fs.readFileSync(file, "utf8").split("\n")
     } catch {
       return null
     }
+    let thread: NativeThread
     try {
-      return Schema.decodeUnknownSync(NativeThread)(JSON.parse(text))
+      thread = Schema.decodeUnknownSync(NativeThread)(JSON.parse(lines[0]!))
     } catch {
       return null
     }
+    const turns = [...thread.turns]
+    let approvals = thread.approvals
+    for (const line of lines.slice(1)) {
+      if (line === "") continue
+      let appended: typeof TurnLine.Type
+      try {
+        appended = Schema.decodeUnknownSync(TurnLine)(JSON.parse(line))
+      } catch {
+        break // torn by a crash while appending: the turn was never acknowledged
+      }
+      turns.push(appended.turn)
+      approvals = { ...approvals, ...appended.approvals }
+    }
+    return { ...thread, turns, approvals }
   }
 
+  /** Writes the whole thread, replacing what was stored. */
   save(thread: NativeThread): void {
     const file = this.file(thread.nativeRef)
     if (file === null) throw new Error(`invalid native ref ${thread.nativeRef}`)
     const temp = `${file}.${process.pid}.${randomHex()}.tmp`
-    Fs.writeFileSync(temp, JSON.stringify(Schema.encodeSync(NativeThread)(thread)))
+    Fs.writeFileSync(temp, `${JSON.stringify(Schema.encodeSync(NativeThread)(thread))}\n`)
     Fs.renameSync(temp, file)
+  }
+
+  /** Adds a turn (and the approvals it opened) to a stored thread: one appended line. */
+  appendTurn(nativeRef: string, turn: NativeTurn, approvals: NativeThread["approvals"]): void {
+    const file = this.file(nativeRef)
+    if (file === null) throw new Error(`invalid native ref ${nativeRef}`)
+    Fs.appendFileSync(file, `${JSON.stringify(Schema.encodeSync(TurnLine)({ turn, approvals }))}\n`)
   }
 
   delete(nativeRef: string): void {

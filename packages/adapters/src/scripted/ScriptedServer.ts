@@ -201,7 +201,7 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
         store.delete(nativeRef)
         loaded.delete(nativeRef)
       } else {
-        store.save(next)
+        store.appendTurn(nativeRef, turn, approvals)
         loaded.set(nativeRef, next)
       }
       emit(nativeRef, interrupted ? { _tag: "TurnInterrupted", turnRef } : { _tag: "TurnCompleted", turnRef })
