@@ -1,9 +1,12 @@
 /**
  * What the drivers of real agents share: the approval policy an instance may apply by
- * itself, the form in which a handoff block reaches the model, and small text helpers.
+ * itself, the form in which a handoff block reaches the model, how a missing or untested
+ * binary is reported, and small text helpers.
  */
 import { Schema } from "effect"
 import type { ApprovalDecision, HandoffBlock } from "@skein/domain"
+import { ProviderFailure } from "@skein/domain"
+import type { AgentBinaryProblem } from "../binary/AgentBinary.js"
 
 /**
  * How an instance answers the approvals its agent asks for: `ask` surfaces each one
@@ -42,3 +45,12 @@ export const renderInput = (input: unknown): string => {
     return String(input)
   }
 }
+
+/** A binary problem as the port's failure: kind `spawn`, with a code saying which. */
+export const binaryFailure = (provider: string, problem: AgentBinaryProblem): ProviderFailure =>
+  new ProviderFailure({
+    provider,
+    kind: "spawn",
+    detail: problem.message,
+    code: problem.problem === "untested_version" ? "binary_version" : "binary_missing"
+  })

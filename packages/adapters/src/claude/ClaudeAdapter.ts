@@ -53,10 +53,9 @@ import {
   Stream
 } from "effect"
 import type { ApprovalPolicy } from "../agents/AgentCommon.js"
-import { automaticDecision, clip, handoffPreamble } from "../agents/AgentCommon.js"
+import { automaticDecision, binaryFailure, clip, handoffPreamble } from "../agents/AgentCommon.js"
 import type { AgentBinarySpec, LocatedBinary } from "../binary/AgentBinary.js"
 import { cachedLocator, locateAgentBinary, platformSuffixes } from "../binary/AgentBinary.js"
-import { binaryFailure } from "../codex/CodexAdapter.js"
 import type { LineProcess } from "../process/LineProcess.js"
 import { LineProcess as Lines, scopedEnv } from "../process/LineProcess.js"
 import type { ToolUse } from "./ClaudeItems.js"

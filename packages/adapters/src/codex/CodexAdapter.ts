@@ -36,7 +36,7 @@ import type { ProviderCapabilities } from "@skein/domain"
 import { Deferred, Effect, Either, Exit, Mailbox, ParseResult, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import type { ApprovalPolicy } from "../agents/AgentCommon.js"
-import { automaticDecision, clip, handoffPreamble } from "../agents/AgentCommon.js"
+import { automaticDecision, binaryFailure, clip, handoffPreamble } from "../agents/AgentCommon.js"
 import type { AgentBinarySpec, LocatedBinary } from "../binary/AgentBinary.js"
 import { cachedLocator, locateAgentBinary, platformSuffixes } from "../binary/AgentBinary.js"
 import type { AgentBinaryProblem } from "../binary/AgentBinary.js"
@@ -160,15 +160,6 @@ export const makeCodexAdapter = (options: CodexAdapterOptions): ProviderAdapter 
     })
   }
 }
-
-/** A binary problem as the port's failure: kind `spawn`, with a code saying which. */
-export const binaryFailure = (provider: string, problem: AgentBinaryProblem): ProviderFailure =>
-  new ProviderFailure({
-    provider,
-    kind: "spawn",
-    detail: problem.message,
-    code: problem.problem === "untested_version" ? "binary_version" : "binary_missing"
-  })
 
 interface Pending {
   readonly method: ClientMethod
