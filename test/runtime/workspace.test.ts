@@ -53,6 +53,11 @@ describe("workspaces", () => {
               workspace
             })
           }
+          // A host in plain JavaScript passing what is not a string gets the same typed refusal.
+          for (const workspace of [null, 42, { path: base }] as Array<unknown>) {
+            const result = yield* Effect.either(o.createThread({ workspace: workspace as string }))
+            expect(Either.isLeft(result) && result.left._tag, String(workspace)).toBe("InvalidWorkspace")
+          }
           // A symlink that lives inside the roots but leads out of them is judged by where it leads.
           const sneaky = yield* Effect.either(o.createThread({ workspace: Path.join(base, "projects", "sneaky") }))
           expect(Either.isLeft(sneaky) && sneaky.left._tag).toBe("InvalidWorkspace")

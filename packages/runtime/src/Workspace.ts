@@ -29,6 +29,10 @@ export const resolveWorkspace = (
   roots: ReadonlyArray<string> | null
 ): Effect.Effect<string, InvalidWorkspace> =>
   Effect.suspend(() => {
+    // An embedding host in plain JavaScript may pass anything: refused, not a defect.
+    if (typeof workspace !== "string") {
+      return Effect.fail(new InvalidWorkspace({ workspace: String(workspace), problem: "it is not a path" }))
+    }
     const refuse = (problem: string) => Effect.fail(new InvalidWorkspace({ workspace, problem }))
     if (workspace.trim() === "" || workspace.includes("\u0000")) return refuse("it is not a path")
     if (!Path.isAbsolute(workspace)) {
