@@ -18,7 +18,7 @@
  */
 import { Command } from "@effect/platform"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
-import { Duration, Effect, Queue, Stream } from "effect"
+import { Deferred, Duration, Effect, Queue, Stream } from "effect"
 import type { Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -83,6 +83,7 @@ const lineProcess = (args: ReadonlyArray<string>, cwd: string) =>
     // Answers, then `null` once standard output ended (the process is gone).
     const answers = yield* Queue.unbounded<string | null>()
     let stderr = ""
+    const stderrEnded = yield* Deferred.make<void>()
     yield* process.stdout.pipe(
       Stream.decodeText(),
       Stream.splitLines,
@@ -95,6 +96,7 @@ const lineProcess = (args: ReadonlyArray<string>, cwd: string) =>
       Stream.decodeText(),
       Stream.runForEach((text) => Effect.sync(() => void (stderr = (stderr + text).slice(-4096)))),
       Effect.ignore,
+      Effect.ensuring(Deferred.succeed(stderrEnded, undefined)),
       Effect.forkScoped
     )
     const failed = (detail: string) => new GitError({ command: describe(args), detail, reason: "failed" })
@@ -104,9 +106,11 @@ const lineProcess = (args: ReadonlyArray<string>, cwd: string) =>
           ? Effect.zipRight(
               // Gone: later readers hear the same.
               Queue.offer(answers, null),
-              // Its last words arrive on standard error just before or after the end.
-              Effect.flatMap(Effect.sleep(Duration.millis(20)), () =>
-                Effect.fail(failed(stderr.trim() || "git exited without answering"))
+              // Its last words are on standard error, which ends with the process.
+              Deferred.await(stderrEnded).pipe(
+                Effect.timeout(Duration.seconds(2)),
+                Effect.ignore,
+                Effect.zipRight(Effect.suspend(() => Effect.fail(failed(stderr.trim() || "git exited without answering"))))
               )
             )
           : Effect.succeed(line)

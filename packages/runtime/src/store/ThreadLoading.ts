@@ -85,6 +85,40 @@ const statusOf = (row: ServedRow, what: string): Either.Either<ProviderThread["s
   )
 
 /**
+ * What the rows past a provider thread's snapshot change in its head: the handoffs it
+ * received, its first and last run, its status. `undefined` when no row is newer.
+ */
+const servedSince = <P extends ProviderThreadHead>(
+  pt: P,
+  rows: ReadonlyArray<ServedRow>,
+  what: string
+): { readonly newer: ReadonlyArray<ServedRow>; readonly head: Either.Either<P, StorageError> } | undefined => {
+  const last = pt.lastRunOrdinal ?? 0
+  const newer = rows.filter((row) => row.ordinal > last)
+  if (newer.length === 0) return undefined
+  const handoffIds = [...pt.coverage.handoffIds]
+  const received = [...pt.handoffIds]
+  for (const row of newer) {
+    const handoffId = row.handoff_id as ContextHandoffId | null
+    if (handoffId !== null && !handoffIds.includes(handoffId)) {
+      handoffIds.push(handoffId)
+      received.push(handoffId)
+    }
+  }
+  const final = newer[newer.length - 1]!
+  const head = Either.map(statusOf(final, what), (status) => ({
+    ...pt,
+    firstRunOrdinal: pt.firstRunOrdinal ?? newer[0]!.ordinal,
+    lastRunOrdinal: final.ordinal,
+    handoffIds: received,
+    coverage: { ...pt.coverage, handoffIds },
+    status,
+    updatedAt: final.updated_at
+  }))
+  return { newer, head }
+}
+
+/**
  * A provider thread's record is its last snapshot; the runs it served since are rows.
  * Every later snapshot holds every run served before it, and ordinals only grow, so the
  * rows past the snapshot's last run are exactly the newer ones, in order: applied in one
@@ -95,32 +129,18 @@ const withServedRows = (
   rows: ReadonlyArray<ServedRow>,
   what: string
 ): Either.Either<ProviderThread, StorageError> => {
-  const last = pt.lastRunOrdinal ?? 0
-  const newer = rows.filter((row) => row.ordinal > last)
-  if (newer.length === 0) return Either.right(pt)
+  const since = servedSince(pt, rows, what)
+  if (since === undefined) return Either.right(pt)
   const native = [...pt.coverage.nativeRunOrdinals]
   const turns = [...pt.nativeTurns]
-  const handoffIds = [...pt.coverage.handoffIds]
-  const received = [...pt.handoffIds]
-  for (const row of newer) {
+  for (const row of since.newer) {
     native.push(row.ordinal)
     if (row.turn_ref !== null) turns.push({ runOrdinal: row.ordinal, turnRef: row.turn_ref })
-    const handoffId = row.handoff_id as ContextHandoffId | null
-    if (handoffId !== null && !handoffIds.includes(handoffId)) {
-      handoffIds.push(handoffId)
-      received.push(handoffId)
-    }
   }
-  const final = newer[newer.length - 1]!
-  return Either.map(statusOf(final, what), (status) => ({
-    ...pt,
-    firstRunOrdinal: pt.firstRunOrdinal ?? newer[0]!.ordinal,
-    lastRunOrdinal: final.ordinal,
-    handoffIds: received,
-    coverage: { nativeRunOrdinals: native, handoffIds },
-    nativeTurns: turns,
-    status,
-    updatedAt: final.updated_at
+  return Either.map(since.head, (head) => ({
+    ...head,
+    coverage: { ...head.coverage, nativeRunOrdinals: native },
+    nativeTurns: turns
   }))
 }
 
@@ -132,30 +152,7 @@ export const headWithServedRows = (
   pt: ProviderThreadHead,
   rows: ReadonlyArray<ServedRow>,
   what: string
-): Either.Either<ProviderThreadHead, StorageError> => {
-  const last = pt.lastRunOrdinal ?? 0
-  const newer = rows.filter((row) => row.ordinal > last)
-  if (newer.length === 0) return Either.right(pt)
-  const handoffIds = [...pt.coverage.handoffIds]
-  const received = [...pt.handoffIds]
-  for (const row of newer) {
-    const handoffId = row.handoff_id as ContextHandoffId | null
-    if (handoffId !== null && !handoffIds.includes(handoffId)) {
-      handoffIds.push(handoffId)
-      received.push(handoffId)
-    }
-  }
-  const final = newer[newer.length - 1]!
-  return Either.map(statusOf(final, what), (status) => ({
-    ...pt,
-    firstRunOrdinal: pt.firstRunOrdinal ?? newer[0]!.ordinal,
-    lastRunOrdinal: final.ordinal,
-    handoffIds: received,
-    coverage: { handoffIds },
-    status,
-    updatedAt: final.updated_at
-  }))
-}
+): Either.Either<ProviderThreadHead, StorageError> => servedSince(pt, rows, what)?.head ?? Either.right(pt)
 
 const rolledBackRanges = (sql: SqlClient, threadId: ThreadId) =>
   sql.unsafe<{ readonly first: number; readonly last: number }>(

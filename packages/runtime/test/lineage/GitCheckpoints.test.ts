@@ -5,35 +5,15 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { capture, dropAfter, GitExecutable, repositoryOf, restore } from "../../src/lineage/GitCheckpoints.js"
+import { env, sh, tempDir as tempDirOf } from "./gitUser.js"
 
-const dirs: Array<string> = []
-const tempDir = () => {
-  const dir = Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-gitck-")))
-  dirs.push(dir)
-  return dir
-}
-
-/** git as the test's user runs it: no system or global config, never refreshing the index on reads. */
-const env = (home: string) => ({
-  PATH: process.env.PATH ?? "",
-  HOME: home,
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_OPTIONAL_LOCKS: "0",
-  GIT_AUTHOR_NAME: "Test",
-  GIT_AUTHOR_EMAIL: "test@example.com",
-  GIT_COMMITTER_NAME: "Test",
-  GIT_COMMITTER_EMAIL: "test@example.com"
-})
-
-const sh = (cwd: string, ...args: Array<string>): string =>
-  execFileSync("git", args, { cwd, env: env(cwd), encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+const tempDir = () => tempDirOf("skein-gitck-")
 
 const write = (root: string, path: string, content: string | Uint8Array) => {
   Fs.mkdirSync(Path.dirname(Path.join(root, path)), { recursive: true })
@@ -123,7 +103,6 @@ const busyRepository = () => {
 }
 
 describe("GitCheckpoints", () => {
-  afterAll(() => dirs.forEach((dir) => Fs.rmSync(dir, { recursive: true, force: true })))
 
   it("capture writes the work tree (tracked and untracked, not ignored) under a hidden ref, with an exact diff", async () => {
     const root = busyRepository()

@@ -6,37 +6,17 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import type { Scope } from "effect"
-import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { capture, GitExecutable } from "../../src/lineage/GitCheckpoints.js"
 import * as GitWriter from "../../src/lineage/GitWriter.js"
 import { WorkspaceCheckpoints } from "../../src/lineage/WorkspaceCheckpoints.js"
+import { sh, tempDir as tempDirOf } from "./gitUser.js"
 
-const dirs: Array<string> = []
-const tempDir = () => {
-  const dir = Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-gitwriter-")))
-  dirs.push(dir)
-  return dir
-}
-afterAll(() => dirs.forEach((dir) => Fs.rmSync(dir, { recursive: true, force: true })))
-
-const env = (home: string) => ({
-  PATH: process.env.PATH ?? "",
-  HOME: home,
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_OPTIONAL_LOCKS: "0",
-  GIT_AUTHOR_NAME: "Test",
-  GIT_AUTHOR_EMAIL: "test@example.com",
-  GIT_COMMITTER_NAME: "Test",
-  GIT_COMMITTER_EMAIL: "test@example.com"
-})
-const sh = (cwd: string, ...args: Array<string>): string =>
-  execFileSync("git", args, { cwd, env: env(cwd), encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+const tempDir = () => tempDirOf("skein-gitwriter-")
 
 const repository = () => {
   const root = tempDir()
