@@ -145,4 +145,44 @@ describe("GitWriter", () => {
     expect(results.third._tag === "Right" && Option.isSome(results.third.right)).toBe(true)
     expect(sh(root, "for-each-ref", "--format=%(refname)", "refs/skein/thr_r/3")).toContain("refs/skein/thr_r/3")
   })
+
+  it("captures of several threads on one workspace at once share its writer, one request at a time, and all land", async () => {
+    const root = repository()
+    const threads = Array.from({ length: 6 }, (_, i) => `thr_p${i}`)
+    const taken = await Effect.runPromise(
+      Effect.gen(function* () {
+        const checkpoints = yield* WorkspaceCheckpoints
+        // Three rounds, each with every thread capturing at once.
+        const commits = new Map<string, string | null>(threads.map((thread) => [thread, null]))
+        for (const ordinal of [1, 2, 3]) {
+          Fs.writeFileSync(Path.join(root, "round.txt"), `${ordinal}\n`)
+          yield* Effect.forEach(
+            threads,
+            (thread) =>
+              Effect.flatMap(
+                checkpoints.capture({
+                  workspace: root,
+                  threadId: thread as never,
+                  ordinal,
+                  previous: Effect.succeed(commits.get(thread)!)
+                }),
+                (checkpoint) =>
+                  Effect.sync(() => commits.set(thread, Option.getOrThrow(checkpoint).commit))
+              ),
+            { concurrency: "unbounded", discard: true }
+          )
+        }
+        return commits
+      }).pipe(Effect.provide(WorkspaceCheckpoints.layer))
+    )
+    for (const thread of threads) {
+      const head = taken.get(thread)!
+      expect(sh(root, "rev-parse", `refs/skein/${thread}/3`).trim()).toBe(head)
+      // Each thread's chain is its own: 3 -> 2 -> 1.
+      expect(sh(root, "rev-list", "--count", head).trim()).toBe("3")
+      expect(sh(root, "show", `${head}:round.txt`)).toBe("3\n")
+    }
+    expect(sh(root, "for-each-ref", "--format=%(refname)", "refs/skein").trim().split("\n")).toHaveLength(18)
+    expect(() => sh(root, "fsck", "--strict", "--no-dangling")).not.toThrow()
+  })
 })
