@@ -146,6 +146,13 @@ export const agentSuite = (kind: AgentKind) => {
           expect(replyOf(first)).toContain("ok: the colour is TEAL")
           expect(replyOf(second)).toContain("ok: and the shape?")
           expect(second.contextResolution).toBe("none")
+          // What each turn cost, as the binary counted it from the mock's answer (which
+          // reports 100 + n input tokens and 7 output tokens), kept on the run.
+          for (const ended of [first, second]) {
+            expect(ended.usage?.inputTokens).toBeGreaterThanOrEqual(100)
+            expect(ended.usage?.outputTokens).toBeGreaterThan(0)
+          }
+          expect((yield* o.getThread(thread.id)).runs.map((r) => r.usage)).toEqual([first.usage, second.usage])
           const request = requestWith("and the shape?")!
           expect(fx.allInputText(request)).toContain("the colour is TEAL")
           const view = yield* o.getThread(thread.id)

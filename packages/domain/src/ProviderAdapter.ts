@@ -10,16 +10,9 @@ import type { ProviderFailure } from "./Errors.js"
 import type { HandoffPayload } from "./Handoff.js"
 import type { ContextHandoffId, ProviderName, RunId } from "./Ids.js"
 import type { NativeRefStrength } from "./ProviderThread.js"
+import { TurnUsage } from "./Run.js"
 import { TurnItemContent } from "./TurnItem.js"
 import type { ProviderBinaryInfo } from "./Views.js"
-
-/** Tokens a turn used, as the provider counted them. */
-export const TurnUsage = Schema.Struct({
-  inputTokens: Schema.Number,
-  outputTokens: Schema.Number,
-  cachedInputTokens: Schema.optional(Schema.Number)
-})
-export type TurnUsage = typeof TurnUsage.Type
 
 /** What a provider reports while a turn runs. */
 export const ProviderEvent = Schema.Union(

@@ -33,6 +33,14 @@ export type RunFailure = typeof RunFailure.Type
 export const ContextResolutionKind = Schema.Literal("none", "native", "delta", "portable")
 export type ContextResolutionKind = typeof ContextResolutionKind.Type
 
+/** Tokens a turn used, as the provider counted them. */
+export const TurnUsage = Schema.Struct({
+  inputTokens: Schema.Number.pipe(Schema.nonNegative()),
+  outputTokens: Schema.Number.pipe(Schema.nonNegative()),
+  cachedInputTokens: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
+})
+export type TurnUsage = typeof TurnUsage.Type
+
 export const Run = Schema.Struct({
   id: RunId,
   threadId: ThreadId,
@@ -51,6 +59,8 @@ export const Run = Schema.Struct({
   startedAt: Schema.NullOr(Schema.String),
   completedAt: Schema.NullOr(Schema.String),
   /** When a rollback removed it from the live history (forks made earlier still hold it). */
-  rolledBackAt: Schema.optional(Schema.String)
+  rolledBackAt: Schema.optional(Schema.String),
+  /** What its turn cost, as the provider counted it; absent when the provider did not say. */
+  usage: Schema.optional(TurnUsage)
 })
 export type Run = typeof Run.Type

@@ -83,7 +83,8 @@ export const runLine = (view: ThreadView, run: RunView): string => {
   const handoff =
     run.contextHandoffId === null ? "" : ` via ${names.handoffs.get(run.contextHandoffId) ?? run.contextHandoffId}`
   const failure = run.failure === null ? "" : ` (${run.failure.reason}: ${run.failure.message})`
-  return `run ${run.ordinal}  ${run.provider} ${pt}  ${run.status}  context ${run.contextResolution ?? "-"}${handoff}${failure}`
+  const usage = run.usage === undefined ? "" : `  tokens ${run.usage.inputTokens} in, ${run.usage.outputTokens} out`
+  return `run ${run.ordinal}  ${run.provider} ${pt}  ${run.status}  context ${run.contextResolution ?? "-"}${handoff}${usage}${failure}`
 }
 
 export const showLines = (view: ThreadView): Array<string> => {

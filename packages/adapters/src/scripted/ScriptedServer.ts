@@ -204,7 +204,11 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
         store.appendTurn(nativeRef, turn, approvals)
         loaded.set(nativeRef, next)
       }
-      emit(nativeRef, interrupted ? { _tag: "TurnInterrupted", turnRef } : { _tag: "TurnCompleted", turnRef })
+      // The scripted provider's count: a token per four characters of what the model read
+      // (its context, this turn's handoff and message) and of its reply.
+      const tokens = (texts: ReadonlyArray<string>) => Math.ceil(texts.reduce((n, text) => n + text.length, 0) / 4)
+      const usage = { inputTokens: tokens([...context, message]), outputTokens: tokens([reply]) }
+      emit(nativeRef, interrupted ? { _tag: "TurnInterrupted", turnRef } : { _tag: "TurnCompleted", turnRef, usage })
       return { turnRef, status: interrupted ? "interrupted" : "completed" }
     } finally {
       running.delete(nativeRef)

@@ -23,6 +23,7 @@ import type {
   RunFailure,
   SkeinError,
   TurnItemContent,
+  TurnUsage,
   GitFailed
 } from "@skein/domain"
 import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option, Schema } from "effect"
@@ -165,6 +166,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   /** Items that came with the end of the turn: they go with FinishRun, in its commit. */
   let tail: Array<TurnItemContent> = []
   let outcome: TurnResult["outcome"] = "completed"
+  /** What the turn cost, as the provider reported it with the turn's end. */
+  let usage: TurnUsage | undefined
 
   /**
    * Whatever the provider had reported when the fiber read it arrives as one chunk,
@@ -215,6 +218,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
             break
           case "TurnCompleted":
             turnRef = event.turnRef
+            usage = event.usage
             ended = true
             break
         }
@@ -291,6 +295,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
         outcome,
         failure: failure && stopNote ? { ...failure, message: `${failure.message}; ${stopNote}` } : failure,
         turnRef,
+        ...(usage === undefined ? {} : { usage }),
         items: tail,
         checkpoint: outcome === "completed" ? checkpoint : null
       })

@@ -21,7 +21,8 @@ import type {
   StalenessReason,
   ThreadEvent,
   TurnItem,
-  TurnItemContent
+  TurnItemContent,
+  TurnUsage
 } from "@skein/domain"
 import {
   CheckpointRecorded,
@@ -746,6 +747,8 @@ export const planFinish = (
     readonly outcome: "completed" | "failed" | "interrupted"
     readonly failure: RunFailure | null
     readonly turnRef: string | null
+    /** What the turn cost, when its provider said. */
+    readonly usage?: TurnUsage | undefined
     /** Items that arrived with the end of the turn: recorded first, in the same commit. */
     readonly items?: ReadonlyArray<TurnItemContent> | undefined
     /** The workspace's git checkpoint, when it is a repository and the run completed. */
@@ -800,7 +803,8 @@ export const planFinish = (
     ...run,
     status: input.outcome,
     failure: input.failure,
-    completedAt: now
+    completedAt: now,
+    ...(input.usage === undefined ? {} : { usage: input.usage })
   }
   events.push(new RunEnded({ run: ended }))
   if (input.outcome === "completed") {

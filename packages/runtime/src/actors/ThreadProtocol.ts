@@ -31,7 +31,8 @@ import {
   SkeinError,
   StartRunFields,
   TurnItem,
-  TurnItemContent
+  TurnItemContent,
+  TurnUsage
 } from "@skein/domain"
 import { Schema } from "effect"
 
@@ -147,6 +148,8 @@ export const FinishRun = Rpc.make("FinishRun", {
     failure: Schema.NullOr(RunFailure),
     /** The provider's turn handle, when the turn reached the provider. */
     turnRef: Schema.NullOr(Schema.String),
+    /** What the turn cost, when the provider said (kept on the run). */
+    usage: Schema.optional(TurnUsage),
     /** Items that arrived together with the end of the turn, recorded in the same commit. */
     items: Schema.Array(TurnItemContent),
     /** The workspace's git checkpoint after a completed run (null: a logical checkpoint). */
