@@ -214,23 +214,22 @@ export const capture = (input: {
       )
       const ref = `${refPrefix(input.threadId)}${input.ordinal}`
       const message = `skein checkpoint ${ref}`
-      // `^{commit}`: the diff then also proves that `previous` is a commit of this
-      // repository, which a kept writer (hashing the commit's text) does not check.
+      // `^{commit}`: the diff also proves that `previous` is a commit of this repository.
       const base = previous === null ? Option.getOrNull(head) : `${previous}^{commit}`
-      // The index now holds the work tree: the tree and its commit, and the diff against
-      // the base (index against a tree), are read from it side by side.
-      const write = Effect.gen(function* () {
-        const tree = (yield* git(["write-tree"], { cwd, index })).trim()
-        const commit = yield* writer.commit({ tree, parents: previous === null ? [] : [previous], message })
-        return { tree, commit }
-      })
-      const [{ commit, tree }, early] = yield* Effect.all(
-        [write, base === null ? Effect.succeedNone : Effect.asSome(diffSummary(cwd, index, base))],
+      // The index now holds the work tree: its tree and the diff against the base (index
+      // against a tree) are read from it side by side.
+      const [tree, early] = yield* Effect.all(
+        [
+          Effect.map(git(["write-tree"], { cwd, index }), (out) => out.trim()),
+          base === null ? Effect.succeedNone : Effect.asSome(diffSummary(cwd, index, base))
+        ],
         { concurrency: "unbounded" }
       )
       // On an unborn branch the base is the empty tree, in the repository's hash.
       const diff = Option.isSome(early) ? early.value : yield* diffSummary(cwd, index, emptyTree(tree))
-      // Last, once everything else worked (and `previous` was proved a commit).
+      // Only now the commit: a kept writer hashes the commit's text without checking its
+      // parent, so nothing is written into the repository before the diff proved it.
+      const commit = yield* writer.commit({ tree, parents: previous === null ? [] : [previous], message })
       yield* writer.setRef(ref, commit)
       return { ref, commit, tree, diff }
     })

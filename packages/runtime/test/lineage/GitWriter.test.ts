@@ -90,6 +90,8 @@ describe("GitWriter", () => {
     expect(sh(root, "rev-parse", "refs/skein/thr_c/2").trim()).toBe(outcome.second.commit)
     expect(outcome.unknown._tag === "Left" && outcome.unknown.left.message).toContain("0".repeat(39) + "1")
     expect(outcome.aTree._tag).toBe("Left")
+    // Nor was a commit with a bad parent written into the repository: fsck (which also
+    // reads unreachable objects) finds nothing wrong.
     expect(sh(root, "for-each-ref", "--format=%(refname)", "refs/skein").trim().split("\n")).toEqual([
       "refs/skein/thr_c/1",
       "refs/skein/thr_c/2"
