@@ -81,7 +81,6 @@ import * as SupervisedActor from "./SupervisedActor.js"
 import type { RunAccepted, RunContext, ThreadMessage } from "./ThreadProtocol.js"
 import type { ProviderInfo, StartPlan } from "./ThreadPlanner.js"
 import {
-  approvalRequests,
   planApproval,
   planBindNativeThread,
   planFinish,

@@ -18,7 +18,6 @@ import type {
   Run,
   RunFailure,
   RunId,
-  StalenessReason,
   ThreadEvent,
   TurnItem,
   TurnItemContent,
@@ -846,7 +845,7 @@ export const planRecovery = (state: ThreadState, now: string): ReadonlyArray<Thr
 /**
  * Approve, decline or cancel an open approval request: the item's new state. `requests`
  * are the thread's approval requests with that id, the newest run's first (see
- * `approvalRequests`).
+ * `EventStore.lookup.approvalRequests`).
  */
 export const planApproval = (
   requests: ReadonlyArray<TurnItem>,
@@ -859,17 +858,4 @@ export const planApproval = (
     }
   }
   return undefined
-}
-
-/** A complete state's approval requests with this id, the newest run's first (what the store reads for a compact one). */
-export const approvalRequests = (state: ThreadState, approvalId: string): Array<TurnItem> => {
-  const out: Array<TurnItem> = []
-  for (let o = state.runCount; o >= 1; o--) {
-    const run = runAt(state, o)
-    if (run === undefined) continue
-    for (const it of itemsOf(state, run.id)) {
-      if (it.type === "approval_request" && it.approvalId === approvalId) out.push(it)
-    }
-  }
-  return out
 }

@@ -11,7 +11,6 @@ import type {
   CoveredRunOrdinals,
   HandoffDelivery,
   HandoffKind,
-  NativeTurnRef,
   ProviderCapabilities,
   ProviderName,
   ProviderThreadHead,

@@ -242,6 +242,26 @@ export const loadCompleteThreadState = (
     return Option.some(state)
   }).pipe(sql.withTransaction, Effect.mapError(fromSqlError(`cannot load thread ${threadId}`)))
 
+/**
+ * A provider thread's head from its stored head JSON, with the rows it served since that
+ * snapshot applied: only the rows that change a head are read (the first and the newest
+ * past the snapshot, and those that brought a handoff), so the cost does not grow with
+ * its history. Also gives the snapshot itself, whose lists stop at its `lastRunOrdinal`.
+ */
+export const currentHead = (sql: SqlClient, threadId: ThreadId, headJson: string, what: string) =>
+  Effect.gen(function* () {
+    const snapshot = yield* decodeProviderThreadHead(headJson, `${what} provider thread`)
+    const key = [threadId, snapshot.id, snapshot.lastRunOrdinal ?? 0] as const
+    const served = yield* sql.unsafe<ServedRow>(
+      `SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal LIMIT 1)
+       UNION SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal DESC LIMIT 1)
+       UNION SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? AND handoff_id IS NOT NULL
+       ORDER BY ordinal`,
+      [...key, ...key, ...key]
+    )
+    return { snapshot, head: yield* headWithServedRows(snapshot, served, what) }
+  })
+
 /** The heads of usable provider threads, with the rows they served since their snapshot applied. */
 const usableProviderThreads = (sql: SqlClient, threadId: ThreadId, what: string) =>
   Effect.gen(function* () {
@@ -250,20 +270,7 @@ const usableProviderThreads = (sql: SqlClient, threadId: ThreadId, what: string)
       [threadId]
     )
     const heads: Array<ProviderThreadHead> = []
-    for (const [i, row] of rows.entries()) {
-      const snapshot = yield* decodeProviderThreadHead(row.head, `${what} provider thread ${i + 1}`)
-      const last = snapshot.lastRunOrdinal ?? 0
-      const key = [threadId, snapshot.id, last] as const
-      // The first and newest row past the snapshot, and those that brought a handoff.
-      const served = yield* sql.unsafe<ServedRow>(
-        `SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal LIMIT 1)
-         UNION SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal DESC LIMIT 1)
-         UNION SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? AND handoff_id IS NOT NULL
-         ORDER BY ordinal`,
-        [...key, ...key, ...key]
-      )
-      heads.push(yield* headWithServedRows(snapshot, served, what))
-    }
+    for (const [i, row] of rows.entries()) heads.push((yield* currentHead(sql, threadId, row.head, `${what} ${i + 1}:`)).head)
     return heads
   })
 

@@ -22,9 +22,8 @@ import type {
   ThreadView,
   ThreadViewOptions
 } from "@skein/domain"
-import { ProviderThreadHead } from "@skein/domain"
 import { Effect, Option } from "effect"
-import { fromSqlError, jsonDecoder } from "./Codec.js"
+import { fromSqlError } from "./Codec.js"
 import { toRunView, toThreadView } from "./Projection.js"
 import {
   decodeAll,
@@ -38,15 +37,7 @@ import {
   outgoingTransfers,
   selectData
 } from "./ProjectionTables.js"
-import {
-  groupItems,
-  headWithServedRows,
-  loadCompleteThreadState,
-  servedColumns,
-  type ServedRow
-} from "./ThreadLoading.js"
-
-const decodeProviderThreadHead = jsonDecoder(ProviderThreadHead, "provider thread")
+import { currentHead, groupItems, loadCompleteThreadState, servedColumns, type ServedRow } from "./ThreadLoading.js"
 
 const byCreatedAt = (a: ContextTransfer, b: ContextTransfer) =>
   a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
@@ -92,33 +83,24 @@ const pagedProviderThread = (
   what: string
 ) =>
   Effect.gen(function* () {
-    const snapshot = yield* decodeProviderThreadHead(headJson, `${what} provider thread`)
+    const { head, snapshot } = yield* currentHead(sql, threadId, headJson, what)
     const last = snapshot.lastRunOrdinal ?? 0
-    const key = [threadId, snapshot.id, last] as const
-    const changes = yield* sql.unsafe<ServedRow>(
-      `SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal LIMIT 1)
-       UNION SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal DESC LIMIT 1)
-       UNION SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? AND handoff_id IS NOT NULL
-       ORDER BY ordinal`,
-      [...key, ...key, ...key]
-    )
-    const head = yield* headWithServedRows(snapshot, changes, what)
     // The record's lists within the page (SQLite reads the JSON), then the runs served since.
     const native = yield* sql.unsafe<{ readonly value: number }>(
       `SELECT j.value AS value FROM provider_threads p, json_each(p.data, '$.coverage.nativeRunOrdinals') j
        WHERE p.thread_id = ? AND p.id = ? AND j.value BETWEEN ? AND ? ORDER BY j.key`,
-      [threadId, snapshot.id, from, to]
+      [threadId, head.id, from, to]
     )
     const turns = yield* sql.unsafe<{ readonly ordinal: number; readonly turn_ref: string }>(
       `SELECT json_extract(j.value, '$.runOrdinal') AS ordinal, json_extract(j.value, '$.turnRef') AS turn_ref
        FROM provider_threads p, json_each(p.data, '$.nativeTurns') j
        WHERE p.thread_id = ? AND p.id = ? AND json_extract(j.value, '$.runOrdinal') BETWEEN ? AND ? ORDER BY j.key`,
-      [threadId, snapshot.id, from, to]
+      [threadId, head.id, from, to]
     )
     const newer = yield* sql.unsafe<ServedRow>(
       `SELECT ${servedColumns} FROM provider_thread_runs
        WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal`,
-      [threadId, snapshot.id, last, from, to]
+      [threadId, head.id, last, from, to]
     )
     const nativeTurns: Array<NativeTurn> = turns.map((t) => ({ runOrdinal: t.ordinal, turnRef: t.turn_ref }))
     for (const row of newer)

@@ -13,7 +13,7 @@ import type { ThreadState } from "../../src/store/ThreadState.js"
 import { fullProviderThread } from "../../src/store/ThreadState.js"
 import { putHandoff, putProviderThread, putRun } from "../../src/store/Projection.js"
 import type { SimulateOptions } from "./builder.js"
-import { coverageMultiplicity, newState, p, resolveInput, settings, simulateRun } from "./builder.js"
+import { coverageMultiplicity, newState, resolveInput, settings, simulateRun } from "./builder.js"
 
 const ptOf = (state: ThreadState, id: string | null | undefined): ProviderThread => {
   const pt = id ? fullProviderThread(state, id as ProviderThread["id"]) : undefined
