@@ -4,8 +4,9 @@
  * characters of what the model read (its context and this message) and of its reply.
  */
 import { describe, expect, it } from "@effect/vitest"
+import type { ProviderAdapter } from "@skein/domain"
 import { ProviderName } from "@skein/domain"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
 
 const alpha = ProviderName.make("alpha")
@@ -35,6 +36,44 @@ describe("turn usage", () => {
       // A fresh runtime on the same storage reads the same.
       const stored = await withRuntime(dir, (o) => o.getThread(threadId))
       expect(stored.runs.map((r) => r.usage)).toEqual([one!.usage, two!.usage, undefined])
+    } finally {
+      removeDir(dir)
+    }
+  })
+
+  it("a count the run cannot store (not whole, not finite) is left out; the run still completes", async () => {
+    const dir = tempDir()
+    try {
+      // The provider's TurnCompleted reports odd counts, one per run.
+      const odd = [
+        { inputTokens: 1.5, outputTokens: 2 },
+        { inputTokens: Number.POSITIVE_INFINITY, outputTokens: 2 },
+        { inputTokens: -3, outputTokens: 2 }
+      ]
+      let turn = 0
+      const mapAdapter = (adapter: ProviderAdapter): ProviderAdapter => ({
+        ...adapter,
+        openSession: (options) =>
+          Effect.map(adapter.openSession(options), (handle) => ({
+            ...handle,
+            runTurn: (input) =>
+              Stream.map(handle.runTurn(input), (event) =>
+                event._tag === "TurnCompleted" ? { ...event, usage: odd[turn++ % odd.length]! } : event
+              )
+          }))
+      })
+      const ended = await withRuntime(
+        dir,
+        (o) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({ workspace: dir })
+            return yield* Effect.forEach(odd, (_, i) =>
+              o.startRun({ threadId: thread.id, provider: alpha, message: `run ${i}`, wait: true })
+            )
+          }),
+        { mapAdapter }
+      )
+      expect(ended.map((r) => [r.status, r.usage])).toEqual(odd.map(() => ["completed", undefined]))
     } finally {
       removeDir(dir)
     }

@@ -33,11 +33,13 @@ export type RunFailure = typeof RunFailure.Type
 export const ContextResolutionKind = Schema.Literal("none", "native", "delta", "portable")
 export type ContextResolutionKind = typeof ContextResolutionKind.Type
 
-/** Tokens a turn used, as the provider counted them. */
+const TokenCount = Schema.Int.pipe(Schema.nonNegative())
+
+/** Tokens a turn used, as the provider counted them: whole, finite, not negative. */
 export const TurnUsage = Schema.Struct({
-  inputTokens: Schema.Number.pipe(Schema.nonNegative()),
-  outputTokens: Schema.Number.pipe(Schema.nonNegative()),
-  cachedInputTokens: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
+  inputTokens: TokenCount,
+  outputTokens: TokenCount,
+  cachedInputTokens: Schema.optional(TokenCount)
 })
 export type TurnUsage = typeof TurnUsage.Type
 

@@ -14,7 +14,7 @@
  * does not stop within the grace period has its process killed.
  */
 import type { Rpc } from "@effect/rpc"
-import { ProviderName } from "@skein/domain"
+import { ProviderName, TurnUsage } from "@skein/domain"
 import type {
   NativeRefStrength,
   ProviderEvent,
@@ -23,7 +23,6 @@ import type {
   RunFailure,
   SkeinError,
   TurnItemContent,
-  TurnUsage,
   GitFailed
 } from "@skein/domain"
 import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option, Schema } from "effect"
@@ -53,6 +52,8 @@ export interface DriveInput {
   readonly stop: Deferred.Deferred<RunFailure>
   readonly graceMs: number
 }
+
+const isUsage = Schema.is(TurnUsage)
 
 /** A stop that is not a failure of the run: it ends `interrupted`, anything else `failed`. */
 const isInterruption = (failure: RunFailure) => failure.reason === "user_interrupt" || failure.reason === "shutdown"
@@ -218,7 +219,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
             break
           case "TurnCompleted":
             turnRef = event.turnRef
-            usage = event.usage
+            // A count the run could not store (not a whole number, say) is left out, not fatal.
+            usage = event.usage !== undefined && isUsage(event.usage) ? event.usage : undefined
             ended = true
             break
         }
