@@ -17,15 +17,15 @@
  * when its last holder lets go. Closing the registry's scope closes every entry, all
  * at once.
  */
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Scope } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Scope } from "effect"
+import * as OneShot from "./OneShot.js"
 
 interface Entry<A, E> {
-  readonly value: Deferred.Deferred<A, E>
+  readonly value: OneShot.OneShot<A, E>
   readonly scope: Scope.CloseableScope
   holders: number
-  /** When an idle entry may close (ms since epoch); 0 while held. */
+  /** When it was last let go (ms since epoch). */
   idleSince: number
-  idleFiber: Fiber.RuntimeFiber<void> | undefined
   /** Removed from the map: close once nobody holds it. */
   removed: boolean
 }
@@ -50,13 +50,19 @@ export const make = <K, A, E, R>(options: {
     const context = yield* Effect.context<R>()
     const registryScope = yield* Effect.scope
     const entries = new Map<K, Entry<A, E>>()
+    /**
+     * Entries nobody holds, by when they were let go (insertion order: the time to live is
+     * the same for all, so the first is always the first due). One sweeper fiber, alive
+     * only while there are some, closes them when they are due.
+     */
+    const idle = new Map<Entry<A, E>, K>()
+    let sweeper: Fiber.RuntimeFiber<void> | undefined
     let closed = false
 
     const closeEntry = (entry: Entry<A, E>) =>
       Effect.suspend(() => {
-        const idle = entry.idleFiber
-        entry.idleFiber = undefined
-        return Scope.close(entry.scope, Exit.void).pipe(Effect.zipRight(idle ? Fiber.interrupt(idle) : Effect.void))
+        idle.delete(entry)
+        return Scope.close(entry.scope, Exit.void)
       })
 
     const remove = (key: K, entry: Entry<A, E>) => {
@@ -69,29 +75,58 @@ export const make = <K, A, E, R>(options: {
         closed = true
         const all = [...entries.values()]
         entries.clear()
+        idle.clear()
         for (const entry of all) entry.removed = true
-        return Effect.forEach(all, closeEntry, { concurrency: "unbounded", discard: true })
+        const running = sweeper
+        return Effect.forEach(all, closeEntry, { concurrency: "unbounded", discard: true }).pipe(
+          Effect.zipRight(running ? Fiber.interrupt(running) : Effect.void)
+        )
       })
     )
 
-    /** After `idleMs` without holders, the entry closes (checked again on waking). */
+    /** Closes the idle entries that are due, sleeping until the first is; ends when none is left. */
+    const sweep: Effect.Effect<void> = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const due: Array<Entry<A, E>> = []
+      for (const [entry, key] of idle) {
+        if (entry.holders > 0 || entry.removed) {
+          idle.delete(entry)
+          continue
+        }
+        const remaining = entry.idleSince + idleMs - now
+        if (remaining > 0) break
+        idle.delete(entry)
+        remove(key, entry)
+        due.push(entry)
+      }
+      if (due.length > 0) {
+        return Effect.forEach(due, (entry) => Scope.close(entry.scope, Exit.void), { discard: true }).pipe(
+          Effect.zipRight(sweep)
+        )
+      }
+      const first = idle.keys().next()
+      if (first.done) {
+        sweeper = undefined
+        return Effect.void
+      }
+      return Effect.zipRight(Effect.sleep(Duration.millis(first.value.idleSince + idleMs - now)), sweep)
+    })
+
+    /** After `idleMs` without holders, the entry closes (checked again when it is due). */
     const scheduleIdleClose = (key: K, entry: Entry<A, E>): Effect.Effect<void> =>
       Effect.suspend(() => {
-        if (entry.idleFiber !== undefined) return Effect.void
-        const loop: Effect.Effect<void> = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          if (entry.holders > 0 || entry.removed) return Effect.void
-          const remaining = entry.idleSince + idleMs - now
-          if (remaining > 0) return Effect.zipRight(Effect.sleep(Duration.millis(remaining)), loop)
-          remove(key, entry)
-          entry.idleFiber = undefined
-          return Scope.close(entry.scope, Exit.void)
-        })
+        idle.delete(entry)
+        idle.set(entry, key)
+        if (sweeper !== undefined) return Effect.void
         // Interruptible: release runs as a finalizer, whose forks would inherit its
         // uninterruptibility, and closing the registry interrupts this fiber.
-        return Effect.interruptible(loop).pipe(
-          Effect.ensuring(Effect.sync(() => void (entry.idleFiber = undefined))),
+        return Effect.interruptible(sweep).pipe(
           Effect.forkIn(registryScope),
-          Effect.tap((fiber) => Effect.sync(() => void (entry.idleFiber = fiber)))
+          Effect.tap((fiber) =>
+            Effect.sync(() => {
+              // It may have ended already (nothing was due and nothing was left).
+              if (fiber.unsafePoll() === null) sweeper = fiber
+            })
+          )
         )
       })
 
@@ -111,11 +146,10 @@ export const make = <K, A, E, R>(options: {
 
     const create = (key: K): Entry<A, E> => {
       const entry: Entry<A, E> = {
-        value: Deferred.unsafeMake<A, E>(FiberId.none),
+        value: OneShot.make<A, E>(),
         scope: Effect.runSync(Scope.make()),
         holders: 0,
         idleSince: 0,
-        idleFiber: undefined,
         removed: false
       }
       entries.set(key, entry)
@@ -131,6 +165,7 @@ export const make = <K, A, E, R>(options: {
           const creating = entry === undefined
           if (entry === undefined) entry = create(key)
           entry.holders++
+          idle.delete(entry)
           const held = entry
           yield* Effect.addFinalizer(() => release(key, held))
           if (creating) {
@@ -144,12 +179,12 @@ export const make = <K, A, E, R>(options: {
               Effect.onExit((exit) => {
                 // A failed lookup must not stay cached: the next get tries again.
                 if (Exit.isFailure(exit)) remove(key, held)
-                return Deferred.done(held.value, exit)
+                return Effect.sync(() => OneShot.complete(held.value, exit))
               }),
               Effect.forkIn(held.scope)
             )
           }
-          return yield* restore(Deferred.await(held.value))
+          return yield* restore(OneShot.wait(held.value))
         })
       )
 
@@ -164,10 +199,8 @@ export const make = <K, A, E, R>(options: {
     const peek = (key: K): A | undefined => {
       const entry = entries.get(key)
       if (entry === undefined) return undefined
-      const done = Effect.runSync(Deferred.poll(entry.value))
-      if (done._tag === "None") return undefined
-      const exit = Effect.runSyncExit(done.value)
-      return Exit.isSuccess(exit) ? exit.value : undefined
+      const exit = entry.value.exit
+      return exit !== undefined && Exit.isSuccess(exit) ? exit.value : undefined
     }
 
     return {

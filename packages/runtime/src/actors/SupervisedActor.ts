@@ -1,6 +1,7 @@
 /**
- * A supervised actor over a typed protocol: one fiber takes messages one at a time
- * from an unbounded queue and answers each through its own reply. Messages are
+ * A supervised actor over a typed protocol: messages wait in a mailbox and are served
+ * one at a time, each answered through its own reply. A worker fiber exists only while
+ * there are messages (an idle actor costs its state, not a fiber). Messages are
  * `@effect/rpc` definitions, so `ask(tag, payload)` is typed by the message: its
  * payload, its success, its error. Messages to one actor are serialised; different
  * actors run in parallel.
@@ -13,12 +14,11 @@
  *   ahead of what was written);
  * - if `restart` itself fails, the actor stops: pending and later callers get
  *   `stopped()`, and `done` completes so that whoever holds the actor can drop it.
- * Stopping drains the queue and fails every pending reply with `stopped()`
- * (`Queue.shutdown` alone would drop them silently).
+ * Stopping drains the mailbox and fails every pending reply with `stopped()`.
  */
 import type { Rpc } from "@effect/rpc"
-import { Cause, Deferred, Effect, Exit, Fiber, Queue } from "effect"
-import type { Scope } from "effect"
+import { Cause, Effect, Exit, Fiber, Scope } from "effect"
+import * as OneShot from "./OneShot.js"
 
 type Message<R extends Rpc.Any, Tag extends R["_tag"]> = Rpc.ExtractTag<R, Tag>
 
@@ -46,45 +46,61 @@ export interface SupervisedActor<R extends Rpc.Any, E> {
 interface Envelope {
   readonly tag: string
   readonly payload: unknown
-  readonly reply: Deferred.Deferred<unknown, unknown>
+  readonly reply: OneShot.OneShot<unknown, unknown>
 }
 
 export const make = <R extends Rpc.Any, E>(options: {
   /** For logs: which actor this is. */
   readonly name: string
-  readonly handlers: Handlers<R>
+  /**
+   * Its handlers, one per message, and `restart`, which runs after a defect before the
+   * next message (failing stops the actor). Made when a worker starts serving, dropped
+   * when it stops: what they hold costs nothing while the actor is idle.
+   */
+  readonly behaviour: () => {
+    readonly handlers: Handlers<R>
+    readonly restart: (tag: R["_tag"], cause: Cause.Cause<unknown>) => Effect.Effect<void, unknown>
+  }
   readonly stopped: () => E
   /** The error a caller gets when its message's handler died. */
   readonly failed: (tag: R["_tag"], cause: Cause.Cause<unknown>) => E
-  /** Runs after a defect, before the next message; failing stops the actor. */
-  readonly restart: (tag: R["_tag"], cause: Cause.Cause<unknown>) => Effect.Effect<void, unknown>
   /** Runs after each message, whatever became of it (before the next is taken). */
   readonly afterEach?: () => void
+  /** Called once when the actor has stopped for good (its holder drops it). */
+  readonly onStopped?: () => void
 }): Effect.Effect<SupervisedActor<R, E>, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const queue = yield* Queue.unbounded<Envelope>()
-    const finished = yield* Deferred.make<void>()
-    const handlers = options.handlers as unknown as Record<
-      string,
-      (payload: unknown) => Effect.Effect<unknown, unknown>
-    >
+    // An idle actor holds no fiber: a worker is started (a daemon, in the context of the
+    // caller that woke it: its logger, its services) when a message arrives, and ends
+    // when the mailbox is empty.
+    const mailbox: Array<Envelope> = []
+    let worker: Fiber.RuntimeFiber<void> | "starting" | undefined
+    const finished = OneShot.make<void>()
     let open = true
 
-    const drain = Effect.gen(function* () {
+    let ended = false
+    const finish = () => {
+      if (ended) return
+      ended = true
+      OneShot.complete(finished, Exit.void)
+      options.onStopped?.()
+    }
+
+    const drain = Effect.sync(() => {
       open = false
-      const waiting = yield* Queue.takeAll(queue)
-      for (const envelope of waiting) yield* Deferred.fail(envelope.reply, options.stopped())
+      for (const envelope of mailbox.splice(0, mailbox.length)) OneShot.fail(envelope.reply, options.stopped())
     })
 
-    const supervise = (envelope: Envelope, cause: Cause.Cause<unknown>) =>
+    type Behaviour = ReturnType<typeof options.behaviour>
+    const supervise = (behaviour: Behaviour, envelope: Envelope, cause: Cause.Cause<unknown>) =>
       Effect.gen(function* () {
-        yield* Deferred.fail(envelope.reply, options.failed(envelope.tag, cause))
+        OneShot.fail(envelope.reply, options.failed(envelope.tag, cause))
         yield* Effect.logError(`${options.name}: ${envelope.tag} died; restarting from storage`, cause)
-        const restarted = yield* Effect.exit(options.restart(envelope.tag, cause))
+        const restarted = yield* Effect.exit(behaviour.restart(envelope.tag, cause))
         if (Exit.isFailure(restarted)) {
           yield* Effect.logError(`${options.name}: restart failed; the actor stops`, restarted.cause)
           yield* drain
-          yield* Deferred.succeed(finished, undefined)
+          finish()
           return yield* Effect.interrupt
         }
       })
@@ -93,40 +109,104 @@ export const make = <R extends Rpc.Any, E>(options: {
     const after = <A, X>(effect: Effect.Effect<A, X>): Effect.Effect<A, X> =>
       afterEach === undefined ? effect : Effect.ensuring(effect, Effect.sync(afterEach))
 
-    const serve = (envelope: Envelope) =>
-      Effect.suspend(() => handlers[envelope.tag]!(envelope.payload)).pipe(
+    const serve = (behaviour: Behaviour, envelope: Envelope) =>
+      Effect.suspend(() =>
+        (behaviour.handlers as unknown as Record<string, (payload: unknown) => Effect.Effect<unknown, unknown>>)[
+          envelope.tag
+        ]!(envelope.payload)
+      ).pipe(
         Effect.exit,
         Effect.flatMap((exit) => {
-          if (Exit.isSuccess(exit)) return Deferred.succeed(envelope.reply, exit.value)
-          if (Cause.isDie(exit.cause)) return supervise(envelope, exit.cause)
-          if (Cause.isInterruptedOnly(exit.cause)) return Deferred.fail(envelope.reply, options.stopped())
-          return Deferred.failCause(envelope.reply, exit.cause)
+          if (Exit.isSuccess(exit)) return Effect.sync(() => OneShot.complete(envelope.reply, exit))
+          if (Cause.isDie(exit.cause)) return supervise(behaviour, envelope, exit.cause)
+          if (Cause.isInterruptedOnly(exit.cause)) {
+            return Effect.sync(() => OneShot.fail(envelope.reply, options.stopped()))
+          }
+          return Effect.sync(() => OneShot.complete(envelope.reply, exit))
         }),
-        // The loop itself interrupted mid-message: its caller still hears back.
-        Effect.onInterrupt(() => Deferred.fail(envelope.reply, options.stopped())),
+        // The worker itself interrupted mid-message: its caller still hears back.
+        Effect.onInterrupt(() => Effect.sync(() => OneShot.fail(envelope.reply, options.stopped()))),
         after
       )
 
-    const fiber = yield* Queue.take(queue).pipe(Effect.flatMap(serve), Effect.forever, Effect.forkScoped)
+    /**
+     * Serves the mailbox until it is empty. Before leaving it yields once, so that a
+     * caller that sends again as soon as it has its reply finds the worker still there.
+     */
+    const work = (behaviour: Behaviour): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const next = mailbox.shift()
+        if (next !== undefined) return Effect.flatMap(serve(behaviour, next), () => work(behaviour))
+        return Effect.flatMap(Effect.yieldNow(), () =>
+          Effect.suspend(() => {
+            if (mailbox.length > 0 && open) return work(behaviour)
+            worker = undefined
+            return Effect.void
+          })
+        )
+      })
+    const startWorker = Effect.suspend(() =>
+      Effect.forkDaemon(
+        // It clears `worker` itself when it leaves an empty mailbox (not when interrupted:
+        // only a stopping actor interrupts it, and a stopped one takes no message).
+        Effect.interruptible(Effect.suspend(() => (open ? work(options.behaviour()) : Effect.void))).pipe(
+          // A defect outside any handler (making the behaviour, `afterEach`) would leave a
+          // dead worker that nobody replaces: waiting callers hear of it, the next message
+          // starts a new worker.
+          Effect.catchAllCause((cause) =>
+            Effect.suspend(() => {
+              if (Cause.isInterruptedOnly(cause)) return Effect.void
+              worker = undefined
+              for (const envelope of mailbox.splice(0, mailbox.length)) {
+                OneShot.fail(envelope.reply, options.failed(envelope.tag, cause))
+              }
+              return Effect.logError(`${options.name}: its worker died outside a handler`, cause)
+            })
+          )
+        )
+      )
+    ).pipe(
+      Effect.tap((fiber) =>
+        Effect.sync(() => {
+          // Unless it has already come and gone.
+          if (worker === "starting") worker = fiber
+        })
+      )
+    )
 
-    const stop = Effect.gen(function* () {
-      if (!open) return
-      yield* drain
-      yield* Fiber.interrupt(fiber)
-      yield* Queue.shutdown(queue)
-      yield* Deferred.succeed(finished, undefined)
+    const stop = Effect.suspend(() => {
+      if (!open) return Effect.void
+      return Effect.gen(function* () {
+        yield* drain
+        const running = worker
+        if (running !== undefined && running !== "starting") yield* Fiber.interrupt(running)
+        finish()
+      })
     })
-    yield* Effect.addFinalizer(() => stop)
+    // On the scope itself (Effect.addFinalizer would keep a copy of this fiber's refs).
+    yield* Scope.addFinalizer(yield* Effect.scope, stop)
 
     const ask = <Tag extends R["_tag"]>(
       tag: Tag,
       payload: Rpc.Payload<Message<R, Tag>>
     ): Effect.Effect<Rpc.Success<Message<R, Tag>>, Rpc.Error<Message<R, Tag>> | E> =>
-      Effect.suspend(() => {
-        if (!open) return Effect.fail(options.stopped())
-        const reply = Deferred.unsafeMake<unknown, unknown>(fiber.id())
-        return Queue.offer(queue, { tag, payload, reply }).pipe(Effect.zipRight(Deferred.await(reply)))
-      }) as Effect.Effect<Rpc.Success<Message<R, Tag>>, Rpc.Error<Message<R, Tag>> | E>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => {
+          if (!open) return Effect.fail(options.stopped())
+          const reply = OneShot.make<unknown, unknown>()
+          mailbox.push({ tag, payload, reply })
+          if (worker !== undefined) return restore(OneShot.wait(reply))
+          // Marked at once, in this same step (a second caller must not start a second
+          // worker), and started before this caller can be interrupted.
+          worker = "starting"
+          return Effect.zipRight(startWorker, restore(OneShot.wait(reply)))
+        })
+      ) as Effect.Effect<Rpc.Success<Message<R, Tag>>, Rpc.Error<Message<R, Tag>> | E>
 
-    return { ask, pending: Queue.size(queue), stop, done: Deferred.await(finished) } satisfies SupervisedActor<R, E>
+    return {
+      ask,
+      pending: Effect.sync(() => mailbox.length),
+      stop,
+      done: OneShot.wait(finished)
+    } satisfies SupervisedActor<R, E>
   })

@@ -166,7 +166,9 @@ const describeCause = (cause: Cause.Cause<unknown>): string => {
 export const makeThreadActor = (
   threadId: ThreadId,
   retain: Effect.Effect<void, never, Scope.Scope>,
-  spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
+  spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>,
+  /** Called once if the actor stops for good (a failed restart): its holder drops it. */
+  onStopped: () => void = () => {}
 ): Effect.Effect<
   ThreadActor,
   SkeinError,
@@ -177,540 +179,565 @@ export const makeThreadActor = (
     const sessions = yield* ProviderSessions
     const config = yield* RuntimeConfig
     const checkpoints = yield* WorkspaceCheckpoints
-    const load = store
-      .loadThread(threadId)
-      .pipe(
-        Effect.flatMap(
-          Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed })
-        )
-      )
-    let state: ThreadState = yield* load
+    const loaded = yield* store.loadThread(threadId)
+    if (Option.isNone(loaded)) return yield* new ThreadNotFound({ threadId })
+    let state: ThreadState = loaded.value
     let current: ActiveRun | null = null
-    /**
-     * A pure function of the state, with whatever it touches that a compact state does
-     * not hold read from storage first (see ThreadState).
-     */
-    const demand = <A>(f: (state: ThreadState) => A): Effect.Effect<A, StorageError> =>
-      Effect.suspend(() => {
-        const s = state
-        return store.demand(s, () => f(s))
-      })
     /** What this thread inherited, read from its source once (it does not change). */
-    const inheritedCache = new Map<string, Omit<InheritedContext, "transfer" | "open">>()
+    let inheritedCache: Map<string, Omit<InheritedContext, "transfer" | "open">> | undefined
     /** Approvals whose decision is on its way to the provider. */
-    const answering = new Set<string>()
-
-    const now = () => new Date().toISOString()
-    const reload = Effect.tap(load, (fresh) => Effect.sync(() => void (state = fresh)))
-
-    const commit = (
-      events: ReadonlyArray<ThreadEvent>,
-      commandId?: CommandId,
-      receipt?: { method: string; hash: string; result: unknown }
-    ) =>
-      events.length === 0
-        ? Effect.void
-        : store
-            .append({
-              threadId,
-              events,
-              expectedSequence: state.lastThreadSequence,
-              commandId,
-              receipt:
-                receipt && commandId
-                  ? { commandId, method: receipt.method, payloadHash: receipt.hash, result: receipt.result }
-                  : undefined
-            })
-            .pipe(
-              Effect.tap((stored) =>
-                Effect.sync(() => {
-                  for (const e of stored) state = applyEvent(state, e.event)
-                })
-              ),
-              // Someone else wrote to this thread: what memory holds is stale.
-              Effect.tapError((error) => (error._tag === "SequenceConflict" ? Effect.ignore(reload) : Effect.void)),
-              Effect.asVoid
-            )
-
-    const accepted = (runId: TurnItem["runId"]): Effect.Effect<RunAccepted, RunNotFound | StorageError> =>
-      Effect.flatMap(
-        demand((s) => runById(s, runId)),
-        (run) =>
-          run ? Effect.succeed({ run, sequence: state.lastThreadSequence }) : Effect.fail(new RunNotFound({ runId }))
-      )
-
-    /**
-     * The stored result of `commandId`, if it was used before: for the same method and
-     * payload, the result; for anything else, a conflict.
-     */
-    const replay = <A, I>(
-      commandId: CommandId | undefined,
-      method: string,
-      hash: string,
-      result: Schema.Schema<A, I>
-    ): Effect.Effect<Option.Option<A>, CommandConflict | StorageError> =>
-      commandId === undefined
-        ? Effect.succeedNone
-        : Effect.flatMap(
-            store.receipt(commandId),
-            (receipt): Effect.Effect<Option.Option<A>, CommandConflict | StorageError> => {
-              if (Option.isNone(receipt)) return Effect.succeedNone
-              if (receipt.value.method !== method || receipt.value.payloadHash !== hash) {
-                return Effect.fail(new CommandConflict({ commandId, method }))
-              }
-              return Schema.decodeUnknown(result)(receipt.value.result).pipe(
-                Effect.map(Option.some),
-                Effect.mapError(
-                  () =>
-                    new StorageError({ detail: `the receipt of command ${commandId} does not hold a ${method} result` })
-                )
-              )
-            }
-          )
-
-    /**
-     * A run left active with no driver to end it (its driver died with a previous
-     * incarnation of this actor, or its end could not be recorded): end it now.
-     */
-    const endOrphan = (why: string) =>
-      Effect.suspend(() => {
-        const active = activeRun(state)
-        if (active === undefined) {
-          current = null
-          return Effect.void
-        }
-        if (current !== null && current.runId === active.id && !current.driverExited) return Effect.void
-        current = null
-        const at = now()
-        return Effect.flatMap(
-          demand((s) =>
-            planFinish(s, {
-              runId: active.id,
-              outcome: "failed",
-              failure: { reason: "runtime_error", message: why },
-              turnRef: null,
-              now: at
-            })
-          ),
-          (events) => commit(events)
-        )
-      })
-
-    /**
-     * Child agents the provider ran natively that have ended with a thread of their own
-     * get an observe-only app thread (a new log, written here once): the item names it.
-     */
-    const observeChildren = (runId: RunId, events: ReadonlyArray<ThreadEvent>) =>
-      Effect.forEach(events, (event) => {
-        const run =
-          event._tag === "TurnItemRecorded" && event.item.type === "child_agent" ? runById(state, runId) : undefined
-        if (event._tag !== "TurnItemRecorded" || event.item.type !== "child_agent" || run === undefined) {
-          return Effect.succeed(event)
-        }
-        const observed = planObservedChild(state, run, event.item, now())
-        if (observed === null) return Effect.succeed(event)
-        return store
-          .append({ threadId: observed.threadId, events: observed.events, expectedSequence: 0 })
-          .pipe(Effect.as(new TurnItemRecorded({ item: observed.item }) as ThreadEvent))
-      })
-
+    let answering: Set<string> | undefined
     // Set once the actor exists: runs' drivers talk to their own actor.
     let ask: ThreadAsk = () => Effect.fail(new ActorStopped({ threadId }))
     const actorScope = yield* Effect.scope
 
-    const launch = (plan: StartPlan, control: ActiveRun) =>
-      driveRun({
-        run: plan.run,
-        context: plan.context,
-        workspace: state.thread.workspace,
-        sessions,
-        ask: (tag, payload) => ask(tag, payload),
-        checkpoint:
-          state.thread.workspace === null
-            ? Effect.succeedNone
-            : checkpoints.capture({
-                workspace: state.thread.workspace,
-                threadId,
-                ordinal: plan.run.ordinal,
-                previous: store.lookup
-                  .previousGitCommit(threadId)
-                  .pipe(
-                    Effect.mapError(
-                      (error) => new GitFailed({ workspace: state.thread.workspace ?? "", detail: error.message })
-                    )
-                  )
-              }),
-        spawn: (provider, prompt) =>
-          Effect.map(spawn({ parentThreadId: threadId, provider, prompt, createdBy: "agent" }), ({ run, thread }) => ({
-            threadId: thread.id,
-            runId: run.id
-          })),
-        stop: control.stop,
-        graceMs: config.interruptGraceMs
-      }).pipe(
-        Effect.onExit((exit) =>
-          Effect.suspend(() => {
-            control.driverExited = true
-            const detail = Exit.isSuccess(exit) ? "it ended early" : describeCause(exit.cause)
-            return Effect.ignore(ask("DriverExited", { runId: plan.run.id, detail }))
-          })
-        ),
-        // Held while the run is in flight: the actor cannot passivate under it.
-        (drive) => Effect.zipRight(retain, drive),
-        Effect.scoped,
-        Effect.forkIn(actorScope)
-      )
-
-    const canSummarise = (name: string) =>
-      sessions.adapters.find((a) => a.name === name)?.capabilities.summarise ?? false
-
-    const handlers: SupervisedActor.Handlers<ThreadMessage> = {
-      StartRun: (command) =>
-        Effect.gen(function* () {
-          const hash = startRunHash(command)
-          const replayed = yield* replay(command.commandId, "run.start", hash, RunReceipt)
-          if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
-          if (state.thread.lineage.observeOnly) return yield* new ObserveOnlyThread({ threadId })
-          const adapter = yield* sessions.adapter(command.provider)
-          const busy = activeRun(state)
-          if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
-          const provider = infoOf(adapter)
-          const budgetTokens = command.handoffBudgetTokens ?? config.handoffBudgetTokens
-          // What this thread takes in from others: read now, when a run needs it.
-          const returned = yield* childResults(store, state, now())
-          if (returned.length > 0) yield* commit(returned)
-          const { incoming, stale } = yield* loadIncoming(store, state)
-          const inherited = yield* loadInherited(store, state, inheritedCache)
-          const decision = yield* demand((s) =>
-            decideContext(s, {
-              provider,
-              model: command.model ?? adapter.model,
-              cleanContext: command.cleanContext ?? false,
-              resumeFailed: false,
-              budgetTokens,
-              options: config,
-              inherited,
-              incoming
-            })
+    /**
+     * The actor's behaviour: its helpers and message handlers, made when a worker starts
+     * serving messages and dropped when it stops, so that an idle actor keeps its state
+     * and little else (they close over the variables above).
+     */
+    const behaviour = () => {
+      const load = store
+        .loadThread(threadId)
+        .pipe(
+          Effect.flatMap(
+            Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed })
           )
-          if (decision._tag === "unsupported") {
-            return yield* new UnsupportedContextTransfer({ provider: command.provider, detail: decision.detail })
-          }
-          const draft = localHandoff(decision, budgetTokens)
-          const extras = extraHandoffs(decision, budgetTokens)
-          const at = now()
-          const plan = yield* demand((s) =>
-            planRunStart(s, {
-              message: command.message,
-              model: command.model ?? null,
-              commandId: command.commandId ?? null,
-              provider,
-              decision,
-              draft,
-              extras,
-              summaryBy: draft ? summaryWriter(s, decision, provider, config, canSummarise) : null,
-              now: at
-            })
-          )
-          yield* commit([...supersede(stale, now()), ...plan.events], command.commandId, {
-            method: "run.start",
-            hash,
-            result: { runId: plan.run.id }
-          })
-          const control: ActiveRun = {
-            runId: plan.run.id,
-            context: plan.context,
-            stop: yield* Deferred.make<RunFailure>(),
-            stopCommandId: null,
-            driverExited: false
-          }
-          current = control
-          yield* launch(plan, control)
-          return { run: plan.run, sequence: state.lastThreadSequence }
-        }),
-
-      InterruptRun: (command) =>
-        Effect.gen(function* () {
-          const replayed = yield* replay(command.commandId, "run.interrupt", payloadHash({ threadId }), RunReceipt)
-          if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
-          if (current === null) return yield* new NoActiveRun({ threadId })
-          current.stopCommandId = command.commandId ?? current.stopCommandId
-          yield* Deferred.succeed(current.stop, interrupted)
-          return yield* accepted(current.runId)
-        }),
-
-      StopRun: ({ failure }) =>
-        Effect.gen(function* () {
-          if (current === null) return yield* new NoActiveRun({ threadId })
-          yield* Deferred.succeed(current.stop, failure)
-          return yield* accepted(current.runId)
-        }),
-
-      RespondApproval: (command) =>
-        Effect.gen(function* () {
-          const hash = payloadHash({ threadId, approvalId: command.approvalId, decision: command.decision })
-          const replayed = yield* replay(command.commandId, "approval.respond", hash, ItemReceipt)
-          if (Option.isSome(replayed)) {
-            const found = yield* store.lookup.turnItem(threadId, replayed.value.itemId)
-            if (Option.isSome(found)) return { _tag: "Recorded" as const, item: found.value }
-          }
-          const updated = answering.has(command.approvalId)
-            ? undefined
-            : planApproval(
-                yield* store.lookup.approvalRequests(threadId, command.approvalId),
-                command.approvalId,
-                command.decision
-              )
-          if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId: command.approvalId })
-          const { pt, run } = yield* demand((s) => {
-            const found = runById(s, updated.runId)!
-            return {
-              run: found,
-              pt: found.providerThreadId ? providerThreadHead(s, found.providerThreadId) : undefined
-            }
-          })
-          answering.add(command.approvalId)
-          return { _tag: "Deliver" as const, runId: run.id, provider: run.provider, nativeRef: pt?.nativeRef ?? null }
-        }),
-
-      RecordApproval: ({ approvalId, commandId, decision }) =>
-        Effect.gen(function* () {
-          answering.delete(approvalId)
-          const updated = planApproval(yield* store.lookup.approvalRequests(threadId, approvalId), approvalId, decision)
-          if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId })
-          yield* commit([new TurnItemRecorded({ item: updated })], commandId, {
-            method: "approval.respond",
-            hash: payloadHash({ threadId, approvalId, decision }),
-            result: { itemId: updated.id }
-          })
-          return updated
-        }),
-
-      ReleaseApproval: ({ approvalId, failure }) =>
-        Effect.gen(function* () {
-          answering.delete(approvalId)
-          const open = planApproval(yield* store.lookup.approvalRequests(threadId, approvalId), approvalId, "cancel")
-          // The provider cannot take decisions: the run that waits for one cannot go on.
-          if (failure === null || current === null || open === undefined || open.runId !== current.runId) return
-          yield* Deferred.succeed(current.stop, failure)
-        }),
-
-      GetRun: ({ runId }) =>
-        Effect.flatMap(
-          demand((s) => {
-            const run = runById(s, runId)
-            return run === undefined ? undefined : toRunView(run, itemsOf(s, runId))
-          }),
-          (view) => (view === undefined ? Effect.fail(new RunNotFound({ runId })) : Effect.succeed(view))
-        ),
-
-      Status: () =>
-        Effect.sync(() => ({
-          lastSequence: state.lastThreadSequence,
-          activeRunId: current?.runId ?? activeRun(state)?.id ?? null
-        })),
-
-      RecordItems: ({ items, runId }) =>
-        current?.runId === runId
-          ? Effect.flatMap(observeChildren(runId, planItems(state, runId, items, now())), (events) => commit(events))
-          : Effect.void,
-
-      BindNativeThread: ({ forked, nativeRef, providerThreadId, runId, strength }) => {
-        if (current?.runId !== runId) return Effect.void
-        const at = now()
-        return Effect.flatMap(
-          demand((s) => planBindNativeThread(s, { runId, providerThreadId, nativeRef, strength, forked, now: at })),
-          (events) => commit(events)
         )
-      },
+      /**
+       * A pure function of the state, with whatever it touches that a compact state does
+       * not hold read from storage first (see ThreadState).
+       */
+      const demand = <A>(f: (state: ThreadState) => A): Effect.Effect<A, StorageError> =>
+        Effect.suspend(() => {
+          const s = state
+          return store.demand(s, () => f(s))
+        })
 
-      RecordSummary: ({ handoffId, runId, summary }) =>
-        Effect.gen(function* () {
-          const control = current?.runId === runId ? current : null
-          const delivery = control?.context.delivery ?? null
-          const at = now()
-          const planned =
-            control && delivery
-              ? yield* demand((s) => planSummary(s, { runId, handoffId, summary, delivery, now: at }))
-              : undefined
-          if (control === null || planned === undefined) return yield* new HandoffNotFound({ handoffId })
-          yield* commit(planned.events)
-          control.context = { ...control.context, handoff: planned.handoff, summaryBy: null }
-          return planned.handoff
-        }),
+      const now = () => new Date().toISOString()
+      const reload = Effect.tap(load, (fresh) => Effect.sync(() => void (state = fresh)))
 
-      ResumeFailed: ({ detail, runId }) =>
-        Effect.gen(function* () {
-          const control = current?.runId === runId ? current : null
-          const run = control === null ? undefined : yield* demand((s) => runById(s, runId))
-          if (!run || control === null) return yield* new RunNotFound({ runId })
-          const adapter = yield* sessions.adapter(run.provider)
-          const provider = infoOf(adapter)
-          const budgetTokens = config.handoffBudgetTokens
-          const inherited = yield* loadInherited(store, state, inheritedCache)
-          const decision = yield* demand((s) =>
-            decideContext(s, {
-              provider,
-              model: run.model ?? adapter.model,
-              cleanContext: false,
-              resumeFailed: true,
-              budgetTokens,
-              options: config,
-              forRun: run.id,
-              inherited
-            })
-          )
-          if (decision._tag === "unsupported") {
-            return yield* new UnsupportedContextTransfer({ provider: run.provider, detail: decision.detail })
-          }
-          const draft = localHandoff(decision, budgetTokens)
-          const at = now()
-          const plan = yield* demand((s) =>
-            planResumeFallback(s, {
-              runId: run.id,
-              provider,
-              decision,
-              draft,
-              summaryBy: draft ? summaryWriter(s, decision, provider, config, canSummarise) : null,
-              detail,
-              now: at
-            })
-          )
-          yield* commit(plan.events)
-          // What else the run delivers (merged work) was recorded at its start and stays.
-          control.context = { ...plan.context, extras: control.context.extras }
-          return control.context
-        }),
-
-      FinishRun: (message) =>
-        Effect.gen(function* () {
-          const at = now()
-          const planned = yield* demand((s) => planFinish(s, { ...message, now: at }))
-          const events = yield* observeChildren(message.runId, planned)
-          const control = current !== null && current.runId === message.runId ? current : null
-          const stopCommandId = control?.stopCommandId ?? undefined
-          yield* commit(
-            events,
-            stopCommandId,
-            stopCommandId
-              ? { method: "run.interrupt", hash: payloadHash({ threadId }), result: { runId: message.runId } }
-              : undefined
-          )
-          if (control) current = null
-        }),
-
-      RecordTransfer: ({ receipt, transfer }) =>
-        Effect.gen(function* () {
-          if (receipt !== null) {
-            const replayed = yield* replay(receipt.commandId, receipt.method, receipt.hash, TransferReceipt)
-            if (Option.isSome(replayed)) {
-              const transferId = replayed.value.transferId
-              const recorded = yield* demand((s) => transferById(s, transferId))
-              if (recorded) return recorded
-            }
-          }
-          // The same source run sent here twice (a retry, a reconciliation): one transfer.
-          for (const existing of openTransfers(state)) {
-            if (
-              existing.type === transfer.type &&
-              existing.sourceThreadId === transfer.sourceThreadId &&
-              existing.sourcePoint.runId === transfer.sourcePoint.runId &&
-              existing.status === "pending"
-            ) {
-              return existing
-            }
-          }
-          yield* commit(
-            [new TransferRecorded({ transfer })],
-            receipt?.commandId,
-            receipt ? { method: receipt.method, hash: receipt.hash, result: { transferId: transfer.id } } : undefined
-          )
-          return transfer
-        }),
-
-      Rollback: ({ commandId, restoreFiles, toRunOrdinal }) =>
-        Effect.gen(function* () {
-          const hash = payloadHash({ threadId, toRunOrdinal, restoreFiles })
-          const replayed = yield* replay(commandId, "thread.rollback", hash, RollbackReceipt)
-          if (Option.isSome(replayed)) return { replayed: true, native: [], restore: null }
-          const busy = activeRun(state)
-          if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
-          const last = state.runCount
-          if (toRunOrdinal > last) {
-            return yield* new InvalidInput({
-              detail: `thread ${threadId} has ${last} run(s): it cannot be rolled back to run ${toRunOrdinal}`
-            })
-          }
-          let restore: { workspace: string; commit: string } | null = null
-          if (restoreFiles) {
-            const checkpoint = Option.getOrUndefined(yield* store.lookup.gitCheckpointOfRun(threadId, toRunOrdinal))
-            if (checkpoint === undefined || state.thread.workspace === null) {
-              return yield* new InvalidSourcePoint({
+      const commit = (
+        events: ReadonlyArray<ThreadEvent>,
+        commandId?: CommandId,
+        receipt?: { method: string; hash: string; result: unknown }
+      ) =>
+        events.length === 0
+          ? Effect.void
+          : store
+              .append({
                 threadId,
-                detail: `run ${toRunOrdinal} has no git checkpoint to restore files from (its workspace is not a git repository, or the run did not complete)`
+                events,
+                expectedSequence: state.lastThreadSequence,
+                commandId,
+                receipt:
+                  receipt && commandId
+                    ? { commandId, method: receipt.method, payloadHash: receipt.hash, result: receipt.result }
+                    : undefined
+              })
+              .pipe(
+                Effect.tap((stored) =>
+                  Effect.sync(() => {
+                    for (const e of stored) state = applyEvent(state, e.event)
+                  })
+                ),
+                // Someone else wrote to this thread: what memory holds is stale.
+                Effect.tapError((error) => (error._tag === "SequenceConflict" ? Effect.ignore(reload) : Effect.void)),
+                Effect.asVoid
+              )
+
+      const accepted = (runId: TurnItem["runId"]): Effect.Effect<RunAccepted, RunNotFound | StorageError> =>
+        Effect.flatMap(
+          demand((s) => runById(s, runId)),
+          (run) =>
+            run ? Effect.succeed({ run, sequence: state.lastThreadSequence }) : Effect.fail(new RunNotFound({ runId }))
+        )
+
+      /**
+       * The stored result of `commandId`, if it was used before: for the same method and
+       * payload, the result; for anything else, a conflict.
+       */
+      const replay = <A, I>(
+        commandId: CommandId | undefined,
+        method: string,
+        hash: string,
+        result: Schema.Schema<A, I>
+      ): Effect.Effect<Option.Option<A>, CommandConflict | StorageError> =>
+        commandId === undefined
+          ? Effect.succeedNone
+          : Effect.flatMap(
+              store.receipt(commandId),
+              (receipt): Effect.Effect<Option.Option<A>, CommandConflict | StorageError> => {
+                if (Option.isNone(receipt)) return Effect.succeedNone
+                if (receipt.value.method !== method || receipt.value.payloadHash !== hash) {
+                  return Effect.fail(new CommandConflict({ commandId, method }))
+                }
+                return Schema.decodeUnknown(result)(receipt.value.result).pipe(
+                  Effect.map(Option.some),
+                  Effect.mapError(
+                    () =>
+                      new StorageError({
+                        detail: `the receipt of command ${commandId} does not hold a ${method} result`
+                      })
+                  )
+                )
+              }
+            )
+
+      /**
+       * A run left active with no driver to end it (its driver died with a previous
+       * incarnation of this actor, or its end could not be recorded): end it now.
+       */
+      const endOrphan = (why: string) =>
+        Effect.suspend(() => {
+          const active = activeRun(state)
+          if (active === undefined) {
+            current = null
+            return Effect.void
+          }
+          if (current !== null && current.runId === active.id && !current.driverExited) return Effect.void
+          current = null
+          const at = now()
+          return Effect.flatMap(
+            demand((s) =>
+              planFinish(s, {
+                runId: active.id,
+                outcome: "failed",
+                failure: { reason: "runtime_error", message: why },
+                turnRef: null,
+                now: at
+              })
+            ),
+            (events) => commit(events)
+          )
+        })
+
+      /**
+       * Child agents the provider ran natively that have ended with a thread of their own
+       * get an observe-only app thread (a new log, written here once): the item names it.
+       */
+      const observeChildren = (runId: RunId, events: ReadonlyArray<ThreadEvent>) =>
+        Effect.forEach(events, (event) => {
+          const run =
+            event._tag === "TurnItemRecorded" && event.item.type === "child_agent" ? runById(state, runId) : undefined
+          if (event._tag !== "TurnItemRecorded" || event.item.type !== "child_agent" || run === undefined) {
+            return Effect.succeed(event)
+          }
+          const observed = planObservedChild(state, run, event.item, now())
+          if (observed === null) return Effect.succeed(event)
+          return store
+            .append({ threadId: observed.threadId, events: observed.events, expectedSequence: 0 })
+            .pipe(Effect.as(new TurnItemRecorded({ item: observed.item }) as ThreadEvent))
+        })
+
+      const launch = (plan: StartPlan, control: ActiveRun) =>
+        driveRun({
+          run: plan.run,
+          context: plan.context,
+          workspace: state.thread.workspace,
+          sessions,
+          ask: (tag, payload) => ask(tag, payload),
+          checkpoint:
+            state.thread.workspace === null
+              ? Effect.succeedNone
+              : checkpoints.capture({
+                  workspace: state.thread.workspace,
+                  threadId,
+                  ordinal: plan.run.ordinal,
+                  previous: store.lookup
+                    .previousGitCommit(threadId)
+                    .pipe(
+                      Effect.mapError(
+                        (error) => new GitFailed({ workspace: state.thread.workspace ?? "", detail: error.message })
+                      )
+                    )
+                }),
+          spawn: (provider, prompt) =>
+            Effect.map(
+              spawn({ parentThreadId: threadId, provider, prompt, createdBy: "agent" }),
+              ({ run, thread }) => ({
+                threadId: thread.id,
+                runId: run.id
+              })
+            ),
+          stop: control.stop,
+          graceMs: config.interruptGraceMs
+        }).pipe(
+          Effect.onExit((exit) =>
+            Effect.suspend(() => {
+              control.driverExited = true
+              const detail = Exit.isSuccess(exit) ? "it ended early" : describeCause(exit.cause)
+              return Effect.ignore(ask("DriverExited", { runId: plan.run.id, detail }))
+            })
+          ),
+          // Held while the run is in flight: the actor cannot passivate under it.
+          (drive) => Effect.zipRight(retain, drive),
+          Effect.scoped,
+          Effect.forkIn(actorScope)
+        )
+
+      const canSummarise = (name: string) =>
+        sessions.adapters.find((a) => a.name === name)?.capabilities.summarise ?? false
+
+      const handlers: SupervisedActor.Handlers<ThreadMessage> = {
+        StartRun: (command) =>
+          Effect.gen(function* () {
+            const hash = startRunHash(command)
+            const replayed = yield* replay(command.commandId, "run.start", hash, RunReceipt)
+            if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
+            if (state.thread.lineage.observeOnly) return yield* new ObserveOnlyThread({ threadId })
+            const adapter = yield* sessions.adapter(command.provider)
+            const busy = activeRun(state)
+            if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
+            const provider = infoOf(adapter)
+            const budgetTokens = command.handoffBudgetTokens ?? config.handoffBudgetTokens
+            // What this thread takes in from others: read now, when a run needs it.
+            const returned = yield* childResults(store, state, now())
+            if (returned.length > 0) yield* commit(returned)
+            const { incoming, stale } = yield* loadIncoming(store, state)
+            const inherited = yield* loadInherited(store, state, (inheritedCache ??= new Map()))
+            const decision = yield* demand((s) =>
+              decideContext(s, {
+                provider,
+                model: command.model ?? adapter.model,
+                cleanContext: command.cleanContext ?? false,
+                resumeFailed: false,
+                budgetTokens,
+                options: config,
+                inherited,
+                incoming
+              })
+            )
+            if (decision._tag === "unsupported") {
+              return yield* new UnsupportedContextTransfer({ provider: command.provider, detail: decision.detail })
+            }
+            const draft = localHandoff(decision, budgetTokens)
+            const extras = extraHandoffs(decision, budgetTokens)
+            const at = now()
+            const plan = yield* demand((s) =>
+              planRunStart(s, {
+                message: command.message,
+                model: command.model ?? null,
+                commandId: command.commandId ?? null,
+                provider,
+                decision,
+                draft,
+                extras,
+                summaryBy: draft ? summaryWriter(s, decision, provider, config, canSummarise) : null,
+                now: at
+              })
+            )
+            yield* commit([...supersede(stale, now()), ...plan.events], command.commandId, {
+              method: "run.start",
+              hash,
+              result: { runId: plan.run.id }
+            })
+            const control: ActiveRun = {
+              runId: plan.run.id,
+              context: plan.context,
+              stop: yield* Deferred.make<RunFailure>(),
+              stopCommandId: null,
+              driverExited: false
+            }
+            current = control
+            yield* launch(plan, control)
+            return { run: plan.run, sequence: state.lastThreadSequence }
+          }),
+
+        InterruptRun: (command) =>
+          Effect.gen(function* () {
+            const replayed = yield* replay(command.commandId, "run.interrupt", payloadHash({ threadId }), RunReceipt)
+            if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
+            if (current === null) return yield* new NoActiveRun({ threadId })
+            current.stopCommandId = command.commandId ?? current.stopCommandId
+            yield* Deferred.succeed(current.stop, interrupted)
+            return yield* accepted(current.runId)
+          }),
+
+        StopRun: ({ failure }) =>
+          Effect.gen(function* () {
+            if (current === null) return yield* new NoActiveRun({ threadId })
+            yield* Deferred.succeed(current.stop, failure)
+            return yield* accepted(current.runId)
+          }),
+
+        RespondApproval: (command) =>
+          Effect.gen(function* () {
+            const hash = payloadHash({ threadId, approvalId: command.approvalId, decision: command.decision })
+            const replayed = yield* replay(command.commandId, "approval.respond", hash, ItemReceipt)
+            if (Option.isSome(replayed)) {
+              const found = yield* store.lookup.turnItem(threadId, replayed.value.itemId)
+              if (Option.isSome(found)) return { _tag: "Recorded" as const, item: found.value }
+            }
+            const updated = answering?.has(command.approvalId)
+              ? undefined
+              : planApproval(
+                  yield* store.lookup.approvalRequests(threadId, command.approvalId),
+                  command.approvalId,
+                  command.decision
+                )
+            if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId: command.approvalId })
+            const { pt, run } = yield* demand((s) => {
+              const found = runById(s, updated.runId)!
+              return {
+                run: found,
+                pt: found.providerThreadId ? providerThreadHead(s, found.providerThreadId) : undefined
+              }
+            })
+            answering = answering ?? new Set()
+            answering.add(command.approvalId)
+            return { _tag: "Deliver" as const, runId: run.id, provider: run.provider, nativeRef: pt?.nativeRef ?? null }
+          }),
+
+        RecordApproval: ({ approvalId, commandId, decision }) =>
+          Effect.gen(function* () {
+            answering?.delete(approvalId)
+            const updated = planApproval(
+              yield* store.lookup.approvalRequests(threadId, approvalId),
+              approvalId,
+              decision
+            )
+            if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId })
+            yield* commit([new TurnItemRecorded({ item: updated })], commandId, {
+              method: "approval.respond",
+              hash: payloadHash({ threadId, approvalId, decision }),
+              result: { itemId: updated.id }
+            })
+            return updated
+          }),
+
+        ReleaseApproval: ({ approvalId, failure }) =>
+          Effect.gen(function* () {
+            answering?.delete(approvalId)
+            const open = planApproval(yield* store.lookup.approvalRequests(threadId, approvalId), approvalId, "cancel")
+            // The provider cannot take decisions: the run that waits for one cannot go on.
+            if (failure === null || current === null || open === undefined || open.runId !== current.runId) return
+            yield* Deferred.succeed(current.stop, failure)
+          }),
+
+        GetRun: ({ runId }) =>
+          Effect.flatMap(
+            demand((s) => {
+              const run = runById(s, runId)
+              return run === undefined ? undefined : toRunView(run, itemsOf(s, runId))
+            }),
+            (view) => (view === undefined ? Effect.fail(new RunNotFound({ runId })) : Effect.succeed(view))
+          ),
+
+        Status: () =>
+          Effect.sync(() => ({
+            lastSequence: state.lastThreadSequence,
+            activeRunId: current?.runId ?? activeRun(state)?.id ?? null
+          })),
+
+        RecordItems: ({ items, runId }) =>
+          current?.runId === runId
+            ? Effect.flatMap(observeChildren(runId, planItems(state, runId, items, now())), (events) => commit(events))
+            : Effect.void,
+
+        BindNativeThread: ({ forked, nativeRef, providerThreadId, runId, strength }) => {
+          if (current?.runId !== runId) return Effect.void
+          const at = now()
+          return Effect.flatMap(
+            demand((s) => planBindNativeThread(s, { runId, providerThreadId, nativeRef, strength, forked, now: at })),
+            (events) => commit(events)
+          )
+        },
+
+        RecordSummary: ({ handoffId, runId, summary }) =>
+          Effect.gen(function* () {
+            const control = current?.runId === runId ? current : null
+            const delivery = control?.context.delivery ?? null
+            const at = now()
+            const planned =
+              control && delivery
+                ? yield* demand((s) => planSummary(s, { runId, handoffId, summary, delivery, now: at }))
+                : undefined
+            if (control === null || planned === undefined) return yield* new HandoffNotFound({ handoffId })
+            yield* commit(planned.events)
+            control.context = { ...control.context, handoff: planned.handoff, summaryBy: null }
+            return planned.handoff
+          }),
+
+        ResumeFailed: ({ detail, runId }) =>
+          Effect.gen(function* () {
+            const control = current?.runId === runId ? current : null
+            const run = control === null ? undefined : yield* demand((s) => runById(s, runId))
+            if (!run || control === null) return yield* new RunNotFound({ runId })
+            const adapter = yield* sessions.adapter(run.provider)
+            const provider = infoOf(adapter)
+            const budgetTokens = config.handoffBudgetTokens
+            const inherited = yield* loadInherited(store, state, (inheritedCache ??= new Map()))
+            const decision = yield* demand((s) =>
+              decideContext(s, {
+                provider,
+                model: run.model ?? adapter.model,
+                cleanContext: false,
+                resumeFailed: true,
+                budgetTokens,
+                options: config,
+                forRun: run.id,
+                inherited
+              })
+            )
+            if (decision._tag === "unsupported") {
+              return yield* new UnsupportedContextTransfer({ provider: run.provider, detail: decision.detail })
+            }
+            const draft = localHandoff(decision, budgetTokens)
+            const at = now()
+            const plan = yield* demand((s) =>
+              planResumeFallback(s, {
+                runId: run.id,
+                provider,
+                decision,
+                draft,
+                summaryBy: draft ? summaryWriter(s, decision, provider, config, canSummarise) : null,
+                detail,
+                now: at
+              })
+            )
+            yield* commit(plan.events)
+            // What else the run delivers (merged work) was recorded at its start and stays.
+            control.context = { ...plan.context, extras: control.context.extras }
+            return control.context
+          }),
+
+        FinishRun: (message) =>
+          Effect.gen(function* () {
+            const at = now()
+            const planned = yield* demand((s) => planFinish(s, { ...message, now: at }))
+            const events = yield* observeChildren(message.runId, planned)
+            const control = current !== null && current.runId === message.runId ? current : null
+            const stopCommandId = control?.stopCommandId ?? undefined
+            yield* commit(
+              events,
+              stopCommandId,
+              stopCommandId
+                ? { method: "run.interrupt", hash: payloadHash({ threadId }), result: { runId: message.runId } }
+                : undefined
+            )
+            if (control) current = null
+          }),
+
+        RecordTransfer: ({ receipt, transfer }) =>
+          Effect.gen(function* () {
+            if (receipt !== null) {
+              const replayed = yield* replay(receipt.commandId, receipt.method, receipt.hash, TransferReceipt)
+              if (Option.isSome(replayed)) {
+                const transferId = replayed.value.transferId
+                const recorded = yield* demand((s) => transferById(s, transferId))
+                if (recorded) return recorded
+              }
+            }
+            // The same source run sent here twice (a retry, a reconciliation): one transfer.
+            for (const existing of openTransfers(state)) {
+              if (
+                existing.type === transfer.type &&
+                existing.sourceThreadId === transfer.sourceThreadId &&
+                existing.sourcePoint.runId === transfer.sourcePoint.runId &&
+                existing.status === "pending"
+              ) {
+                return existing
+              }
+            }
+            yield* commit(
+              [new TransferRecorded({ transfer })],
+              receipt?.commandId,
+              receipt ? { method: receipt.method, hash: receipt.hash, result: { transferId: transfer.id } } : undefined
+            )
+            return transfer
+          }),
+
+        Rollback: ({ commandId, restoreFiles, toRunOrdinal }) =>
+          Effect.gen(function* () {
+            const hash = payloadHash({ threadId, toRunOrdinal, restoreFiles })
+            const replayed = yield* replay(commandId, "thread.rollback", hash, RollbackReceipt)
+            if (Option.isSome(replayed)) return { replayed: true, native: [], restore: null }
+            const busy = activeRun(state)
+            if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
+            const last = state.runCount
+            if (toRunOrdinal > last) {
+              return yield* new InvalidInput({
+                detail: `thread ${threadId} has ${last} run(s): it cannot be rolled back to run ${toRunOrdinal}`
               })
             }
-            restore = { workspace: state.thread.workspace, commit: checkpoint.commitSha! }
-          }
+            let restore: { workspace: string; commit: string } | null = null
+            if (restoreFiles) {
+              const checkpoint = Option.getOrUndefined(yield* store.lookup.gitCheckpointOfRun(threadId, toRunOrdinal))
+              if (checkpoint === undefined || state.thread.workspace === null) {
+                return yield* new InvalidSourcePoint({
+                  threadId,
+                  detail: `run ${toRunOrdinal} has no git checkpoint to restore files from (its workspace is not a git repository, or the run did not complete)`
+                })
+              }
+              restore = { workspace: state.thread.workspace, commit: checkpoint.commitSha! }
+            }
+            const at = now()
+            // A whole-thread change: planned on the complete state, read here.
+            const plan = yield* demand((s) =>
+              planRollback(s, {
+                toRunOrdinal,
+                capabilitiesOf: (name) => sessions.adapters.find((a) => a.name === name)?.capabilities,
+                now: at
+              })
+            )
+            // Recorded even when nothing changes, so that the commandId answers the same.
+            yield* commit(plan.events.length > 0 ? plan.events : [], commandId, {
+              method: "thread.rollback",
+              hash,
+              result: { toRunOrdinal }
+            })
+            return { replayed: false, native: plan.native, restore }
+          }),
+
+        RollbackSettled: ({ results, toRunOrdinal }) => {
           const at = now()
-          // A whole-thread change: planned on the complete state, read here.
-          const plan = yield* demand((s) =>
-            planRollback(s, {
-              toRunOrdinal,
-              capabilitiesOf: (name) => sessions.adapters.find((a) => a.name === name)?.capabilities,
-              now: at
-            })
+          return Effect.flatMap(
+            demand((s) => planRollbackSettled(s, { toRunOrdinal, results, now: at })),
+            (events) => commit(events)
           )
-          // Recorded even when nothing changes, so that the commandId answers the same.
-          yield* commit(plan.events.length > 0 ? plan.events : [], commandId, {
-            method: "thread.rollback",
-            hash,
-            result: { toRunOrdinal }
-          })
-          return { replayed: false, native: plan.native, restore }
-        }),
+        },
 
-      RollbackSettled: ({ results, toRunOrdinal }) => {
-        const at = now()
-        return Effect.flatMap(
-          demand((s) => planRollbackSettled(s, { toRunOrdinal, results, now: at })),
-          (events) => commit(events)
-        )
-      },
+        RevalidateIncoming: () =>
+          Effect.flatMap(loadIncoming(store, state), ({ stale }) => commit(supersede(stale, now()))),
 
-      RevalidateIncoming: () =>
-        Effect.flatMap(loadIncoming(store, state), ({ stale }) => commit(supersede(stale, now()))),
+        DriverExited: ({ detail, runId }) =>
+          current !== null && current.runId === runId
+            ? Effect.suspend(() => {
+                current!.driverExited = true
+                return endOrphan(`the run's driver stopped without recording the end of the run: ${detail}`)
+              })
+            : Effect.void
+      }
 
-      DriverExited: ({ detail, runId }) =>
-        current !== null && current.runId === runId
-          ? Effect.suspend(() => {
-              current!.driverExited = true
-              return endOrphan(`the run's driver stopped without recording the end of the run: ${detail}`)
-            })
-          : Effect.void
+      return {
+        handlers,
+        // A defect may have left memory ahead of storage: start again from what is
+        // persisted, and end a run that lost its driver on the way.
+        restart: () =>
+          Effect.gen(function* () {
+            answering = undefined
+            yield* reload
+            yield* endOrphan("the thread's actor restarted while this run was in flight and its driver was gone")
+          }),
+        endOrphan
+      }
     }
 
     const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError>({
       name: `thread ${threadId}`,
-      handlers,
+      behaviour,
       // What a message read for its decision does not stay: an idle actor holds the compact state.
       afterEach: () => trimThread(state),
+      onStopped,
       stopped: () => new ActorStopped({ threadId }),
-      failed: (tag, cause) => new ActorFailed({ threadId, command: tag, detail: describeCause(cause) }),
-      // A defect may have left memory ahead of storage: start again from what is
-      // persisted, and end a run that lost its driver on the way.
-      restart: () =>
-        Effect.gen(function* () {
-          answering.clear()
-          yield* reload
-          yield* endOrphan("the thread's actor restarted while this run was in flight and its driver was gone")
-        })
+      failed: (tag, cause) => new ActorFailed({ threadId, command: tag, detail: describeCause(cause) })
     })
     ask = actor.ask
 
     // A run active in storage has no driver in a fresh actor: its driver died with the
     // actor before this one (evicted after a failed restart).
-    yield* endOrphan("the thread's actor was restarted while this run was in flight")
+    yield* behaviour().endOrphan("the thread's actor was restarted while this run was in flight")
 
     const respondApproval = (command: RespondApprovalPayload): Effect.Effect<TurnItem, SkeinError> =>
       Effect.gen(function* () {

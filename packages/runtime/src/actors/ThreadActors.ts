@@ -61,12 +61,15 @@ export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<Thr
           )
         const activate = (threadId: ThreadId) =>
           Effect.gen(function* () {
-            const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
+            let actor: ThreadActor | undefined
             // Stopped for good: drop it, so the next use starts again from storage.
-            const drop = Effect.suspend(() =>
-              actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void
-            )
-            yield* actor.done.pipe(Effect.zipRight(Effect.forkDaemon(drop)), Effect.forkScoped)
+            const drop = () =>
+              void Effect.runFork(
+                Effect.suspend(() =>
+                  actor !== undefined && actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void
+                )
+              )
+            actor = yield* makeThreadActor(threadId, retain(threadId), spawn, drop)
             return actor
           })
         actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })

@@ -1,6 +1,6 @@
 import { Rpc } from "@effect/rpc"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Schema } from "effect"
+import { Cause, Deferred, Effect, Either, Exit, Fiber, Schema } from "effect"
 import * as SupervisedActor from "../../src/actors/SupervisedActor.js"
 
 class Stopped extends Schema.TaggedError<Stopped>()("Stopped", {}) {}
@@ -18,38 +18,46 @@ const makeActor = (options: {
 }) =>
   SupervisedActor.make<Protocol, Stopped | Failed>({
     name: "test actor",
-    handlers: {
-      Double: ({ n }) => (n > 100 ? Effect.fail(new TooBig({ n })) : Effect.succeed(n * 2)),
-      Explode: ({ why }) => Effect.die(new Error(why)),
-      Wait: ({ n }) => (options.gate ? Effect.as(Deferred.await(options.gate), n) : Effect.succeed(n))
-    },
+    behaviour: () => ({
+      handlers: {
+        Double: ({ n }) => (n > 100 ? Effect.fail(new TooBig({ n })) : Effect.succeed(n * 2)),
+        Explode: ({ why }) => Effect.die(new Error(why)),
+        Wait: ({ n }) => (options.gate ? Effect.as(Deferred.await(options.gate), n) : Effect.succeed(n))
+      },
+      restart: options.restart ?? (() => Effect.void)
+    }),
     stopped: () => new Stopped(),
-    failed: (tag, cause) => new Failed({ tag, detail: String(Cause.squash(cause)) }),
-    restart: options.restart ?? (() => Effect.void)
+    failed: (tag, cause) => new Failed({ tag, detail: String(Cause.squash(cause)) })
   })
 
 describe("SupervisedActor", () => {
-  it.effect("serialises messages: one handler at a time, in arrival order, replies typed by message", () =>
+  it.live("serialises messages: one handler at a time, in arrival order, replies typed by message", () =>
     Effect.gen(function* () {
       const seen: Array<number> = []
+      let made = 0
       let running = 0
       let maxRunning = 0
       const actor = yield* SupervisedActor.make<typeof Double, Stopped | Failed>({
         name: "order",
-        handlers: {
-          Double: ({ n }) =>
-            Effect.gen(function* () {
-              running++
-              maxRunning = Math.max(maxRunning, running)
-              yield* Effect.yieldNow()
-              seen.push(n)
-              running--
-              return n * 2
-            })
+        behaviour: () => {
+          made++
+          return {
+            handlers: {
+              Double: ({ n }) =>
+                Effect.gen(function* () {
+                  running++
+                  maxRunning = Math.max(maxRunning, running)
+                  yield* Effect.yieldNow()
+                  seen.push(n)
+                  running--
+                  return n * 2
+                })
+            },
+            restart: () => Effect.void
+          }
         },
         stopped: () => new Stopped(),
-        failed: (tag) => new Failed({ tag, detail: "" }),
-        restart: () => Effect.void
+        failed: (tag) => new Failed({ tag, detail: "" })
       })
       const replies = yield* Effect.forEach([1, 2, 3, 4, 5], (n) => actor.ask("Double", { n }), {
         concurrency: "unbounded"
@@ -57,6 +65,16 @@ describe("SupervisedActor", () => {
       expect(replies).toEqual([2, 4, 6, 8, 10])
       expect(seen).toEqual([1, 2, 3, 4, 5])
       expect(maxRunning).toBe(1)
+      // One worker served the burst; one serves a caller that asks again as soon as it
+      // has its reply; an idle actor holds none: a message later makes its handlers again.
+      expect(made).toBe(1)
+      const before = made
+      for (let i = 0; i < 5; i++) yield* actor.ask("Double", { n: i })
+      expect(made - before).toBeLessThanOrEqual(1)
+      const after = made
+      yield* Effect.sleep("5 millis")
+      expect(yield* actor.ask("Double", { n: 7 })).toBe(14)
+      expect(made).toBe(after + 1)
     }).pipe(Effect.scoped)
   )
 
@@ -112,6 +130,48 @@ describe("SupervisedActor", () => {
       expect(yield* Fiber.await(blocked)).toEqual(Exit.fail(new Stopped()))
       expect(yield* Effect.exit(actor.ask("Double", { n: 4 }))).toEqual(Exit.fail(new Stopped()))
       yield* actor.done
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("a defect outside every handler (its behaviour, afterEach) fails the waiting callers and never wedges the actor", () =>
+    Effect.gen(function* () {
+      let breakBehaviour = true
+      let breakAfter = false
+      let served = 0
+      const actor = yield* SupervisedActor.make<typeof Double, Stopped | Failed>({
+        name: "fragile",
+        behaviour: () => {
+          if (breakBehaviour) {
+            breakBehaviour = false
+            throw new Error("no behaviour")
+          }
+          return {
+            handlers: { Double: ({ n }) => Effect.sync(() => (served++, n * 2)) },
+            restart: () => Effect.void
+          }
+        },
+        afterEach: () => {
+          if (breakAfter) {
+            breakAfter = false
+            throw new Error("trim failed")
+          }
+        },
+        stopped: () => new Stopped(),
+        failed: (tag, cause) => new Failed({ tag, detail: String(Cause.squash(cause)) })
+      })
+      // Its worker could not start: the caller hears why, and the next message is served.
+      expect(yield* Effect.flip(actor.ask("Double", { n: 1 }))).toEqual(
+        new Failed({ tag: "Double", detail: "Error: no behaviour" })
+      )
+      expect(yield* actor.ask("Double", { n: 2 })).toBe(4)
+      // After a message: that message's caller has its reply, later ones are served.
+      breakAfter = true
+      const replies = yield* Effect.forEach([3, 4, 5], (n) => Effect.either(actor.ask("Double", { n })), {
+        concurrency: "unbounded"
+      })
+      expect(replies[0]).toEqual(Either.right(6))
+      expect(yield* actor.ask("Double", { n: 6 })).toBe(12)
+      expect(served).toBeGreaterThanOrEqual(3)
     }).pipe(Effect.scoped)
   )
 })
