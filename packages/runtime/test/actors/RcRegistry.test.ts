@@ -67,6 +67,40 @@ describe("RcRegistry", () => {
     })
   )
 
+  it.scoped("many idle entries close each at its own time, by one sweeper; one got again in between stays", () =>
+    Effect.gen(function* () {
+      const closed: Array<string> = []
+      const registry = yield* RcRegistry.make({
+        lookup: (key: string) =>
+          Effect.as(
+            Effect.addFinalizer(() => Effect.sync(() => void closed.push(key))),
+            key
+          ),
+        idleTimeToLive: Duration.seconds(10)
+      })
+      // a, b, c let go at 0 s, 3 s and 6 s.
+      for (const key of ["a", "b", "c"]) {
+        yield* Effect.scoped(registry.get(key))
+        yield* TestClock.adjust(Duration.seconds(3))
+      }
+      // b is got again (and let go) at 9 s: its time starts over.
+      yield* Effect.scoped(registry.get("b"))
+      yield* TestClock.adjust(Duration.seconds(2)) // 11 s
+      expect(closed).toEqual(["a"])
+      yield* TestClock.adjust(Duration.seconds(5)) // 16 s
+      expect(closed).toEqual(["a", "c"])
+      yield* TestClock.adjust(Duration.seconds(2)) // 18 s
+      expect(closed).toEqual(["a", "c"])
+      yield* TestClock.adjust(Duration.seconds(2)) // 20 s
+      expect(closed).toEqual(["a", "c", "b"])
+      expect(yield* registry.keys).toEqual([])
+      // The sweeper ended with nothing idle; a later idle entry starts one again.
+      yield* Effect.scoped(registry.get("d"))
+      yield* TestClock.adjust(Duration.seconds(11))
+      expect(closed).toEqual(["a", "c", "b", "d"])
+    })
+  )
+
   it.scoped("a failed lookup is not kept: the next get tries again", () =>
     Effect.gen(function* () {
       let attempts = 0

@@ -133,45 +133,47 @@ describe("SupervisedActor", () => {
     }).pipe(Effect.scoped)
   )
 
-  it.live("a defect outside every handler (its behaviour, afterEach) fails the waiting callers and never wedges the actor", () =>
-    Effect.gen(function* () {
-      let breakBehaviour = true
-      let breakAfter = false
-      let served = 0
-      const actor = yield* SupervisedActor.make<typeof Double, Stopped | Failed>({
-        name: "fragile",
-        behaviour: () => {
-          if (breakBehaviour) {
-            breakBehaviour = false
-            throw new Error("no behaviour")
-          }
-          return {
-            handlers: { Double: ({ n }) => Effect.sync(() => (served++, n * 2)) },
-            restart: () => Effect.void
-          }
-        },
-        afterEach: () => {
-          if (breakAfter) {
-            breakAfter = false
-            throw new Error("trim failed")
-          }
-        },
-        stopped: () => new Stopped(),
-        failed: (tag, cause) => new Failed({ tag, detail: String(Cause.squash(cause)) })
-      })
-      // Its worker could not start: the caller hears why, and the next message is served.
-      expect(yield* Effect.flip(actor.ask("Double", { n: 1 }))).toEqual(
-        new Failed({ tag: "Double", detail: "Error: no behaviour" })
-      )
-      expect(yield* actor.ask("Double", { n: 2 })).toBe(4)
-      // After a message: that message's caller has its reply, later ones are served.
-      breakAfter = true
-      const replies = yield* Effect.forEach([3, 4, 5], (n) => Effect.either(actor.ask("Double", { n })), {
-        concurrency: "unbounded"
-      })
-      expect(replies[0]).toEqual(Either.right(6))
-      expect(yield* actor.ask("Double", { n: 6 })).toBe(12)
-      expect(served).toBeGreaterThanOrEqual(3)
-    }).pipe(Effect.scoped)
+  it.live(
+    "a defect outside every handler (its behaviour, afterEach) fails the waiting callers and never wedges the actor",
+    () =>
+      Effect.gen(function* () {
+        let breakBehaviour = true
+        let breakAfter = false
+        let served = 0
+        const actor = yield* SupervisedActor.make<typeof Double, Stopped | Failed>({
+          name: "fragile",
+          behaviour: () => {
+            if (breakBehaviour) {
+              breakBehaviour = false
+              throw new Error("no behaviour")
+            }
+            return {
+              handlers: { Double: ({ n }) => Effect.sync(() => (served++, n * 2)) },
+              restart: () => Effect.void
+            }
+          },
+          afterEach: () => {
+            if (breakAfter) {
+              breakAfter = false
+              throw new Error("trim failed")
+            }
+          },
+          stopped: () => new Stopped(),
+          failed: (tag, cause) => new Failed({ tag, detail: String(Cause.squash(cause)) })
+        })
+        // Its worker could not start: the caller hears why, and the next message is served.
+        expect(yield* Effect.flip(actor.ask("Double", { n: 1 }))).toEqual(
+          new Failed({ tag: "Double", detail: "Error: no behaviour" })
+        )
+        expect(yield* actor.ask("Double", { n: 2 })).toBe(4)
+        // After a message: that message's caller has its reply, later ones are served.
+        breakAfter = true
+        const replies = yield* Effect.forEach([3, 4, 5], (n) => Effect.either(actor.ask("Double", { n })), {
+          concurrency: "unbounded"
+        })
+        expect(replies[0]).toEqual(Either.right(6))
+        expect(yield* actor.ask("Double", { n: 6 })).toBe(12)
+        expect(served).toBeGreaterThanOrEqual(3)
+      }).pipe(Effect.scoped)
   )
 })
