@@ -55,7 +55,11 @@ export const oneShot = (cwd: string): GitWriter => ({
 })
 
 /** The text of a commit object as `git commit-tree` writes it (author and committer from the environment). */
-const commitText = (input: { readonly tree: string; readonly parents: ReadonlyArray<string>; readonly message: string }) => {
+const commitText = (input: {
+  readonly tree: string
+  readonly parents: ReadonlyArray<string>
+  readonly message: string
+}) => {
   const env = environment(undefined)
   const when = `${Math.floor(Date.now() / 1000)} +0000`
   return [
@@ -110,7 +114,9 @@ const lineProcess = (args: ReadonlyArray<string>, cwd: string) =>
               Deferred.await(stderrEnded).pipe(
                 Effect.timeout(Duration.seconds(2)),
                 Effect.ignore,
-                Effect.zipRight(Effect.suspend(() => Effect.fail(failed(stderr.trim() || "git exited without answering"))))
+                Effect.zipRight(
+                  Effect.suspend(() => Effect.fail(failed(stderr.trim() || "git exited without answering")))
+                )
               )
             )
           : Effect.succeed(line)

@@ -61,7 +61,9 @@ export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceC
         Effect.scoped(
           Effect.flatMap(writers.get(input.workspace), (writer) =>
             GitCheckpoints.capture({ ...input, writer }).pipe(
-              Effect.ensuring(Effect.suspend(() => (writer.broken() ? writers.invalidate(input.workspace) : Effect.void)))
+              Effect.ensuring(
+                Effect.suspend(() => (writer.broken() ? writers.invalidate(input.workspace) : Effect.void))
+              )
             )
           )
         )
@@ -81,9 +83,7 @@ export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceC
           Effect.gen(function* () {
             if (!(yield* isRepository(input.workspace))) return Option.none()
             const previous = yield* input.previous
-            const taken = yield* captureWith({ ...input, previous }).pipe(
-              Effect.mapError(failed(input.workspace))
-            )
+            const taken = yield* captureWith({ ...input, previous }).pipe(Effect.mapError(failed(input.workspace)))
             return Option.some({ gitRef: taken.ref, commit: taken.commit, tree: taken.tree, diff: taken.diff })
           }).pipe(
             Effect.catchTag("GitError", (error) => Effect.fail(failed(input.workspace)(error))),

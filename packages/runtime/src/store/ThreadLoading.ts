@@ -270,7 +270,8 @@ const usableProviderThreads = (sql: SqlClient, threadId: ThreadId, what: string)
       [threadId]
     )
     const heads: Array<ProviderThreadHead> = []
-    for (const [i, row] of rows.entries()) heads.push((yield* currentHead(sql, threadId, row.head, `${what} ${i + 1}:`)).head)
+    for (const [i, row] of rows.entries())
+      heads.push((yield* currentHead(sql, threadId, row.head, `${what} ${i + 1}:`)).head)
     return heads
   })
 

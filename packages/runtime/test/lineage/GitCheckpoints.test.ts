@@ -103,7 +103,6 @@ const busyRepository = () => {
 }
 
 describe("GitCheckpoints", () => {
-
   it("capture writes the work tree (tracked and untracked, not ignored) under a hidden ref, with an exact diff", async () => {
     const root = busyRepository()
     const before = snapshot(root)

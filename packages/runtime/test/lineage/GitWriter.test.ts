@@ -76,11 +76,19 @@ describe("GitWriter", () => {
         Fs.writeFileSync(Path.join(root, "b.txt"), "b\n")
         const first = yield* capture({ workspace: root, threadId: "thr_c", ordinal: 1, previous: null, writer })
         Fs.writeFileSync(Path.join(root, "b.txt"), "b2\n")
-        const second = yield* capture({ workspace: root, threadId: "thr_c", ordinal: 2, previous: first.commit, writer })
+        const second = yield* capture({
+          workspace: root,
+          threadId: "thr_c",
+          ordinal: 2,
+          previous: first.commit,
+          writer
+        })
         const unknown = yield* Effect.either(
           capture({ workspace: root, threadId: "thr_c", ordinal: 3, previous: "0".repeat(39) + "1", writer })
         )
-        const aTree = yield* Effect.either(capture({ workspace: root, threadId: "thr_c", ordinal: 4, previous: tree, writer }))
+        const aTree = yield* Effect.either(
+          capture({ workspace: root, threadId: "thr_c", ordinal: 4, previous: tree, writer })
+        )
         return { first, second, unknown, aTree }
       })
     )
@@ -132,7 +140,12 @@ describe("GitWriter", () => {
         const checkpoints = yield* WorkspaceCheckpoints
         const take = (ordinal: number, previous: string | null) =>
           Effect.either(
-            checkpoints.capture({ workspace: root, threadId: "thr_r" as never, ordinal, previous: Effect.succeed(previous) })
+            checkpoints.capture({
+              workspace: root,
+              threadId: "thr_r" as never,
+              ordinal,
+              previous: Effect.succeed(previous)
+            })
           )
         const first = yield* take(1, null)
         const firstCommit = first._tag === "Right" && Option.isSome(first.right) ? first.right.value.commit : null
@@ -168,8 +181,7 @@ describe("GitWriter", () => {
                   ordinal,
                   previous: Effect.succeed(commits.get(thread)!)
                 }),
-                (checkpoint) =>
-                  Effect.sync(() => commits.set(thread, Option.getOrThrow(checkpoint).commit))
+                (checkpoint) => Effect.sync(() => commits.set(thread, Option.getOrThrow(checkpoint).commit))
               ),
             { concurrency: "unbounded", discard: true }
           )
