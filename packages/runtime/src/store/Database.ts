@@ -1,15 +1,16 @@
 /**
- * The SQLite database: one connection (WAL) through `@effect/sql-sqlite-node`, with every
- * migration applied before the layer is ready.
+ * The SQLite database: one connection (WAL, see Sqlite.ts), with every migration
+ * applied before the layer is ready.
  */
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
-import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
+import * as Migrator from "@effect/sql/Migrator"
 import { StorageError } from "@skein/domain"
 import { Cause, Effect, Layer } from "effect"
 import { loader, migrations } from "./Migrations.js"
+import * as Sqlite from "./Sqlite.js"
+import type { SqliteDirect } from "./Sqlite.js"
 
 export interface DatabaseOptions {
   /** A file path, or `:memory:` for a private in-memory database (tests). */
@@ -103,19 +104,15 @@ const compatibility = (filename: string) => {
 }
 
 /**
- * SqlClient and SqliteClient over `options.filename`, migrated to the latest schema.
+ * SqlClient and SqliteDirect over `options.filename`, migrated to the latest schema.
  * Fails with a StorageError naming the file when it cannot be opened or migrated.
  */
-const layer = (
-  options: DatabaseOptions
-): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, StorageError> => {
-  const client = SqliteClient.layer({ filename: options.filename }).pipe(
-    Layer.provide(ensureDirectory(options.filename))
-  )
+const layer = (options: DatabaseOptions): Layer.Layer<SqlClient.SqlClient | SqliteDirect, StorageError> => {
+  const client = Sqlite.layer(options.filename).pipe(Layer.provide(ensureDirectory(options.filename)))
   const { check, record } = compatibility(options.filename)
   // In order: refuse a newer database, migrate, then record this format.
   const migrate = record.pipe(
-    Layer.provide(SqliteMigrator.layer({ loader }).pipe(Layer.provide(NodeContext.layer), Layer.provide(check)))
+    Layer.provide(Layer.effectDiscard(Migrator.make({})({ loader })).pipe(Layer.provide(check)))
   )
   return Layer.provideMerge(Layer.merge(pragmas, migrate), client).pipe(
     Layer.catchAllCause((cause) => {

@@ -3,7 +3,6 @@
  * receipts, written together in one SQLite transaction per append; plus live following
  * of appended events.
  */
-import { SqlClient } from "@effect/sql/SqlClient"
 import {
   isTerminalRunStatus,
   SequenceConflict,
@@ -47,6 +46,7 @@ import {
   turnItemRow,
   multiRowInsert,
   projectionRows,
+  projectionStatements,
   providerThreadRow,
   runByOrdinalRow,
   servedTurnRow,
@@ -57,6 +57,7 @@ import {
 } from "./ProjectionTables.js"
 import { fillNeed, loadCompactThreadState, loadCompleteThreadState } from "./ThreadLoading.js"
 import { threadView as threadViewOf } from "./ThreadViews.js"
+import { SqliteDirect, type DirectDb } from "./Sqlite.js"
 import { NotLoaded, type ThreadState } from "./ThreadState.js"
 
 /** What a mutating command returned, stored so that a retry with its commandId gets the same answer. */
@@ -236,7 +237,8 @@ const checkEvents = (threadId: ThreadId, events: ReadonlyArray<ThreadEvent>): St
 }
 
 const make = Effect.gen(function* () {
-  const sql = yield* SqlClient
+  const direct = yield* SqliteDirect
+  const sql = direct.sql
   // Live followers, by thread: a commit notifies only the followers of its thread.
   const listeners = new Map<ThreadId, Set<(events: ReadonlyArray<StoredEvent>) => void>>()
   const notify = (threadId: ThreadId, stored: ReadonlyArray<StoredEvent>) =>
@@ -253,57 +255,71 @@ const make = Effect.gen(function* () {
   // followers receive each thread's events in sequence order.
   const writer = yield* Effect.makeSemaphore(1)
 
-  const insertEvents = (threadId: ThreadId, input: AppendInput, forms: ReadonlyArray<StoredForm>, resultJson: string) =>
-    Effect.gen(function* () {
-      const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-      const commandId = input.commandId ?? input.receipt?.commandId ?? null
-      const lastRows = yield* sql.unsafe<{ readonly last: number }>(
+  /**
+   * The append's one transaction, run synchronously (see Sqlite.ts): the fence on the
+   * sequence, the events, their projection rows, the receipt.
+   */
+  const insertEvents = (
+    db: DirectDb,
+    abort: (error: StorageError | SequenceConflict) => never,
+    threadId: ThreadId,
+    input: AppendInput,
+    forms: ReadonlyArray<StoredForm>,
+    resultJson: string,
+    createdAt: string
+  ): ReadonlyArray<StoredEvent> => {
+    const commandId = input.commandId ?? input.receipt?.commandId ?? null
+    const last =
+      db.all<{ readonly last: number }>(
         "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
         [threadId]
-      )
-      const last = lastRows[0]?.last ?? 0
-      if (input.expectedSequence !== undefined && input.expectedSequence !== last) {
-        return yield* new SequenceConflict({ threadId, expected: input.expectedSequence, actual: last })
-      }
-      const first = input.events[0]
-      if (last === 0 && first !== undefined && first._tag !== "ThreadCreated") {
-        return yield* new StorageError({
+      )[0]?.last ?? 0
+    if (input.expectedSequence !== undefined && input.expectedSequence !== last) {
+      abort(new SequenceConflict({ threadId, expected: input.expectedSequence, actual: last }))
+    }
+    const first = input.events[0]
+    if (last === 0 && first !== undefined && first._tag !== "ThreadCreated") {
+      abort(
+        new StorageError({
           detail: `thread ${threadId} has no events yet, so its first event must be ThreadCreated (got ${first._tag})`
         })
-      }
-      const params: Array<string | number | null> = []
-      for (let i = 0; i < input.events.length; i++) {
-        params.push(threadId, last + i + 1, input.events[i]!._tag, forms[i]!.payload, commandId, createdAt)
-      }
-      const sequences: Array<number> = []
-      const width = eventColumns.length
-      for (const [index, chunk] of chunks(input.events, maxRowsPerStatement).entries()) {
-        const offset = index * maxRowsPerStatement * width
-        const result = (yield* sql.unsafe(
-          multiRowInsert("events", eventColumns, chunk.length),
-          chunk.length === input.events.length ? params : params.slice(offset, offset + chunk.length * width)
-        ).raw) as unknown as { readonly lastInsertRowid: number | bigint }
-        // One INSERT under the write lock gives its rows consecutive sequences, in VALUES order.
-        const lastSequence = Number(result.lastInsertRowid)
-        for (let i = chunk.length - 1; i >= 0; i--) sequences.push(lastSequence - i)
-      }
-      yield* writeProjections(sql, projectionRows(threadId, forms))
-      if (input.receipt !== undefined) {
-        const { commandId: receiptId, method, payloadHash } = input.receipt
-        yield* sql.unsafe(
-          "INSERT INTO receipts (command_id, method, payload_hash, result, created_at) VALUES (?, ?, ?, ?, ?)",
-          [receiptId, method, payloadHash, resultJson, createdAt]
-        )
-      }
-      return input.events.map((event, i): StoredEvent => ({
-        sequence: sequences[i]!,
-        threadId,
-        threadSequence: last + i + 1,
-        commandId,
-        createdAt,
-        event
-      }))
-    })
+      )
+    }
+    const params: Array<string | number | null> = []
+    for (let i = 0; i < input.events.length; i++) {
+      params.push(threadId, last + i + 1, input.events[i]!._tag, forms[i]!.payload, commandId, createdAt)
+    }
+    const sequences: Array<number> = []
+    const width = eventColumns.length
+    for (const [index, chunk] of chunks(input.events, maxRowsPerStatement).entries()) {
+      const offset = index * maxRowsPerStatement * width
+      const { lastInsertRowid } = db.run(
+        multiRowInsert("events", eventColumns, chunk.length),
+        chunk.length === input.events.length ? params : params.slice(offset, offset + chunk.length * width)
+      )
+      // One INSERT under the write lock gives its rows consecutive sequences, in VALUES order.
+      for (let i = chunk.length - 1; i >= 0; i--) sequences.push(lastInsertRowid - i)
+    }
+    for (const [text, rowParams] of projectionStatements(projectionRows(threadId, forms))) db.run(text, rowParams)
+    if (input.receipt !== undefined) {
+      const { commandId: receiptId, method, payloadHash } = input.receipt
+      db.run("INSERT INTO receipts (command_id, method, payload_hash, result, created_at) VALUES (?, ?, ?, ?, ?)", [
+        receiptId,
+        method,
+        payloadHash,
+        resultJson,
+        createdAt
+      ])
+    }
+    return input.events.map((event, i): StoredEvent => ({
+      sequence: sequences[i]!,
+      threadId,
+      threadSequence: last + i + 1,
+      commandId,
+      createdAt,
+      event
+    }))
+  }
 
   const append = (input: AppendInput): Effect.Effect<ReadonlyArray<StoredEvent>, StorageError | SequenceConflict> =>
     Effect.suspend(() => {
@@ -330,12 +346,16 @@ const make = Effect.gen(function* () {
       }
       return writer.withPermits(1)(
         Effect.uninterruptible(
-          insertEvents(threadId, input, forms, resultJson).pipe(
-            sql.withTransaction,
+          Effect.flatMap(Clock.currentTimeMillis, (millis) => {
+            const createdAt = new Date(millis).toISOString()
+            return direct.transaction<ReadonlyArray<StoredEvent>, StorageError | SequenceConflict>((db, abort) =>
+              insertEvents(db, abort, threadId, input, forms, resultJson, createdAt)
+            )
+          }).pipe(
             Effect.mapError((error) =>
-              error._tag === "SequenceConflict"
-                ? error
-                : fromSqlError(`cannot append ${input.events.length} event(s) to thread ${threadId}`)(error)
+              error._tag === "SqlError"
+                ? fromSqlError(`cannot append ${input.events.length} event(s) to thread ${threadId}`)(error)
+                : error
             ),
             Effect.tap((stored) => (stored.length > 0 ? notify(threadId, stored) : Effect.void))
           )
@@ -561,5 +581,5 @@ const make = Effect.gen(function* () {
 })
 
 export class EventStore extends Context.Tag("@skein/runtime/EventStore")<EventStore, EventStoreShape>() {
-  static readonly layer: Layer.Layer<EventStore, never, SqlClient> = Layer.scoped(EventStore, make)
+  static readonly layer: Layer.Layer<EventStore, never, SqliteDirect> = Layer.scoped(EventStore, make)
 }

@@ -7,7 +7,7 @@
  * by id, all within the thread whose log recorded them). An upsert keeps the row's rowid,
  * so reading in rowid order gives the fold's insertion order.
  */
-import type { SqlClient } from "@effect/sql/SqlClient"
+import type { Sql } from "./Sqlite.js"
 import type { SqlError } from "@effect/sql/SqlError"
 import {
   AppThread,
@@ -175,21 +175,21 @@ const suffixes = Object.fromEntries(Object.entries(tables).map(([name, spec]) =>
   string
 >
 
-/** Upserts the rows, a few multi-row statements per table. Runs inside the caller's transaction. */
-export const writeProjections = (sql: SqlClient, rows: ProjectionRows): Effect.Effect<void, SqlError> =>
-  Effect.forEach(
-    rows,
-    ([table, byKey]) => {
-      const spec = tables[table]
-      const all = [...byKey.values()]
-      return Effect.forEach(
-        chunks(all, maxRowsPerStatement),
-        (chunk) => sql.unsafe(multiRowInsert(table, spec.columns, chunk.length, suffixes[table]), chunk.flat()),
-        { discard: true }
-      )
-    },
-    { discard: true }
-  )
+/** The statements that upsert the rows: a few multi-row statements per table. */
+export const projectionStatements = (rows: ProjectionRows): Array<readonly [string, ReadonlyArray<Param>]> => {
+  const statements: Array<readonly [string, ReadonlyArray<Param>]> = []
+  for (const [table, byKey] of rows) {
+    const spec = tables[table]
+    for (const chunk of chunks([...byKey.values()], maxRowsPerStatement)) {
+      statements.push([multiRowInsert(table, spec.columns, chunk.length, suffixes[table]), chunk.flat()])
+    }
+  }
+  return statements
+}
+
+/** Upserts the rows. Runs inside the caller's transaction. */
+export const writeProjections = (sql: Sql, rows: ProjectionRows): Effect.Effect<void, SqlError> =>
+  Effect.forEach(projectionStatements(rows), ([text, params]) => sql.unsafe(text, params), { discard: true })
 
 export const chunks = <A>(all: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
   if (all.length === 0) return []
@@ -227,12 +227,11 @@ export const decodeAll = <A>(
   return Either.right(out)
 }
 
-export const selectData = (sql: SqlClient, text: string, params: ReadonlyArray<Param>) =>
-  sql.unsafe<DataRow>(text, params)
+export const selectData = (sql: Sql, text: string, params: ReadonlyArray<Param>) => sql.unsafe<DataRow>(text, params)
 
 /** Transfers recorded in other threads' logs whose source is `threadId`. */
 export const outgoingTransfers = (
-  sql: SqlClient,
+  sql: Sql,
   threadId: ThreadId
 ): Effect.Effect<ReadonlyArray<ContextTransfer>, StorageError> =>
   selectData(sql, "SELECT data FROM transfers WHERE source_thread_id = ? AND thread_id <> ? ORDER BY rowid", [
@@ -244,7 +243,7 @@ export const outgoingTransfers = (
   )
 
 export const listThreadRows = (
-  sql: SqlClient,
+  sql: Sql,
   filter: { readonly parentThreadId?: ThreadId | undefined; readonly rootThreadId?: ThreadId | undefined }
 ): Effect.Effect<ReadonlyArray<AppThread>, StorageError> => {
   const clauses: Array<string> = []
@@ -264,7 +263,7 @@ export const listThreadRows = (
   )
 }
 
-export const handoffRow = (sql: SqlClient, id: string): Effect.Effect<Option.Option<ContextHandoff>, StorageError> =>
+export const handoffRow = (sql: Sql, id: string): Effect.Effect<Option.Option<ContextHandoff>, StorageError> =>
   selectData(sql, "SELECT data FROM handoffs WHERE id = ? ORDER BY rowid DESC LIMIT 1", [id]).pipe(
     Effect.mapError(fromSqlError(`cannot read handoff ${id}`)),
     Effect.flatMap((rows) =>
@@ -272,20 +271,20 @@ export const handoffRow = (sql: SqlClient, id: string): Effect.Effect<Option.Opt
     )
   )
 
-export const activeRunRows = (sql: SqlClient): Effect.Effect<ReadonlyArray<Run>, StorageError> =>
+export const activeRunRows = (sql: Sql): Effect.Effect<ReadonlyArray<Run>, StorageError> =>
   selectData(sql, "SELECT data FROM runs WHERE status IN ('queued', 'running') ORDER BY thread_id, ordinal", []).pipe(
     Effect.mapError(fromSqlError("cannot read the active runs")),
     Effect.flatMap((rows) => decodeAll(rows, decodeRun, "active run"))
   )
 
 /** Deletes every projection row (inside the caller's transaction). */
-export const clearProjections = (sql: SqlClient): Effect.Effect<void, SqlError> =>
+export const clearProjections = (sql: Sql): Effect.Effect<void, SqlError> =>
   Effect.forEach(Object.keys(tables), (table) => sql.unsafe(`DELETE FROM ${table}`), { discard: true })
 
 // --- lineage lookups: single rows by key, cost independent of the thread's length ---
 
 const oneRow = <A>(
-  sql: SqlClient,
+  sql: Sql,
   text: string,
   params: ReadonlyArray<Param>,
   decode: (json: string, what: string) => Either.Either<A, StorageError>,
@@ -298,10 +297,10 @@ const oneRow = <A>(
     )
   )
 
-export const runRow = (sql: SqlClient, threadId: ThreadId, runId: string) =>
+export const runRow = (sql: Sql, threadId: ThreadId, runId: string) =>
   oneRow(sql, "SELECT data FROM runs WHERE id = ? AND thread_id = ?", [runId, threadId], decodeRun, `run ${runId}`)
 
-export const runByOrdinalRow = (sql: SqlClient, threadId: ThreadId, ordinal: number) =>
+export const runByOrdinalRow = (sql: Sql, threadId: ThreadId, ordinal: number) =>
   oneRow(
     sql,
     "SELECT data FROM runs WHERE thread_id = ? AND ordinal = ?",
@@ -311,7 +310,7 @@ export const runByOrdinalRow = (sql: SqlClient, threadId: ThreadId, ordinal: num
   )
 
 /** The newest completed run of the thread that has a ready checkpoint. */
-export const latestStableRunRow = (sql: SqlClient, threadId: ThreadId) =>
+export const latestStableRunRow = (sql: Sql, threadId: ThreadId) =>
   oneRow(
     sql,
     `SELECT r.data AS data FROM runs r
@@ -323,7 +322,7 @@ export const latestStableRunRow = (sql: SqlClient, threadId: ThreadId) =>
     `the latest stable run of thread ${threadId}`
   )
 
-export const checkpointRow = (sql: SqlClient, threadId: ThreadId, checkpointId: string) =>
+export const checkpointRow = (sql: Sql, threadId: ThreadId, checkpointId: string) =>
   oneRow(
     sql,
     "SELECT data FROM checkpoints WHERE thread_id = ? AND id = ?",
@@ -332,7 +331,7 @@ export const checkpointRow = (sql: SqlClient, threadId: ThreadId, checkpointId: 
     `checkpoint ${checkpointId}`
   )
 
-export const checkpointOfRunRow = (sql: SqlClient, threadId: ThreadId, runId: string) =>
+export const checkpointOfRunRow = (sql: Sql, threadId: ThreadId, runId: string) =>
   oneRow(
     sql,
     "SELECT data FROM checkpoints WHERE thread_id = ? AND run_id = ? AND status = 'ready' ORDER BY rowid DESC LIMIT 1",
@@ -342,7 +341,7 @@ export const checkpointOfRunRow = (sql: SqlClient, threadId: ThreadId, runId: st
   )
 
 /** A provider thread's last snapshot (without the runs it served since: those are rows). */
-export const providerThreadRow = (sql: SqlClient, threadId: ThreadId, id: string) =>
+export const providerThreadRow = (sql: Sql, threadId: ThreadId, id: string) =>
   oneRow(
     sql,
     "SELECT data FROM provider_threads WHERE thread_id = ? AND id = ?",
@@ -353,7 +352,7 @@ export const providerThreadRow = (sql: SqlClient, threadId: ThreadId, id: string
 
 /** The turn handle of a run a provider thread served: in its row, or in its snapshot for older runs. */
 export const servedTurnRow = (
-  sql: SqlClient,
+  sql: Sql,
   threadId: ThreadId,
   id: string,
   ordinal: number
@@ -373,10 +372,10 @@ export const servedTurnRow = (
     )
   })
 
-export const threadRow = (sql: SqlClient, threadId: ThreadId) =>
+export const threadRow = (sql: Sql, threadId: ThreadId) =>
   oneRow(sql, "SELECT data FROM threads WHERE id = ?", [threadId], decodeThread, `thread ${threadId}`)
 
-export const turnItemRow = (sql: SqlClient, threadId: ThreadId, id: string) =>
+export const turnItemRow = (sql: Sql, threadId: ThreadId, id: string) =>
   oneRow(
     sql,
     "SELECT data FROM turn_items WHERE thread_id = ? AND id = ?",
@@ -387,7 +386,7 @@ export const turnItemRow = (sql: SqlClient, threadId: ThreadId, id: string) =>
 
 /** The approval requests with this approval id, the newest run's first, each run's in seq order. */
 export const approvalRequestRows = (
-  sql: SqlClient,
+  sql: Sql,
   threadId: ThreadId,
   approvalId: string
 ): Effect.Effect<ReadonlyArray<TurnItem>, StorageError> =>
@@ -404,7 +403,7 @@ export const approvalRequestRows = (
 
 /** Subagent children, not observe-only, with no subagent_result from them in the parent's log; oldest first. */
 export const subagentsWithoutResultRows = (
-  sql: SqlClient,
+  sql: Sql,
   parentId: ThreadId
 ): Effect.Effect<ReadonlyArray<AppThread>, StorageError> =>
   selectData(
@@ -426,7 +425,7 @@ export const subagentsWithoutResultRows = (
  * The commit of the newest git checkpoint of a run that is not rolled back (the first
  * recorded of that run's, as the actor's fold picked it).
  */
-export const previousGitCommitRow = (sql: SqlClient, threadId: ThreadId): Effect.Effect<string | null, StorageError> =>
+export const previousGitCommitRow = (sql: Sql, threadId: ThreadId): Effect.Effect<string | null, StorageError> =>
   sql
     .unsafe<{ readonly commit: string | null }>(
       `SELECT json_extract(c.data, '$.commitSha') AS "commit" FROM checkpoints c
@@ -442,7 +441,7 @@ export const previousGitCommitRow = (sql: SqlClient, threadId: ThreadId): Effect
     )
 
 /** The first recorded ready git checkpoint of run `ordinal` that has a commit. */
-export const gitCheckpointOfOrdinalRow = (sql: SqlClient, threadId: ThreadId, ordinal: number) =>
+export const gitCheckpointOfOrdinalRow = (sql: Sql, threadId: ThreadId, ordinal: number) =>
   oneRow(
     sql,
     `SELECT data FROM checkpoints WHERE thread_id = ? AND run_ordinal = ? AND status = 'ready'

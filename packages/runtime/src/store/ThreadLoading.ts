@@ -10,7 +10,7 @@
  * the open transfers, and the active run's items. Rows come in rowid order (an upsert
  * keeps the rowid), which is the order a fold of the log inserts them in.
  */
-import type { SqlClient } from "@effect/sql/SqlClient"
+import type { Sql } from "./Sqlite.js"
 import {
   ContextHandoffHead,
   ProviderThreadHead,
@@ -154,7 +154,7 @@ export const headWithServedRows = (
   what: string
 ): Either.Either<ProviderThreadHead, StorageError> => servedSince(pt, rows, what)?.head ?? Either.right(pt)
 
-const rolledBackRanges = (sql: SqlClient, threadId: ThreadId) =>
+const rolledBackRanges = (sql: Sql, threadId: ThreadId) =>
   sql.unsafe<{ readonly first: number; readonly last: number }>(
     `SELECT MIN(ordinal) AS first, MAX(ordinal) AS last FROM (
        SELECT ordinal, ordinal - ROW_NUMBER() OVER (ORDER BY ordinal) AS island
@@ -163,7 +163,7 @@ const rolledBackRanges = (sql: SqlClient, threadId: ThreadId) =>
     [threadId]
   )
 
-const lastSequence = (sql: SqlClient, threadId: ThreadId) =>
+const lastSequence = (sql: Sql, threadId: ThreadId) =>
   Effect.map(
     sql.unsafe<{ readonly last: number }>(
       "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
@@ -174,7 +174,7 @@ const lastSequence = (sql: SqlClient, threadId: ThreadId) =>
 
 /** `IN (?, ?, …)` queries over many ids, a few hundred at a time. */
 const selectIn = <R extends object>(
-  sql: SqlClient,
+  sql: Sql,
   prefix: string,
   suffix: string,
   head: ReadonlyArray<Param>,
@@ -192,7 +192,7 @@ const selectIn = <R extends object>(
  * concurrent append is either fully in or fully out).
  */
 export const loadCompleteThreadState = (
-  sql: SqlClient,
+  sql: Sql,
   threadId: ThreadId
 ): Effect.Effect<Option.Option<ThreadState>, StorageError> =>
   Effect.gen(function* () {
@@ -248,7 +248,7 @@ export const loadCompleteThreadState = (
  * past the snapshot, and those that brought a handoff), so the cost does not grow with
  * its history. Also gives the snapshot itself, whose lists stop at its `lastRunOrdinal`.
  */
-export const currentHead = (sql: SqlClient, threadId: ThreadId, headJson: string, what: string) =>
+export const currentHead = (sql: Sql, threadId: ThreadId, headJson: string, what: string) =>
   Effect.gen(function* () {
     const snapshot = yield* decodeProviderThreadHead(headJson, `${what} provider thread`)
     const key = [threadId, snapshot.id, snapshot.lastRunOrdinal ?? 0] as const
@@ -263,7 +263,7 @@ export const currentHead = (sql: SqlClient, threadId: ThreadId, headJson: string
   })
 
 /** The heads of usable provider threads, with the rows they served since their snapshot applied. */
-const usableProviderThreads = (sql: SqlClient, threadId: ThreadId, what: string) =>
+const usableProviderThreads = (sql: Sql, threadId: ThreadId, what: string) =>
   Effect.gen(function* () {
     const rows = yield* sql.unsafe<{ readonly head: string }>(
       `SELECT head FROM provider_threads ${where} AND status <> 'stale' ORDER BY rowid`,
@@ -280,7 +280,7 @@ const usableProviderThreads = (sql: SqlClient, threadId: ThreadId, what: string)
  * whatever the length of its history.
  */
 export const loadCompactThreadState = (
-  sql: SqlClient,
+  sql: Sql,
   threadId: ThreadId
 ): Effect.Effect<Option.Option<ThreadState>, StorageError> =>
   Effect.gen(function* () {
@@ -357,7 +357,7 @@ export const loadCompactThreadState = (
 const pageSize = 64
 
 /** Reads what a compact state lacks (`need`) into it. Reads of a thread's own actor agree with its memory. */
-export const fillNeed = (sql: SqlClient, state: ThreadState, need: Need): Effect.Effect<void, StorageError> => {
+export const fillNeed = (sql: Sql, state: ThreadState, need: Need): Effect.Effect<void, StorageError> => {
   const threadId = state.thread.id
   const what = `thread ${threadId}:`
   const setItems = (runIds: ReadonlyArray<RunId>, items: ReadonlyArray<TurnItem>) => {

@@ -10,7 +10,7 @@
  * this thread, and its children. Each is what the whole view holds, restricted to the
  * page (`test/runtime/longThreads.test.ts` compares them).
  */
-import type { SqlClient } from "@effect/sql/SqlClient"
+import type { Sql } from "./Sqlite.js"
 import type {
   AppThread,
   ContextTransfer,
@@ -44,7 +44,7 @@ const byCreatedAt = (a: ContextTransfer, b: ContextTransfer) =>
 
 /** The whole thread: every run (with its items unless `items` is false). */
 const wholeView = (
-  sql: SqlClient,
+  sql: Sql,
   threadId: ThreadId,
   items: boolean
 ): Effect.Effect<Option.Option<ThreadView>, StorageError> =>
@@ -74,14 +74,7 @@ export const windowOf = (
 }
 
 /** A provider thread as a page shows it: its head (rows past its snapshot applied) and its per-run lists within the page. */
-const pagedProviderThread = (
-  sql: SqlClient,
-  threadId: ThreadId,
-  headJson: string,
-  from: number,
-  to: number,
-  what: string
-) =>
+const pagedProviderThread = (sql: Sql, threadId: ThreadId, headJson: string, from: number, to: number, what: string) =>
   Effect.gen(function* () {
     const { head, snapshot } = yield* currentHead(sql, threadId, headJson, what)
     const last = snapshot.lastRunOrdinal ?? 0
@@ -118,7 +111,7 @@ const pagedProviderThread = (
 
 /** A window of the thread's runs, with what belongs to them (see the module note). */
 const pagedView = (
-  sql: SqlClient,
+  sql: Sql,
   threadId: ThreadId,
   window: NonNullable<ThreadViewOptions["runs"]>,
   items: boolean
@@ -226,7 +219,7 @@ const pagedView = (
 
 /** `thread.get`: the whole thread by default, or a window of its runs. */
 export const threadView = (
-  sql: SqlClient,
+  sql: Sql,
   threadId: ThreadId,
   options: ThreadViewOptions = {}
 ): Effect.Effect<Option.Option<ThreadView>, StorageError> =>

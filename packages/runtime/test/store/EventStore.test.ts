@@ -1,5 +1,4 @@
 import { SqlClient } from "@effect/sql/SqlClient"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { describe, expect, it } from "@effect/vitest"
 import {
   CommandId,
@@ -17,6 +16,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Chunk, Effect, Either, Fiber, Option, Stream } from "effect"
 import { EventStore } from "../../src/store/EventStore.js"
+import * as Sqlite from "../../src/store/Sqlite.js"
 import { foldEvents, toThreadView } from "../../src/store/Projection.js"
 import { itemContents, makeItem, makeRun, makeThread, makeTransfer, sampleLog, threadId } from "./builders.js"
 import { dumpTables, storeLayer } from "./support.js"
@@ -428,7 +428,7 @@ describe("Database", () => {
       // A refused file is left as it was: still format 7, still no migration beyond.
       const sqlite = yield* Effect.flatMap(SqlClient, (sql) =>
         sql.unsafe<{ user_version: number }>("PRAGMA user_version")
-      ).pipe(Effect.provide(SqliteClient.layer({ filename: newerFormat })))
+      ).pipe(Effect.provide(Sqlite.layer(newerFormat)))
       expect(sqlite[0]!.user_version).toBe(7)
     }).pipe(Effect.scoped)
   )

@@ -1,0 +1,218 @@
+/**
+ * The SQLite connection: one better-sqlite3 connection (WAL), behind two faces that
+ * share one lock.
+ *
+ * - `SqlClient` (`@effect/sql`), for migrations and whoever wants its statements.
+ *   Statements are prepared once and kept.
+ * - `SqliteDirect`, for the store: `transaction`, a function run synchronously inside
+ *   one SQLite transaction (an append), and `sql`, single statements and
+ *   `withTransaction` (reads, views). better-sqlite3 is synchronous, so a statement
+ *   costs what SQLite costs; through `SqlClient` each statement also builds a span,
+ *   compiles, and goes through a prepared-statement cache, several times the price of
+ *   the statement itself.
+ *
+ * Both take the same one-permit lock: a direct transaction never runs inside a
+ * `SqlClient` transaction or between its statements, and the other way round. So a
+ * direct transaction must not be started from inside a `SqlClient` transaction (it
+ * would wait for the lock that transaction holds).
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as Client from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import Sqlite from "better-sqlite3"
+import { Context, Effect, Layer, Option, Scope, Stream } from "effect"
+
+/** The few better-sqlite3 calls used here (the package ships no types). */
+interface RawStatement {
+  readonly reader: boolean
+  run(...params: ReadonlyArray<unknown>): { readonly changes: number; readonly lastInsertRowid: number | bigint }
+  all(...params: ReadonlyArray<unknown>): Array<unknown>
+  raw(on: boolean): RawStatement
+}
+interface RawDatabase {
+  pragma(text: string): unknown
+  prepare(text: string): RawStatement
+  transaction<A>(fn: () => A): () => A
+  close(): void
+}
+
+/** What a direct transaction sees: prepared statements, run synchronously. */
+export interface DirectDb {
+  /** Rows of a query. */
+  readonly all: <A = Record<string, unknown>>(sql: string, params?: ReadonlyArray<unknown>) => ReadonlyArray<A>
+  /** Runs a statement: the rows it changed and the last rowid it inserted. */
+  readonly run: (
+    sql: string,
+    params?: ReadonlyArray<unknown>
+  ) => { readonly changes: number; readonly lastInsertRowid: number }
+}
+
+/** The part of `SqlClient` the store uses, run on the connection directly. */
+export interface Sql {
+  /** Runs one statement: the rows of a query, none for anything else. */
+  readonly unsafe: <A extends object = Record<string, unknown>>(
+    sql: string,
+    params?: ReadonlyArray<unknown>
+  ) => Effect.Effect<ReadonlyArray<A>, SqlError>
+  /** `SqlClient`'s transaction: statements of `sql.unsafe` inside it run in it. */
+  readonly withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+}
+
+export interface SqliteDirectShape {
+  readonly sql: Sql
+  /**
+   * Runs `f` inside one SQLite transaction, holding the connection: committed if `f`
+   * returns, rolled back if it throws. `abort(error)` rolls back and fails with `error`;
+   * anything else thrown fails with a SqlError.
+   */
+  readonly transaction: <A, E = never>(
+    f: (db: DirectDb, abort: (error: E) => never) => A
+  ) => Effect.Effect<A, E | SqlError>
+}
+
+export class SqliteDirect extends Context.Tag("@skein/runtime/SqliteDirect")<SqliteDirect, SqliteDirectShape>() {}
+
+/** How `abort` leaves a transaction: its error, past better-sqlite3's rollback. */
+class Abort {
+  constructor(readonly error: unknown) {}
+}
+
+/** Prepared statements by text; a long-running process with many shapes stays bounded. */
+const STATEMENT_CACHE = 512
+
+const make = (filename: string) =>
+  Effect.gen(function* () {
+    const db = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => new Sqlite(filename) as unknown as RawDatabase,
+        catch: (cause) => new SqlError({ cause, message: `Failed to open ${filename}` })
+      }),
+      (db) => Effect.sync(() => db.close())
+    )
+    yield* Effect.try({
+      try: () => db.pragma("journal_mode = WAL"),
+      catch: (cause) => new SqlError({ cause, message: "Failed to enable WAL" })
+    })
+
+    const statements = new Map<string, RawStatement>()
+    const prepare = (sql: string): RawStatement => {
+      let statement = statements.get(sql)
+      if (statement === undefined) {
+        statement = db.prepare(sql)
+        if (statements.size >= STATEMENT_CACHE) statements.delete(statements.keys().next().value!)
+        statements.set(sql, statement)
+      }
+      return statement
+    }
+    const attempt = <A>(what: string, f: () => A): Effect.Effect<A, SqlError> =>
+      Effect.suspend(() => {
+        try {
+          return Effect.succeed(f())
+        } catch (cause) {
+          return Effect.fail(new SqlError({ cause, message: what }))
+        }
+      })
+    const rows = (statement: RawStatement, params: ReadonlyArray<unknown>) => {
+      if (statement.reader) return statement.all(...params)
+      statement.run(...params)
+      return []
+    }
+
+    const connection: Connection = {
+      execute: (sql, params, transformRows) =>
+        attempt("Failed to execute statement", () => {
+          const result = rows(prepare(sql), params)
+          return transformRows ? transformRows(result as Array<object>) : result
+        }),
+      executeRaw: (sql, params) =>
+        attempt("Failed to execute statement", () => {
+          const statement = prepare(sql)
+          return statement.reader ? statement.all(...params) : statement.run(...params)
+        }),
+      executeValues: (sql, params) =>
+        attempt("Failed to execute statement", () => {
+          const statement = prepare(sql)
+          if (!statement.reader) {
+            statement.run(...params)
+            return []
+          }
+          statement.raw(true)
+          try {
+            return statement.all(...params) as Array<ReadonlyArray<unknown>>
+          } finally {
+            statement.raw(false)
+          }
+        }),
+      executeUnprepared: (sql, params, transformRows) =>
+        attempt("Failed to execute statement", () => {
+          const result = rows(db.prepare(sql), params ?? [])
+          return transformRows ? transformRows(result as Array<object>) : result
+        }),
+      executeStream: () => Stream.dieMessage("executeStream is not implemented for SQLite")
+    }
+
+    const lock = yield* Effect.makeSemaphore(1)
+    const acquirer = lock.withPermits(1)(Effect.succeed(connection))
+    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+      Effect.as(
+        Effect.zipRight(
+          restore(lock.take(1)),
+          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, lock.release(1)))
+        ),
+        connection
+      )
+    )
+    const client = yield* Client.make({
+      acquirer,
+      compiler: Statement.makeCompilerSqlite(),
+      transactionAcquirer,
+      spanAttributes: [["db.system.name", "sqlite"]]
+    })
+
+    const direct: DirectDb = {
+      all: <A>(sql: string, params: ReadonlyArray<unknown> = []) => prepare(sql).all(...params) as ReadonlyArray<A>,
+      run: (sql, params = []) => {
+        const result = prepare(sql).run(...params)
+        return { changes: result.changes, lastInsertRowid: Number(result.lastInsertRowid) }
+      }
+    }
+    const abort = (error: unknown): never => {
+      throw new Abort(error)
+    }
+    const transaction: SqliteDirectShape["transaction"] = <A, E>(f: (db: DirectDb, abort: (error: E) => never) => A) =>
+      lock.withPermits(1)(
+        Effect.suspend((): Effect.Effect<A, E | SqlError> => {
+          try {
+            return Effect.succeed(db.transaction(() => f(direct, abort))())
+          } catch (cause) {
+            if (cause instanceof Abort) return Effect.fail(cause.error as E)
+            return Effect.fail(new SqlError({ cause, message: "Failed to run a transaction" }))
+          }
+        })
+      )
+
+    const run = <A>(sql: string, params: ReadonlyArray<unknown>) =>
+      attempt("Failed to execute statement", () => rows(prepare(sql), params) as ReadonlyArray<A>)
+    const sql: Sql = {
+      // Inside a `withTransaction`, its fiber holds the lock already.
+      unsafe: <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
+        Effect.contextWithEffect((context: Context.Context<never>) =>
+          Option.isSome(Context.getOption(context, Client.TransactionConnection))
+            ? run<A>(text, params)
+            : lock.withPermits(1)(run<A>(text, params))
+        ),
+      withTransaction: client.withTransaction
+    }
+
+    return { client, direct: { sql, transaction } satisfies SqliteDirectShape }
+  })
+
+/** `SqlClient` and `SqliteDirect` over one connection to `filename` (`:memory:` for a private one). */
+export const layer = (filename: string): Layer.Layer<Client.SqlClient | SqliteDirect, SqlError> =>
+  Layer.scopedContext(
+    Effect.map(make(filename), ({ client, direct }) =>
+      Context.make(Client.SqlClient, client).pipe(Context.add(SqliteDirect, direct))
+    )
+  ).pipe(Layer.provide(Reactivity.layer))
