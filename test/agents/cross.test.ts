@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { ProviderName } from "@skein/domain"
 import { makeId, ProviderName as Name } from "@skein/domain"
 import { makeClaudeAdapter, claudeCapabilities } from "@skein/adapters"
-import { Effect, Exit, Scope, Stream } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -320,15 +320,16 @@ describe("one thread across Codex and Claude Code", () => {
           expect(unknown.code).toBe("conversation_not_found")
           // A session that exists, started again as if it were new: Claude Code refuses its id.
           const native = yield* session.startThread({ workspace: dir, model: null })
-          yield* Stream.runDrain(
-            session.runTurn({
+          yield* session.runTurn(
+            {
               nativeRef: native.nativeRef,
               runId: makeId.run(),
               message: "hello",
               handoff: null,
               model: null,
               workspace: dir
-            })
+            },
+            () => Effect.void
           )
           census.sample()
           yield* Scope.close(scope, Exit.void)

@@ -10,9 +10,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { ProviderEvent, ProviderName, RunView, ThreadId, TurnInput } from "@skein/domain"
 import { makeId, ProviderRegistry } from "@skein/domain"
-import { providerRegistryLayer } from "@skein/adapters"
+import { providerRegistryLayer, TurnEvents } from "@skein/adapters"
 import type { Orchestrator } from "@skein/runtime"
-import { Chunk, Effect, Scope, Exit, Stream } from "effect"
+import { Effect, Scope, Exit } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
@@ -465,7 +465,7 @@ export const agentSuite = (kind: AgentKind) => {
                   model: null,
                   workspace: fx.dir
                 }
-                const events = Chunk.toReadonlyArray(yield* Stream.runCollect(session.runTurn(input)))
+                const events = yield* TurnEvents.collect((onEvents) => session.runTurn(input, onEvents))
                 census.sample()
                 const end = events.at(-1) as ProviderEvent
                 expect(end._tag).toBe("TurnCompleted")

@@ -12,7 +12,7 @@ import { providerRegistryLayer } from "@skein/adapters"
 import type { ProviderAdapter, ProviderName, RunId, ThreadId } from "@skein/domain"
 import { ProviderRegistry } from "@skein/domain"
 import { makeRuntimeLayer, Orchestrator, ThreadActors } from "@skein/runtime"
-import { Deferred, Effect, Fiber, Layer, Queue, Schema, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Queue, Schema } from "effect"
 import { spawnSync } from "node:child_process"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -28,16 +28,14 @@ const observed = (adapter: ProviderAdapter, onReceived: (runId: RunId, at: numbe
   openSession: (options) =>
     Effect.map(adapter.openSession(options), (handle) => ({
       ...handle,
-      runTurn: (input) =>
-        handle
-          .runTurn(input)
-          .pipe(
-            Stream.tap((event) =>
-              event._tag === "TurnStarted" && event.receivedAt !== undefined
-                ? Effect.sync(() => onReceived(input.runId, event.receivedAt!))
-                : Effect.void
-            )
-          )
+      runTurn: (input, onEvents) =>
+        handle.runTurn(input, (events) => {
+          for (const event of events) {
+            if (event._tag === "TurnStarted" && event.receivedAt !== undefined)
+              onReceived(input.runId, event.receivedAt)
+          }
+          return onEvents(events)
+        })
     }))
 })
 

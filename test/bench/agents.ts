@@ -17,7 +17,7 @@ import * as Path from "node:path"
 import type { ProviderAdapter, ProviderName } from "@skein/domain"
 import { makeId, ProviderRegistry } from "@skein/domain"
 import { providerRegistryLayer } from "@skein/adapters"
-import { Effect, Exit, Scope, Stream } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
 import type { MockServer } from "../agents/mocks/MockServer.js"
 import { startMessagesMock } from "../agents/mocks/MessagesMock.js"
@@ -165,23 +165,20 @@ const throughDriver = async (adapter: ProviderAdapter, cwd: string) => {
     Effect.gen(function* () {
       const session = yield* adapter.openSession({ workspace: cwd }).pipe(Scope.extend(scope))
       const native = yield* session.startThread({ workspace: cwd, model: null })
-      yield* session
-        .runTurn({
+      yield* session.runTurn(
+        {
           nativeRef: native.nativeRef,
           runId: makeId.run(),
           message: "first turn",
           handoff: null,
           model: null,
           workspace: cwd
-        })
-        .pipe(
-          Stream.tap((event) =>
-            Effect.sync(() => {
-              if (event._tag === "TurnStarted") startup = performance.now() - t0
-            })
-          ),
-          Stream.runDrain
-        )
+        },
+        (events) =>
+          Effect.sync(() => {
+            if (startup === 0 && events.some((event) => event._tag === "TurnStarted")) startup = performance.now() - t0
+          })
+      )
     })
   )
   await Effect.runPromise(Scope.close(scope, Exit.void))
@@ -237,12 +234,12 @@ const benchOne = async (kind: Kind, mock: MockServer, dir: string) => {
     openSession: (options) =>
       Effect.map(adapter.openSession(options), (handle) => ({
         ...handle,
-        runTurn: (input) =>
-          Stream.suspend(() => {
+        runTurn: (input, onEvents) =>
+          Effect.suspend(() => {
             const t0 = performance.now()
             return handle
-              .runTurn(input)
-              .pipe(Stream.ensuring(Effect.sync(() => void atPort.push(performance.now() - t0))))
+              .runTurn(input, onEvents)
+              .pipe(Effect.ensuring(Effect.sync(() => void atPort.push(performance.now() - t0))))
           })
       }))
   })

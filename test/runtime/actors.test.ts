@@ -6,6 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName, ThreadId } from "@skein/domain"
 import { Chunk, Effect, Either, Exit, Fiber, Scope, Stream } from "effect"
 import { inTempRuntime, isAlive, waitFor } from "../support/runtime.js"
+import { TurnEvents } from "@skein/adapters"
 
 const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
@@ -300,7 +301,12 @@ describe("thread actors", () => {
           openSession: (options) =>
             Effect.map(adapter.openSession(options), (handle) => ({
               ...handle,
-              runTurn: (input) => Stream.unwrap(Effect.map(Stream.runCollect(handle.runTurn(input)), Stream.fromChunk))
+              // Every event of the turn in one batch, at its end.
+              runTurn: (input, onEvents) =>
+                Effect.flatMap(
+                  TurnEvents.collect((sink) => handle.runTurn(input, sink)),
+                  onEvents
+                )
             }))
         })
       }

@@ -6,7 +6,7 @@
  */
 import type { ProviderAdapter, ProviderEvent, ProviderName } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, Logger, Stream } from "effect"
+import { Effect, Either, Layer, Logger } from "effect"
 import { Orchestrator } from "@skein/runtime"
 import { makeFaultAdapter, makeFaultPlan } from "../support/FaultAdapter.js"
 import { removeDir, runtimeLayer, tempDir } from "../support/runtime.js"
@@ -46,19 +46,21 @@ const malformed = (adapter: ProviderAdapter): ProviderAdapter =>
         openSession: (options) =>
           Effect.map(adapter.openSession(options), (handle) => ({
             ...handle,
-            runTurn: (input) =>
+            runTurn: (input, onEvents) =>
               input.message.includes("[[malformed]]")
-                ? handle.runTurn(input).pipe(
-                    Stream.flatMap((event) =>
-                      event._tag === "TurnStarted"
-                        ? Stream.make(event, {
-                            _tag: "Item",
-                            item: { type: "plan", steps: "not a list" }
-                          } as unknown as ProviderEvent)
-                        : Stream.make(event)
+                ? handle.runTurn(input, (events) =>
+                    onEvents(
+                      events.flatMap((event) =>
+                        event._tag === "TurnStarted"
+                          ? [
+                              event,
+                              { _tag: "Item", item: { type: "plan", steps: "not a list" } } as unknown as ProviderEvent
+                            ]
+                          : [event]
+                      )
                     )
                   )
-                : handle.runTurn(input)
+                : handle.runTurn(input, onEvents)
           }))
       }
 

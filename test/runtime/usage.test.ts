@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { ProviderAdapter } from "@skein/domain"
 import { ProviderName } from "@skein/domain"
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
 import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
 
 const alpha = ProviderName.make("alpha")
@@ -56,9 +56,13 @@ describe("turn usage", () => {
         openSession: (options) =>
           Effect.map(adapter.openSession(options), (handle) => ({
             ...handle,
-            runTurn: (input) =>
-              Stream.map(handle.runTurn(input), (event) =>
-                event._tag === "TurnCompleted" ? { ...event, usage: odd[turn++ % odd.length]! } : event
+            runTurn: (input, onEvents) =>
+              handle.runTurn(input, (events) =>
+                onEvents(
+                  events.map((event) =>
+                    event._tag === "TurnCompleted" ? { ...event, usage: odd[turn++ % odd.length]! } : event
+                  )
+                )
               )
           }))
       })

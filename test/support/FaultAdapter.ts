@@ -24,6 +24,7 @@ import type {
 import { ApprovalId, ProviderCapabilities, ProviderFailure } from "@skein/domain"
 import { Deferred, Effect, FiberId, Stream } from "effect"
 import { spawn } from "node:child_process"
+import { TurnEvents } from "@skein/adapters"
 
 export const faultPoints = [
   "openSession",
@@ -163,7 +164,7 @@ export const makeFaultAdapter = (name: string, plan: ReturnType<typeof makeFault
             return strong(forked)
           }),
         rollbackThread: (nativeRef) => fault("rollbackThread") ?? Effect.asVoid(thread(nativeRef)),
-        runTurn: (input): Stream.Stream<ProviderEvent, ProviderFailure> => {
+        runTurn: (input, onEvents) => {
           const first = plan.take("runTurn:first")
           if (first === "die") throw defect("runTurn:first")
           const before: Stream.Stream<never, ProviderFailure> =
@@ -174,7 +175,7 @@ export const makeFaultAdapter = (name: string, plan: ReturnType<typeof makeFault
                 : first === "hang"
                   ? Stream.never
                   : Stream.fromEffect(kill).pipe(Stream.drain, Stream.concat(Stream.never))
-          return Stream.unwrap(
+          const events = Stream.unwrap(
             Effect.map(thread(input.nativeRef), (t): Stream.Stream<ProviderEvent, ProviderFailure> => {
               const turnRef = `${input.nativeRef}/t${++t.turns}`
               const waits: Array<Stream.Stream<ProviderEvent, ProviderFailure>> = []
@@ -229,6 +230,7 @@ export const makeFaultAdapter = (name: string, plan: ReturnType<typeof makeFault
               )
             })
           )
+          return TurnEvents.fromStream(events, onEvents)
         },
         interrupt: (nativeRef) =>
           fault("interrupt") ??

@@ -36,3 +36,4 @@ export {
   makeClaudeAdapter
 } from "./claude/ClaudeAdapter.js"
 export type { ClaudeAdapterOptions } from "./claude/ClaudeAdapter.js"
+export * as TurnEvents from "./process/TurnEvents.js"

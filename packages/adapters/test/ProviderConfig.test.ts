@@ -2,7 +2,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Stream } from "effect"
+import { Effect } from "effect"
 import { makeId, ProviderName, ProviderRegistry } from "@skein/domain"
 import {
   alphaCapabilities,
@@ -14,6 +14,7 @@ import {
   providerRegistryLayer
 } from "../src/ProviderConfig.js"
 import { scriptedServerPath } from "../src/scripted/ScriptedAdapter.js"
+import * as TurnEvents from "../src/process/TurnEvents.js"
 
 const roots: Array<string> = []
 const tempDir = (): string => {
@@ -84,17 +85,13 @@ describe("provider configuration", () => {
         Effect.gen(function* () {
           const session = yield* gamma.openSession({ workspace: null })
           const { nativeRef } = yield* session.startThread({ workspace: null, model: null })
-          const events = yield* Stream.runCollect(
-            session.runTurn({
-              nativeRef,
-              runId: makeId.run(),
-              message: "hi",
-              handoff: null,
-              model: null,
-              workspace: null
-            })
+          const events = yield* TurnEvents.collect((onEvents) =>
+            session.runTurn(
+              { nativeRef, runId: makeId.run(), message: "hi", handoff: null, model: null, workspace: null },
+              onEvents
+            )
           )
-          expect(Chunk.toReadonlyArray(events).at(-1)?._tag).toBe("TurnCompleted")
+          expect(events.at(-1)?._tag).toBe("TurnCompleted")
         })
       )
       const threads = Fs.readdirSync(Path.join(dataDir, "providers", "gamma", "threads"))

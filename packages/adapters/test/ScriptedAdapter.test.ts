@@ -8,11 +8,18 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as NodeChildProcess from "node:child_process"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Chunk, Deferred, Effect, Exit, Fiber, Scope, Stream } from "effect"
-import type { HandoffBlock, ProviderCapabilities, ProviderEvent, ProviderSessionHandle } from "@skein/domain"
+import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import type {
+  HandoffBlock,
+  ProviderCapabilities,
+  ProviderEvent,
+  ProviderSessionHandle,
+  TurnEventSink
+} from "@skein/domain"
 import { ContextHandoffId, defaultCapabilities, makeId, ProviderName } from "@skein/domain"
 import { makeScriptedAdapter, scriptedServerPath } from "../src/scripted/ScriptedAdapter.js"
 import { alphaCapabilities, betaCapabilities } from "../src/ProviderConfig.js"
+import * as TurnEvents from "../src/process/TurnEvents.js"
 import { isAlive } from "./support.js"
 
 const roots: Array<string> = []
@@ -34,27 +41,31 @@ const handoff = (text: string): HandoffBlock => ({
   text
 })
 
-const turnStream = (
+const runTurn = <E>(
   session: ProviderSessionHandle,
   nativeRef: string,
   message: string,
+  onEvents: TurnEventSink<E>,
   options: { handoff?: HandoffBlock; workspace?: string } = {}
 ) =>
-  session.runTurn({
-    nativeRef,
-    runId: makeId.run(),
-    message,
-    handoff: options.handoff ?? null,
-    model: null,
-    workspace: options.workspace ?? null
-  })
+  session.runTurn(
+    {
+      nativeRef,
+      runId: makeId.run(),
+      message,
+      handoff: options.handoff ?? null,
+      model: null,
+      workspace: options.workspace ?? null
+    },
+    onEvents
+  )
 
 const turn = (
   session: ProviderSessionHandle,
   nativeRef: string,
   message: string,
   options: { handoff?: HandoffBlock; workspace?: string } = {}
-) => Effect.map(Stream.runCollect(turnStream(session, nativeRef, message, options)), Chunk.toReadonlyArray)
+) => TurnEvents.collect((onEvents) => runTurn(session, nativeRef, message, onEvents, options))
 
 const replyOf = (events: ReadonlyArray<ProviderEvent>): string => {
   const replies = events.flatMap((e) => (e._tag === "Item" && e.item.type === "assistant_message" ? [e.item.text] : []))
@@ -308,16 +319,17 @@ describe("scripted adapter", () => {
         const session = yield* adapterWith(alphaCapabilities).openSession({ workspace: null })
         const { nativeRef } = yield* session.startThread({ workspace: null, model: null })
         const turnStarted = yield* Deferred.make<void>()
-        const fiber = yield* turnStream(
+        const seen: Array<ProviderEvent> = []
+        const fiber = yield* runTurn(
           session,
           nativeRef,
-          "napping lemur [[reason:before]] [[sleep:10000]] [[reason:after]]"
-        ).pipe(
-          Stream.tap((e) => (e._tag === "TurnStarted" ? Deferred.succeed(turnStarted, undefined) : Effect.void)),
-          Stream.runCollect,
-          Effect.map(Chunk.toReadonlyArray),
-          Effect.fork
-        )
+          "napping lemur [[reason:before]] [[sleep:10000]] [[reason:after]]",
+          (events) =>
+            Effect.sync(() => {
+              seen.push(...events)
+              if (events.some((e) => e._tag === "TurnStarted")) Deferred.unsafeDone(turnStarted, Exit.void)
+            })
+        ).pipe(Effect.as(seen), Effect.fork)
         yield* Deferred.await(turnStarted)
         const started = Date.now()
         yield* session.interrupt(nativeRef)
@@ -335,14 +347,18 @@ describe("scripted adapter", () => {
     )
   )
 
-  it.live("a consumer that stops reading interrupts the provider turn", () =>
+  it.live("a caller that stops waiting for the turn (interrupts it) interrupts the provider turn", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const session = yield* adapterWith(alphaCapabilities).openSession({ workspace: null })
         const { nativeRef } = yield* session.startThread({ workspace: null, model: null })
         const started = Date.now()
-        const first = yield* turnStream(session, nativeRef, "[[sleep:10000]]").pipe(Stream.take(1), Stream.runCollect)
-        expect(Chunk.toReadonlyArray(first).map((e) => e._tag)).toEqual(["TurnStarted"])
+        const turnStarted = yield* Deferred.make<void>()
+        const fiber = yield* runTurn(session, nativeRef, "[[sleep:10000]]", (events) =>
+          events.some((e) => e._tag === "TurnStarted") ? Deferred.succeed(turnStarted, undefined) : Effect.void
+        ).pipe(Effect.fork)
+        yield* Deferred.await(turnStarted)
+        yield* Fiber.interrupt(fiber)
         // The next turn can start once the abandoned one was interrupted.
         let events: ReadonlyArray<ProviderEvent> = []
         for (let attempt = 0; attempt < 50; attempt++) {
@@ -366,8 +382,8 @@ describe("scripted adapter", () => {
         const { nativeRef } = yield* session.startThread({ workspace: null, model: null })
         const seen: Array<string> = []
         const error = yield* Effect.flip(
-          turnStream(session, nativeRef, "[[crash]]").pipe(
-            Stream.runForEach((e) => Effect.sync(() => seen.push(e._tag)))
+          runTurn(session, nativeRef, "[[crash]]", (events) =>
+            Effect.sync(() => void seen.push(...events.map((e) => e._tag)))
           )
         )
         expect(seen).toEqual(["TurnStarted"])

@@ -3,7 +3,7 @@
  * asks about capabilities; adapters (scripted, Codex, Claude …) implement it.
  */
 import { Context, Schema } from "effect"
-import type { Effect, Scope, Stream } from "effect"
+import type { Effect, Scope } from "effect"
 import type { ProviderCapabilities, HandoffDelivery } from "./Capabilities.js"
 import type { ApprovalDecision } from "./Commands.js"
 import type { ProviderFailure } from "./Errors.js"
@@ -60,6 +60,9 @@ export interface SummariseRequest {
   readonly budgetTokens: number
 }
 
+/** Where a running turn's events go: one batch at a time, in order. */
+export type TurnEventSink<E> = (events: ReadonlyArray<ProviderEvent>) => Effect.Effect<void, E>
+
 /** A live provider process (or connection). Closing the scope that opened it stops it. */
 export interface ProviderSessionHandle {
   readonly pid: number | null
@@ -76,8 +79,14 @@ export interface ProviderSessionHandle {
   ) => Effect.Effect<NativeThreadHandle, ProviderFailure>
   /** Drop `beforeTurnRef` and every later turn of the native thread. */
   readonly rollbackThread: (nativeRef: string, beforeTurnRef: string) => Effect.Effect<void, ProviderFailure>
-  /** Run one turn. The stream ends after TurnCompleted or TurnInterrupted, or fails. */
-  readonly runTurn: (input: TurnInput) => Stream.Stream<ProviderEvent, ProviderFailure>
+  /**
+   * Run one turn, handing its events to `onEvents` in order, a batch at a time as they
+   * arrive (the next batch waits for the previous one's effect). It ends after the
+   * batch that holds TurnCompleted or TurnInterrupted, or fails; a failure of
+   * `onEvents` ends it with that failure. Interrupted before the turn ended, it asks
+   * the provider to interrupt the turn.
+   */
+  readonly runTurn: <E>(input: TurnInput, onEvents: TurnEventSink<E>) => Effect.Effect<void, ProviderFailure | E>
   /** Ask the provider to interrupt its current turn on that thread. */
   readonly interrupt: (nativeRef: string) => Effect.Effect<void, ProviderFailure>
   readonly respondApproval: (

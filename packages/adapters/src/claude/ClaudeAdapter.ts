@@ -35,7 +35,8 @@ import type {
   ProviderName,
   ProviderSessionHandle,
   TurnInput,
-  TurnItemContent
+  TurnItemContent,
+  TurnEventSink
 } from "@skein/domain"
 import { defaultCapabilities, makeId, ProviderFailure } from "@skein/domain"
 import type { ProviderCapabilities } from "@skein/domain"
@@ -58,6 +59,7 @@ import type { AgentBinarySpec, LocatedBinary } from "../binary/AgentBinary.js"
 import { cachedLocator, locateAgentBinary, platformSuffixes } from "../binary/AgentBinary.js"
 import type { LineProcess } from "../process/LineProcess.js"
 import { LineProcess as Lines, scopedEnv } from "../process/LineProcess.js"
+import * as TurnEvents from "../process/TurnEvents.js"
 import type { ToolUse } from "./ClaudeItems.js"
 import { childEnded, childStarted, permissionQuestion, resultText, SUBAGENT_TOOLS, toolItem } from "./ClaudeItems.js"
 import type { Launches } from "./ClaudeLaunches.js"
@@ -119,8 +121,6 @@ const DRIVER_ENV: Record<string, string> = {
   // A headless child must not replace its own executable mid-session.
   DISABLE_AUTOUPDATER: "1"
 }
-
-const isTerminal = (event: ProviderEvent): boolean => event._tag === "TurnCompleted" || event._tag === "TurnInterrupted"
 
 export const makeClaudeAdapter = (options: ClaudeAdapterOptions): ProviderAdapter => {
   const env = scopedEnv({ ...DRIVER_ENV, ...options.env }, ["CLAUDE_CONFIG_DIR"])
@@ -538,45 +538,43 @@ const openSession = (
 
     const transcript = (sessionId: string) => transcriptPath(configDir, cwd, sessionId)
 
-    const runTurn = (input: TurnInput): Stream.Stream<ProviderEvent, ProviderFailure> =>
-      Stream.unwrap(
-        Effect.gen(function* () {
-          const sessionId = input.nativeRef
-          const cp = yield* processFor(sessionId)
-          if (cp.turn !== null) {
-            return Stream.fail(failure("error", `a turn is already running on Claude session ${sessionId}`))
-          }
-          const uuid = Crypto.randomUUID()
-          const turn: Turn = {
-            uuid,
-            mailbox: yield* Mailbox.make<ProviderEvent, ProviderFailure>(),
-            toolUses: new Map(),
-            childrenDone: new Set(),
-            last: null,
-            interrupting: false
-          }
-          cp.turn = turn
-          cp.lastActive = Date.now()
-          cp.sent = true
-          const tip = shared.tips.get(sessionId)
-          if (tip !== undefined) shared.turnStarts.set(uuid, tip)
-          const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
-          turn.mailbox.unsafeOffer({ _tag: "TurnStarted", turnRef: uuid, receivedAt: Date.now() })
-          yield* cp.proc.send(userLine(uuid, texts)).pipe(
-            Effect.tapError((error) =>
-              Effect.sync(() => {
-                if (cp.turn === turn) cp.turn = null
-                turn.mailbox.unsafeDone(Exit.fail(error))
-              })
-            ),
-            Effect.ignore
-          )
-          const abandon = Effect.suspend(() =>
-            cp.turn === turn ? interrupt(sessionId).pipe(Effect.ignore, Effect.forkIn(sessionScope)) : Effect.void
-          )
-          return Mailbox.toStream(turn.mailbox).pipe(Stream.takeUntil(isTerminal), Stream.ensuring(abandon))
-        })
-      )
+    const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
+      Effect.gen(function* () {
+        const sessionId = input.nativeRef
+        const cp = yield* processFor(sessionId)
+        if (cp.turn !== null) {
+          return yield* Effect.fail(failure("error", `a turn is already running on Claude session ${sessionId}`))
+        }
+        const uuid = Crypto.randomUUID()
+        const turn: Turn = {
+          uuid,
+          mailbox: yield* Mailbox.make<ProviderEvent, ProviderFailure>(),
+          toolUses: new Map(),
+          childrenDone: new Set(),
+          last: null,
+          interrupting: false
+        }
+        cp.turn = turn
+        cp.lastActive = Date.now()
+        cp.sent = true
+        const tip = shared.tips.get(sessionId)
+        if (tip !== undefined) shared.turnStarts.set(uuid, tip)
+        const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
+        turn.mailbox.unsafeOffer({ _tag: "TurnStarted", turnRef: uuid, receivedAt: Date.now() })
+        yield* cp.proc.send(userLine(uuid, texts)).pipe(
+          Effect.tapError((error) =>
+            Effect.sync(() => {
+              if (cp.turn === turn) cp.turn = null
+              turn.mailbox.unsafeDone(Exit.fail(error))
+            })
+          ),
+          Effect.ignore
+        )
+        const abandon = Effect.suspend(() =>
+          cp.turn === turn ? interrupt(sessionId).pipe(Effect.ignore, Effect.forkIn(sessionScope)) : Effect.void
+        )
+        yield* TurnEvents.deliver(turn.mailbox, onEvents).pipe(Effect.ensuring(abandon))
+      })
 
     const interrupt = (sessionId: string): Effect.Effect<void, ProviderFailure> =>
       Effect.suspend(() => {

@@ -29,7 +29,8 @@ import type {
   ProviderSessionHandle,
   TurnInput,
   TurnItemContent,
-  TurnUsage
+  TurnUsage,
+  TurnEventSink
 } from "@skein/domain"
 import { defaultCapabilities, makeId, ProviderFailure } from "@skein/domain"
 import type { ProviderCapabilities } from "@skein/domain"
@@ -41,6 +42,7 @@ import type { AgentBinarySpec, LocatedBinary } from "../binary/AgentBinary.js"
 import { cachedLocator, locateAgentBinary, platformSuffixes } from "../binary/AgentBinary.js"
 import type { LineProcess } from "../process/LineProcess.js"
 import { LineProcess as Lines, scopedEnv } from "../process/LineProcess.js"
+import * as TurnEvents from "../process/TurnEvents.js"
 import { planItemOf, turnItemsOf } from "./CodexItems.js"
 import type {
   ApprovalMethod,
@@ -125,8 +127,6 @@ const approvalDecoders = {
   ),
   "item/fileChange/requestApproval": Schema.decodeUnknownEither(ApprovalRequests["item/fileChange/requestApproval"])
 } as const
-
-const isTerminal = (event: ProviderEvent): boolean => event._tag === "TurnCompleted" || event._tag === "TurnInterrupted"
 
 export const makeCodexAdapter = (options: CodexAdapterOptions): ProviderAdapter => {
   const env = scopedEnv(options.env ?? {}, ["CODEX_HOME"])
@@ -486,51 +486,49 @@ const openSession = (
         ? failure("error", `Codex thread ${threadId} has no turn ${turnRef}`, "turn_not_found")
         : error
 
-    const runTurn = (input: TurnInput): Stream.Stream<ProviderEvent, ProviderFailure> =>
-      Stream.unwrap(
-        Effect.gen(function* () {
-          const threadId = input.nativeRef
-          if (turns.has(threadId)) {
-            return Stream.fail(failure("error", `a turn is already running on Codex thread ${threadId}`))
+    const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
+      Effect.gen(function* () {
+        const threadId = input.nativeRef
+        if (turns.has(threadId)) {
+          return yield* Effect.fail(failure("error", `a turn is already running on Codex thread ${threadId}`))
+        }
+        const turn: ActiveTurn = {
+          mailbox: yield* Mailbox.make<ProviderEvent, ProviderFailure>(),
+          turnId: yield* Deferred.make<string, ProviderFailure>(),
+          id: null,
+          usage: undefined
+        }
+        turns.set(threadId, turn)
+        const text = (value: string): UserTextInput => ({ type: "text", text: value, text_elements: [] })
+        const delivered = input.handoff === null ? [] : [text(handoffPreamble(input.handoff))]
+        const model = input.model ?? null
+        yield* call(
+          "turn/start",
+          { threadId, input: [...delivered, text(input.message)], ...(model === null ? {} : { model }) },
+          (result) => {
+            // In the reader, before any notification that follows the reply.
+            const id = (result as { turn?: { id?: unknown } }).turn?.id
+            if (typeof id !== "string") return
+            turn.id = id
+            Deferred.unsafeDone(turn.turnId, Exit.succeed(id))
+            turn.mailbox.unsafeOffer({ _tag: "TurnStarted", turnRef: id, receivedAt: Date.now() })
           }
-          const turn: ActiveTurn = {
-            mailbox: yield* Mailbox.make<ProviderEvent, ProviderFailure>(),
-            turnId: yield* Deferred.make<string, ProviderFailure>(),
-            id: null,
-            usage: undefined
-          }
-          turns.set(threadId, turn)
-          const text = (value: string): UserTextInput => ({ type: "text", text: value, text_elements: [] })
-          const delivered = input.handoff === null ? [] : [text(handoffPreamble(input.handoff))]
-          const model = input.model ?? null
-          yield* call(
-            "turn/start",
-            { threadId, input: [...delivered, text(input.message)], ...(model === null ? {} : { model }) },
-            (result) => {
-              // In the reader, before any notification that follows the reply.
-              const id = (result as { turn?: { id?: unknown } }).turn?.id
-              if (typeof id !== "string") return
-              turn.id = id
-              Deferred.unsafeDone(turn.turnId, Exit.succeed(id))
-              turn.mailbox.unsafeOffer({ _tag: "TurnStarted", turnRef: id, receivedAt: Date.now() })
-            }
-          ).pipe(
-            Effect.tapError((error) =>
-              Effect.sync(() => {
-                endTurn(threadId, turn)
-                Deferred.unsafeDone(turn.turnId, Exit.fail(error))
-                turn.mailbox.unsafeDone(Exit.fail(error))
-              })
-            ),
-            Effect.ignore
-          )
-          // A consumer that stops reading before the turn ended interrupts the Codex turn.
-          const abandon = Effect.suspend(() =>
-            turns.get(threadId) === turn ? interrupt(threadId).pipe(Effect.ignore, Effect.forkIn(scope)) : Effect.void
-          )
-          return Mailbox.toStream(turn.mailbox).pipe(Stream.takeUntil(isTerminal), Stream.ensuring(abandon))
-        })
-      )
+        ).pipe(
+          Effect.tapError((error) =>
+            Effect.sync(() => {
+              endTurn(threadId, turn)
+              Deferred.unsafeDone(turn.turnId, Exit.fail(error))
+              turn.mailbox.unsafeDone(Exit.fail(error))
+            })
+          ),
+          Effect.ignore
+        )
+        // A consumer that stops reading before the turn ended interrupts the Codex turn.
+        const abandon = Effect.suspend(() =>
+          turns.get(threadId) === turn ? interrupt(threadId).pipe(Effect.ignore, Effect.forkIn(scope)) : Effect.void
+        )
+        yield* TurnEvents.deliver(turn.mailbox, onEvents).pipe(Effect.ensuring(abandon))
+      })
 
     const interrupt = (threadId: string): Effect.Effect<void, ProviderFailure> =>
       Effect.suspend(() => {

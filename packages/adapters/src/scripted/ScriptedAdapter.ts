@@ -10,12 +10,14 @@ import type {
   NativeThreadHandle,
   ProviderAdapter,
   ProviderEvent,
+  TurnEventSink,
   ProviderName,
   ProviderSessionHandle,
   TurnInput
 } from "@skein/domain"
 import { ProviderCapabilities, ProviderFailure } from "@skein/domain"
 import { LineProcess, scopedEnv } from "../process/LineProcess.js"
+import * as TurnEvents from "../process/TurnEvents.js"
 import type { Method, ParamsOf, ResultOf } from "./Protocol.js"
 import { Incoming, Methods } from "./Protocol.js"
 
@@ -38,8 +40,6 @@ export const scriptedServerPath = (): string =>
   createRequire(import.meta.url).resolve("@skein/adapters/scripted-server")
 
 const INITIALIZE_TIMEOUT_MS = 15_000
-
-const isTerminal = (event: ProviderEvent): boolean => event._tag === "TurnCompleted" || event._tag === "TurnInterrupted"
 
 export const makeScriptedAdapter = (options: ScriptedAdapterOptions): ProviderAdapter => ({
   name: options.name,
@@ -119,7 +119,7 @@ const openSession = (
         const mailbox = turns.get(nativeRef)
         if (mailbox === undefined) return
         mailbox.unsafeOffer(event)
-        if (isTerminal(event)) {
+        if (TurnEvents.isTerminal(event)) {
           turns.delete(nativeRef)
           mailbox.unsafeDone(Exit.void)
         }
@@ -165,49 +165,47 @@ const openSession = (
 
     const strong = (nativeRef: string): NativeThreadHandle => ({ nativeRef, strength: "strong" })
 
-    const runTurn = (input: TurnInput): Stream.Stream<ProviderEvent, ProviderFailure> =>
-      Stream.unwrap(
-        Effect.gen(function* () {
-          const mailbox = yield* Mailbox.make<ProviderEvent, ProviderFailure>()
-          if (turns.has(input.nativeRef)) {
-            return Stream.fail(failure("error", `a turn is already running on native thread ${input.nativeRef}`))
-          }
-          turns.set(input.nativeRef, mailbox)
-          const unregister = Effect.sync(() => {
-            if (turns.get(input.nativeRef) === mailbox) turns.delete(input.nativeRef)
-          })
-          yield* call("turn/start", {
-            nativeRef: input.nativeRef,
-            message: input.message,
-            handoff: input.handoff,
-            workspace: input.workspace
-          }).pipe(
-            Effect.onExit((exit) =>
-              Effect.zipRight(
-                unregister,
-                Exit.match(exit, {
-                  onSuccess: () => mailbox.end,
-                  onFailure: (cause) =>
-                    mailbox.fail(
-                      Option.getOrElse(Cause.failureOption(cause), () =>
-                        failure("error", "the provider session was closed")
-                      )
-                    )
-                })
-              )
-            ),
-            Effect.ignore,
-            Effect.forkIn(scope)
-          )
-          // A consumer that stops reading before the turn ended interrupts the provider turn.
-          const abandon = Effect.suspend(() =>
-            turns.get(input.nativeRef) === mailbox
-              ? call("turn/interrupt", { nativeRef: input.nativeRef }).pipe(Effect.ignore, Effect.forkIn(scope))
-              : Effect.void
-          )
-          return Mailbox.toStream(mailbox).pipe(Stream.takeUntil(isTerminal), Stream.ensuring(abandon))
+    const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
+      Effect.gen(function* () {
+        const mailbox = yield* Mailbox.make<ProviderEvent, ProviderFailure>()
+        if (turns.has(input.nativeRef)) {
+          return yield* Effect.fail(failure("error", `a turn is already running on native thread ${input.nativeRef}`))
+        }
+        turns.set(input.nativeRef, mailbox)
+        const unregister = Effect.sync(() => {
+          if (turns.get(input.nativeRef) === mailbox) turns.delete(input.nativeRef)
         })
-      )
+        yield* call("turn/start", {
+          nativeRef: input.nativeRef,
+          message: input.message,
+          handoff: input.handoff,
+          workspace: input.workspace
+        }).pipe(
+          Effect.onExit((exit) =>
+            Effect.zipRight(
+              unregister,
+              Exit.match(exit, {
+                onSuccess: () => mailbox.end,
+                onFailure: (cause) =>
+                  mailbox.fail(
+                    Option.getOrElse(Cause.failureOption(cause), () =>
+                      failure("error", "the provider session was closed")
+                    )
+                  )
+              })
+            )
+          ),
+          Effect.ignore,
+          Effect.forkIn(scope)
+        )
+        // A consumer that stops reading before the turn ended interrupts the provider turn.
+        const abandon = Effect.suspend(() =>
+          turns.get(input.nativeRef) === mailbox
+            ? call("turn/interrupt", { nativeRef: input.nativeRef }).pipe(Effect.ignore, Effect.forkIn(scope))
+            : Effect.void
+        )
+        yield* TurnEvents.deliver(mailbox, onEvents).pipe(Effect.ensuring(abandon))
+      })
 
     return {
       pid: proc.pid,

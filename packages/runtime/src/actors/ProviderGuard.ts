@@ -7,15 +7,14 @@
  * - a defect, even one thrown before the adapter returns an Effect → kind `defect`;
  * - no answer within the call's deadline → kind `timeout`;
  * - the process exits while the call is pending → kind `crash`.
- * A turn's stream has two deadlines: until its first event, and between events (not
- * while it waits for an approval: a person may take their time).
+ * A turn has two deadlines: until its first event, and between events (not while it
+ * waits for an approval: a person may take their time).
  *
  * Deadlines come from the runtime's configuration (`RuntimeOptions.deadlines`).
  */
-import type { ProviderEvent, ProviderSessionHandle, TurnInput } from "@skein/domain"
+import type { ProviderEvent, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
-import { Cause, Duration, Effect, Option, Stream } from "effect"
-import type { Chunk } from "effect"
+import { Cause, Duration, Effect, Option } from "effect"
 
 export interface ProviderDeadlines {
   /** openSession: starting a provider process and its handshake. */
@@ -81,7 +80,7 @@ export const guardCall = <A, E extends ProviderFailure>(
   )
 
 /** The turn's last chunk opened an approval: it waits for a person, not for the model. */
-const asksForApproval = (chunk: Chunk.Chunk<ProviderEvent>): boolean => {
+const asksForApproval = (chunk: ReadonlyArray<ProviderEvent>): boolean => {
   let asked = false
   for (const event of chunk) {
     asked = event._tag === "Item" && event.item.type === "approval_request" && event.item.status === "open"
@@ -90,17 +89,11 @@ const asksForApproval = (chunk: Chunk.Chunk<ProviderEvent>): boolean => {
 }
 
 /**
- * A session handle as the runtime uses it: every method guarded, and a turn consumed
- * chunk by chunk (`onChunk`) under its deadlines rather than handed out as a stream.
- * One watchdog fiber per turn keeps the deadlines, so a turn's cost does not grow with
- * its number of events.
+ * A session handle as the runtime uses it: every method guarded, a turn's events
+ * handed over under its deadlines. One watchdog fiber per turn keeps the deadlines, so
+ * a turn's cost does not grow with its number of events.
  */
-export interface GuardedSession extends Omit<ProviderSessionHandle, "runTurn"> {
-  readonly runTurn: <E>(
-    input: TurnInput,
-    onChunk: (events: Chunk.Chunk<ProviderEvent>) => Effect.Effect<void, E>
-  ) => Effect.Effect<void, ProviderFailure | E>
-}
+export type GuardedSession = ProviderSessionHandle
 
 /**
  * The session handle with every method guarded. `exited` never fails or dies; any
@@ -125,22 +118,23 @@ export const guardSession = (
   const call = <A, E extends ProviderFailure>(method: string, ms: number, f: () => Effect.Effect<A, E>) =>
     Effect.raceFirst(guardCall(provider, method, ms, f), crashed(method))
 
-  const runTurn = <E>(
-    input: TurnInput,
-    onChunk: (events: Chunk.Chunk<ProviderEvent>) => Effect.Effect<void, E>
-  ): Effect.Effect<void, ProviderFailure | E> =>
+  const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
     Effect.suspend(() => {
       let first = true
       let waiting = false
       let deadline = Date.now() + deadlines.firstEventMs
-      const consume = Stream.suspend(() => handle.runTurn(input)).pipe(
-        Stream.catchAllCause((cause) => Stream.fromEffect(toFailure(provider, "runTurn")(cause))),
-        Stream.runForEachChunk((events) => {
-          first = false
-          waiting = asksForApproval(events)
-          deadline = Date.now() + deadlines.idleMs
-          return onChunk(events)
-        })
+      /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
+      let sinkCause: Cause.Cause<E> | undefined
+      const sink: TurnEventSink<E> = (events) => {
+        first = false
+        waiting = asksForApproval(events)
+        deadline = Date.now() + deadlines.idleMs
+        return Effect.tapErrorCause(onEvents(events), (cause) => Effect.sync(() => void (sinkCause = cause)))
+      }
+      const consume: Effect.Effect<void, ProviderFailure | E> = Effect.suspend(() => handle.runTurn(input, sink)).pipe(
+        Effect.catchAllCause((cause): Effect.Effect<never, ProviderFailure | E> =>
+          sinkCause !== undefined ? Effect.failCause(sinkCause) : toFailure(provider, "runTurn")(cause)
+        )
       )
       // Wakes at the deadline; if events came meanwhile, sleeps again until the new one.
       const watchdog: Effect.Effect<never, ProviderFailure> = Effect.suspend(() => {

@@ -26,7 +26,6 @@ import type {
   GitFailed
 } from "@skein/domain"
 import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option, Schema } from "effect"
-import type { Chunk } from "effect"
 import type { CapturedCheckpoint } from "../lineage/WorkspaceCheckpoints.js"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
 import type { FinishRun, RunContext, RunOutcome, SummaryOutcome, ThreadMessage } from "./ThreadProtocol.js"
@@ -197,7 +196,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       )
     })
 
-  const onChunk = (events: Chunk.Chunk<ProviderEvent>): Effect.Effect<void, SkeinError> =>
+  const onEvents = (events: ReadonlyArray<ProviderEvent>): Effect.Effect<void, SkeinError> =>
     Effect.gen(function* () {
       const items: Array<TurnItemContent> = []
       let ended = false
@@ -255,7 +254,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
           model: run.model,
           workspace: input.workspace
         },
-        onChunk
+        onEvents
       )
       const stopper = Deferred.await(input.stop).pipe(
         Effect.zipRight(
