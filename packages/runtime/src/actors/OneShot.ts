@@ -27,6 +27,25 @@ export const succeed = <A, E>(cell: OneShot<A, E>, value: A): boolean => complet
 
 export const fail = <A, E>(cell: OneShot<A, E>, error: E): boolean => complete(cell, Exit.fail(error))
 
+/**
+ * Calls `f` with the cell's result once it has one (at once if it has). Returns how to
+ * stop listening.
+ */
+export const listen = <A, E>(cell: OneShot<A, E>, f: (exit: Exit.Exit<A, E>) => void): (() => void) => {
+  if (cell.exit !== undefined) {
+    f(cell.exit)
+    return () => {}
+  }
+  if (cell.waiters === undefined) cell.waiters = [f]
+  else cell.waiters.push(f)
+  return () => {
+    const waiters = cell.waiters
+    if (waiters === undefined) return
+    const at = waiters.indexOf(f)
+    if (at >= 0) waiters.splice(at, 1)
+  }
+}
+
 /** Waits for the cell's result (at once when it has one); interruptible while waiting. */
 export const wait = <A, E>(cell: OneShot<A, E>): Effect.Effect<A, E> =>
   Effect.suspend(() => {

@@ -14,7 +14,8 @@
  */
 import type { ProviderEvent, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
-import { Cause, Duration, Effect, Option } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Option } from "effect"
+import * as OneShot from "./OneShot.js"
 
 export interface ProviderDeadlines {
   /** openSession: starting a provider process and its handshake. */
@@ -80,6 +81,9 @@ export const guardCall = <A, E extends ProviderFailure>(
   )
 
 /** The turn's last chunk opened an approval: it waits for a person, not for the model. */
+/** setTimeout's longest delay (a longer one fires at once). */
+const MAX_TIMER_MS = 2_147_483_647
+
 const asksForApproval = (chunk: ReadonlyArray<ProviderEvent>): boolean => {
   let asked = false
   for (const event of chunk) {
@@ -105,55 +109,106 @@ export const guardSession = (
   deadlines: ProviderDeadlines
 ): GuardedSession => {
   const exited = Effect.suspend(() => handle.exited).pipe(Effect.catchAllCause(() => Effect.never))
-  const crashed = (method: string) =>
-    Effect.flatMap(exited, ({ code, signal }) =>
-      Effect.fail(
-        new ProviderFailure({
-          provider,
-          kind: "crash",
-          detail: `${method}: the provider process exited (${signal !== null ? `signal ${signal}` : `code ${code}`}) before answering`
-        })
-      )
-    )
+  const crashFailure = (
+    method: string,
+    { code, signal }: { readonly code: number | null; readonly signal: string | null }
+  ) =>
+    new ProviderFailure({
+      provider,
+      kind: "crash",
+      detail: `${method}: the provider process exited (${signal !== null ? `signal ${signal}` : `code ${code}`}) before answering`
+    })
+  const crashed = (method: string) => Effect.flatMap(exited, (how) => Effect.fail(crashFailure(method, how)))
   const call = <A, E extends ProviderFailure>(method: string, ms: number, f: () => Effect.Effect<A, E>) =>
     Effect.raceFirst(guardCall(provider, method, ms, f), crashed(method))
 
-  const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-    Effect.suspend(() => {
-      let first = true
-      let waiting = false
-      let deadline = Date.now() + deadlines.firstEventMs
-      /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
-      let sinkCause: Cause.Cause<E> | undefined
-      const sink: TurnEventSink<E> = (events) => {
-        first = false
-        waiting = asksForApproval(events)
-        deadline = Date.now() + deadlines.idleMs
-        return Effect.tapErrorCause(onEvents(events), (cause) => Effect.sync(() => void (sinkCause = cause)))
-      }
-      const consume: Effect.Effect<void, ProviderFailure | E> = Effect.suspend(() => handle.runTurn(input, sink)).pipe(
-        Effect.catchAllCause((cause): Effect.Effect<never, ProviderFailure | E> =>
-          sinkCause !== undefined ? Effect.failCause(sinkCause) : toFailure(provider, "runTurn")(cause)
+  /**
+   * The process's exit, watched once per session (a turn listens to it instead of
+   * forking a fiber of its own to wait for it).
+   */
+  let exitCell: OneShot.OneShot<{ readonly code: number | null; readonly signal: string | null }, never> | undefined
+  const processExit = () => {
+    if (exitCell === undefined) {
+      const cell = (exitCell = OneShot.make())
+      // Ends with the process (a handle whose `exited` dies never reports a crash).
+      Effect.runFork(
+        Effect.flatMap(Effect.exit(Effect.suspend(() => handle.exited)), (how) =>
+          Effect.sync(() => void (Exit.isSuccess(how) && OneShot.succeed(cell, how.value)))
         )
       )
-      // Wakes at the deadline; if events came meanwhile, sleeps again until the new one.
-      const watchdog: Effect.Effect<never, ProviderFailure> = Effect.suspend(() => {
-        const remaining = deadline - Date.now()
-        if (waiting) return Effect.zipRight(Effect.sleep(Duration.millis(deadlines.idleMs)), watchdog)
-        if (remaining > 0) return Effect.zipRight(Effect.sleep(Duration.millis(remaining)), watchdog)
-        return Effect.fail(
-          new ProviderFailure({
-            provider,
-            kind: "timeout",
-            detail: first
-              ? `runTurn sent no event within ${deadlines.firstEventMs} ms`
-              : `runTurn went silent for ${deadlines.idleMs} ms mid-turn`
-          })
+    }
+    return exitCell
+  }
+
+  /**
+   * A turn under its deadlines and the process's watch: the adapter's turn runs in one
+   * fiber, and whichever comes first (its end, a deadline, the process's exit, the
+   * caller's interruption) decides; timers and callbacks, not racing fibers, watch the
+   * rest, so a turn pays for one fork.
+   */
+  const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.suspend(() => {
+        let first = true
+        let waiting = false
+        let deadline = Date.now() + deadlines.firstEventMs
+        /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
+        let sinkCause: Cause.Cause<E> | undefined
+        const sink: TurnEventSink<E> = (events) => {
+          first = false
+          waiting = asksForApproval(events)
+          deadline = Date.now() + deadlines.idleMs
+          return Effect.tapErrorCause(onEvents(events), (cause) => Effect.sync(() => void (sinkCause = cause)))
+        }
+        const consume: Effect.Effect<void, ProviderFailure | E> = Effect.suspend(() =>
+          handle.runTurn(input, sink)
+        ).pipe(
+          Effect.catchAllCause((cause): Effect.Effect<never, ProviderFailure | E> =>
+            sinkCause !== undefined ? Effect.failCause(sinkCause) : toFailure(provider, "runTurn")(cause)
+          )
         )
+        const verdict = OneShot.make<void, ProviderFailure | E>()
+        // Wakes at the deadline; if events came meanwhile, sleeps again until the new one.
+        let timer: ReturnType<typeof setTimeout> | undefined
+        const arm = (ms: number) => {
+          timer = setTimeout(watchdog, Math.min(Math.max(ms, 1), MAX_TIMER_MS))
+        }
+        const watchdog = () => {
+          timer = undefined
+          if (verdict.exit !== undefined) return
+          if (waiting) return arm(deadlines.idleMs)
+          const remaining = deadline - Date.now()
+          if (remaining > 0) return arm(remaining)
+          OneShot.fail(
+            verdict,
+            new ProviderFailure({
+              provider,
+              kind: "timeout",
+              detail: first
+                ? `runTurn sent no event within ${deadlines.firstEventMs} ms`
+                : `runTurn went silent for ${deadlines.idleMs} ms mid-turn`
+            })
+          )
+        }
+        return Effect.flatMap(Effect.fork(Effect.interruptible(consume)), (fiber) => {
+          fiber.addObserver((exit) => void OneShot.complete(verdict, exit))
+          arm(deadlines.firstEventMs)
+          const unlisten = OneShot.listen(processExit(), (how) => {
+            if (Exit.isSuccess(how)) OneShot.fail(verdict, crashFailure("runTurn", how.value))
+          })
+          return restore(OneShot.wait(verdict)).pipe(
+            Effect.exit,
+            Effect.flatMap((exit) => {
+              if (timer !== undefined) clearTimeout(timer)
+              unlisten()
+              // Ended by a deadline, the process or the caller: the turn's fiber stops too.
+              return fiber.unsafePoll() === null ? Effect.as(Fiber.interrupt(fiber), exit) : Effect.succeed(exit)
+            }),
+            Effect.flatten
+          )
+        })
       })
-      // Whichever ends first, success or failure (raceAll would wait for a success).
-      return Effect.raceFirst(consume, Effect.raceFirst(watchdog, crashed("runTurn")))
-    })
+    )
 
   return {
     pid: handle.pid,

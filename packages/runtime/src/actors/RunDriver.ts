@@ -25,8 +25,9 @@ import type {
   TurnItemContent,
   GitFailed
 } from "@skein/domain"
-import { Array as Arr, Cause, Deferred, Duration, Effect, Either, Exit, Option, Schema } from "effect"
+import { Array as Arr, Cause, Duration, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
 import type { CapturedCheckpoint } from "../lineage/WorkspaceCheckpoints.js"
+import * as OneShot from "./OneShot.js"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
 import type { FinishRun, RunContext, RunOutcome, SummaryOutcome, ThreadMessage } from "./ThreadProtocol.js"
 import type { SupervisedActor } from "./SupervisedActor.js"
@@ -48,7 +49,7 @@ export interface DriveInput {
   /** The workspace's git checkpoint after a completed turn (None: not a repository). */
   readonly checkpoint: Effect.Effect<Option.Option<CapturedCheckpoint>, GitFailed>
   /** Completed with the failure to record when the run must stop. */
-  readonly stop: Deferred.Deferred<RunFailure>
+  readonly stop: OneShot.OneShot<RunFailure, never>
   readonly graceMs: number
 }
 
@@ -96,6 +97,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   let turnSent = false
   /** How the provider took a stop, when it did not simply stop (recorded with the run's failure). */
   let stopNote: string | null = null
+  /** Where the turn went, once sent: what a stop interrupts. */
+  let sent: { readonly lease: SessionLease; readonly nativeRef: string } | undefined
 
   /** A provider writes the pending handoff's summary; any failure keeps the local one. */
   const ensureSummary = (context: RunContext): Effect.Effect<RunContext, SkeinError> => {
@@ -234,8 +237,9 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   const turn = (lease: SessionLease, initial: RunContext) =>
     Effect.gen(function* () {
       const { context, nativeRef } = yield* ensureThread(lease, initial)
-      if (yield* Deferred.isDone(input.stop)) return { outcome: "interrupted", turnRef: null } satisfies TurnResult
+      if (input.stop.exit !== undefined) return { outcome: "interrupted", turnRef: null } satisfies TurnResult
       turnSent = true
+      sent = { lease, nativeRef }
       // One block: the run's own handoff, then whatever it brings in from other threads.
       const blocks = [...(context.handoff ? [context.handoff] : []), ...context.extras]
       const consume = lease.handle.runTurn(
@@ -256,32 +260,65 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
         },
         onEvents
       )
-      const stopper = Deferred.await(input.stop).pipe(
-        Effect.zipRight(
-          lease.handle
-            .interrupt(nativeRef)
-            .pipe(
-              Effect.catchAll((error) =>
-                Effect.sync(() => void (stopNote = `the provider did not take the interrupt (${error.message})`))
-              )
-            )
-        ),
-        Effect.zipRight(Effect.sleep(Duration.millis(input.graceMs))),
-        Effect.zipRight(lease.kill),
-        Effect.as("killed" as const)
+      // Once the turn is over there is nothing left for a stop to interrupt.
+      yield* Effect.ensuring(
+        consume,
+        Effect.sync(() => void (sent = undefined))
       )
-      const winner = yield* Effect.raceFirst(Effect.as(consume, "done" as const), stopper)
-      return { outcome: winner === "killed" ? "interrupted" : outcome, turnRef } satisfies TurnResult
+      return { outcome, turnRef } satisfies TurnResult
     }).pipe(Effect.tapError((error) => (sessionSuspect(error) ? lease.kill : Effect.void)))
 
-  const stoppedBeforeTurn = Deferred.await(input.stop).pipe(
-    Effect.flatMap(() =>
-      turnSent ? Effect.never : Effect.succeed<TurnResult>({ outcome: "interrupted", turnRef: null })
+  /**
+   * A stop once the turn was sent: the provider is asked to stop its turn; one that
+   * has not ended it within the grace period has its process killed (the turn then
+   * fails, and the run ends as the stop says).
+   */
+  const stopTurn = ({ lease, nativeRef }: { readonly lease: SessionLease; readonly nativeRef: string }) =>
+    lease.handle.interrupt(nativeRef).pipe(
+      Effect.catchAll((error) =>
+        Effect.sync(() => void (stopNote = `the provider did not take the interrupt (${error.message})`))
+      ),
+      Effect.zipRight(Effect.sleep(Duration.millis(input.graceMs))),
+      Effect.zipRight(lease.kill)
     )
-  )
 
   const body = ensureSummary(input.context).pipe(
     Effect.flatMap((context) => input.sessions.use(run.provider, input.workspace, (lease) => turn(lease, context)))
+  )
+
+  /**
+   * The body in one fiber, and a listener on the stop: before the turn is sent, a stop
+   * ends the run at once; after, it starts `stopTurn` beside the turn. (Callbacks, not
+   * racing fibers: a run pays for one fork.)
+   */
+  const bodyUnderStop: Effect.Effect<TurnResult, ProviderFailure | SkeinError> = Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function* () {
+      const verdict = OneShot.make<TurnResult, ProviderFailure | SkeinError>()
+      const runtime = yield* Effect.runtime<never>()
+      const fiber = yield* Effect.fork(Effect.interruptible(body))
+      fiber.addObserver((exit) => void OneShot.complete(verdict, exit))
+      let stopper: Fiber.RuntimeFiber<void, ProviderFailure> | undefined
+      const unlisten = OneShot.listen(input.stop, () => {
+        if (!turnSent)
+          OneShot.succeed<TurnResult, ProviderFailure | SkeinError>(verdict, { outcome: "interrupted", turnRef: null })
+        else if (sent !== undefined) {
+          // Killed after the grace period: the run ends as the stop says, whatever the turn does.
+          const killed = Effect.sync(
+            () =>
+              void OneShot.succeed<TurnResult, ProviderFailure | SkeinError>(verdict, {
+                outcome: "interrupted",
+                turnRef
+              })
+          )
+          stopper = Runtime.runFork(runtime)(Effect.interruptible(Effect.zipRight(stopTurn(sent), killed)))
+        }
+      })
+      const exit = yield* Effect.exit(restore(OneShot.wait(verdict)))
+      unlisten()
+      if (fiber.unsafePoll() === null) yield* Fiber.interrupt(fiber)
+      if (stopper !== undefined) yield* Fiber.interrupt(stopper)
+      return yield* exit
+    })
   )
 
   /** The one FinishRun this run ends with, from however the body ended. */
@@ -337,14 +374,13 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
         )
       : Effect.succeed(null)
 
-  return Effect.raceFirst(body, stoppedBeforeTurn).pipe(
+  return bodyUnderStop.pipe(
     Effect.exit,
     Effect.flatMap((exit) =>
-      Effect.flatMap(Effect.all([Deferred.poll(input.stop), captureAfter(exit)]), ([polled, checkpoint]) =>
-        Option.isSome(polled)
-          ? Effect.map(polled.value, (s) => finishOf(exit, s, checkpoint))
-          : Effect.succeed(finishOf(exit, null, checkpoint))
-      )
+      Effect.map(captureAfter(exit), (checkpoint) => {
+        const stopped = input.stop.exit
+        return finishOf(exit, stopped !== undefined && Exit.isSuccess(stopped) ? stopped.value : null, checkpoint)
+      })
     ),
     // If this fails, the actor hears why from this fiber's exit (DriverExited), and ends
     // the run itself.

@@ -51,7 +51,7 @@ import {
   TurnItemRecorded,
   UnsupportedContextTransfer
 } from "@skein/domain"
-import { Cause, Deferred, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import { EventStore } from "../store/EventStore.js"
@@ -77,6 +77,7 @@ import { ProviderSessions } from "./ProviderSessions.js"
 import { payloadHash } from "./Receipts.js"
 import { driveRun, failureOf } from "./RunDriver.js"
 import type { ThreadAsk } from "./RunDriver.js"
+import * as OneShot from "./OneShot.js"
 import * as SupervisedActor from "./SupervisedActor.js"
 import type { RunAccepted, RunContext, ThreadMessage } from "./ThreadProtocol.js"
 import type { ProviderInfo, StartPlan } from "./ThreadPlanner.js"
@@ -98,7 +99,7 @@ interface ActiveRun {
   readonly runId: TurnItem["runId"]
   context: RunContext
   /** Completed with the failure to record when the run must stop. */
-  readonly stop: Deferred.Deferred<RunFailure>
+  readonly stop: OneShot.OneShot<RunFailure, never>
   stopCommandId: CommandId | null
   /** Its driver fiber has ended (whether or not its FinishRun got through). */
   driverExited: boolean
@@ -435,7 +436,7 @@ export const makeThreadActor = (
             const control: ActiveRun = {
               runId: plan.run.id,
               context: plan.context,
-              stop: yield* Deferred.make<RunFailure>(),
+              stop: OneShot.make<RunFailure>(),
               stopCommandId: null,
               driverExited: false
             }
@@ -450,14 +451,14 @@ export const makeThreadActor = (
             if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
             if (current === null) return yield* new NoActiveRun({ threadId })
             current.stopCommandId = command.commandId ?? current.stopCommandId
-            yield* Deferred.succeed(current.stop, interrupted)
+            OneShot.succeed(current.stop, interrupted)
             return yield* accepted(current.runId)
           }),
 
         StopRun: ({ failure }) =>
           Effect.gen(function* () {
             if (current === null) return yield* new NoActiveRun({ threadId })
-            yield* Deferred.succeed(current.stop, failure)
+            OneShot.succeed(current.stop, failure)
             return yield* accepted(current.runId)
           }),
 
@@ -512,7 +513,7 @@ export const makeThreadActor = (
             const open = planApproval(yield* store.lookup.approvalRequests(threadId, approvalId), approvalId, "cancel")
             // The provider cannot take decisions: the run that waits for one cannot go on.
             if (failure === null || current === null || open === undefined || open.runId !== current.runId) return
-            yield* Deferred.succeed(current.stop, failure)
+            OneShot.succeed(current.stop, failure)
           }),
 
         GetRun: ({ runId }) =>
