@@ -126,12 +126,16 @@ const dispatch = (dir: string) => {
     for (let i = 0; i < 200; i++) large.push(yield* measure(big.id))
     const ok = (xs: Array<number>) => xs.filter((x) => !Number.isNaN(x))
     const [s, l] = [ok(small), ok(large)]
-    console.log(
-      `dispatch run.start -> provider received turn, thread of 1 run:     p50 ${fmt(percentile(s, 50))} ms  p99 ${fmt(percentile(s, 99))} ms  (n=${s.length}; goal p50 < 2, p99 < 10)`
-    )
-    console.log(
-      `dispatch run.start -> provider received turn, thread of 1,000 runs: p50 ${fmt(percentile(l, 50))} ms  p99 ${fmt(percentile(l, 99))} ms  (n=${l.length})`
-    )
+    const verdict = (value: number, goal: number) => (value < goal ? "met" : `missed by ${fmt(value - goal)} ms`)
+    const line = (label: string, xs: Array<number>) => {
+      const [p50, p99] = [percentile(xs, 50), percentile(xs, 99)]
+      console.log(
+        `dispatch run.start -> provider received turn, ${label}: p50 ${fmt(p50)} ms (goal < 0.5: ${verdict(p50, 0.5)})  ` +
+          `p99 ${fmt(p99)} ms (goal < 2: ${verdict(p99, 2)})  (n=${xs.length})`
+      )
+    }
+    line("thread of 1 run", s)
+    line("thread of 1,000 runs", l)
     console.log(
       `dispatch ratio 1,000-run / 1-run thread: p50 ${fmt(percentile(l, 50) / percentile(s, 50))}x  (goal <= 1.5x)`
     )

@@ -59,7 +59,7 @@ const bench = Effect.gen(function* () {
   for (let i = 0; i < calls; i++) yield* client.thread.get({ threadId: thread.id })
   const overWs = (performance.now() - t) / calls
   console.log(
-    `server: thread.get (3 runs) in-process ${(inProcess * 1000).toFixed(0)} µs/call, over WebSocket ${(overWs * 1000).toFixed(0)} µs/call, ratio ${(overWs / inProcess).toFixed(1)}x`
+    `server: thread.get (3 runs) in-process ${(inProcess * 1000).toFixed(0)} µs/call, over WebSocket ${(overWs * 1000).toFixed(0)} µs/call, ratio ${(overWs / inProcess).toFixed(1)}x (goal <= 1.5x: ${overWs / inProcess <= 1.5 ? "met" : `missed by ${(overWs / inProcess - 1.5).toFixed(1)}x; the WebSocket path adds ${((overWs - inProcess) * 1000).toFixed(0)} µs`})`
   )
 
   // ---- fan-out: the subscribers run in a small process of their own (see
