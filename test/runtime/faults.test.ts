@@ -258,3 +258,41 @@ describe("fault matrix at the guard: forkThread and rollbackThread", () => {
     }
   }
 })
+
+describe("a stop before the turn is sent", () => {
+  it("an interrupt while startThread hangs ends the run interrupted at once, not at the call's deadline", async () => {
+    const dir = tempDir("skein-faults-early-stop-")
+    const plan = makeFaultPlan()
+    try {
+      await withRuntime(
+        dir,
+        (o) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({})
+            plan.arm("startThread", "hang")
+            const started = yield* o.startRun({ threadId: thread.id, provider: faulty, message: "hello" })
+            expect(started.status).toBe("running")
+            // Wait until the driver is inside the hanging call.
+            for (let i = 0; i < 250 && !plan.fired.includes("startThread/hang"); i++) yield* Effect.sleep("20 millis")
+            expect(plan.fired).toContain("startThread/hang")
+            const t0 = Date.now()
+            const ended = yield* o.interruptRun({ threadId: thread.id })
+            // startThread's deadline is 10 s here: the run did not wait for it.
+            expect(Date.now() - t0).toBeLessThan(2_000)
+            expect(ended.status).toBe("interrupted")
+            expect(ended.failure?.reason).toBe("user_interrupt")
+            const next = yield* o.startRun({ threadId: thread.id, provider: faulty, message: "again", wait: true })
+            expect(next.status).toBe("completed")
+          }),
+        {
+          extraAdapters: [makeFaultAdapter("faulty", plan)],
+          deadlines: { ...deadlines, callMs: 10_000 },
+          interruptGraceMs: 100
+        }
+      )
+      expect(await waitFor(() => [...plan.pids].every((pid) => !isAlive(pid)), 2_000)).toBe(true)
+    } finally {
+      removeDir(dir)
+    }
+  }, 30_000)
+})
