@@ -34,7 +34,7 @@ interface RawStatement {
 interface RawDatabase {
   pragma(text: string): unknown
   prepare(text: string): RawStatement
-  transaction<A>(fn: () => A): () => A
+  transaction<F extends (...args: Array<any>) => unknown>(fn: F): F
   close(): void
 }
 
@@ -178,6 +178,8 @@ const make = (filename: string) =>
         return { changes: result.changes, lastInsertRowid: Number(result.lastInsertRowid) }
       }
     }
+    /** better-sqlite3 builds a transaction function's wrappers on each `transaction()`: built once here. */
+    const inTransaction = db.transaction(<A>(body: () => A): A => body()) as <A>(body: () => A) => A
     const abort = (error: unknown): never => {
       throw new Abort(error)
     }
@@ -185,7 +187,7 @@ const make = (filename: string) =>
       lock.withPermits(1)(
         Effect.suspend((): Effect.Effect<A, E | SqlError> => {
           try {
-            return Effect.succeed(db.transaction(() => f(direct, abort))())
+            return Effect.succeed(inTransaction(() => f(direct, abort)))
           } catch (cause) {
             if (cause instanceof Abort) return Effect.fail(cause.error as E)
             return Effect.fail(new SqlError({ cause, message: "Failed to run a transaction" }))
