@@ -72,6 +72,34 @@ describe("LineProcess", () => {
     )
   )
 
+  it.live("forEachMessage hands every message to its reader in order, one at a time, and ends with stdout", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const proc = yield* node(
+          `for (let i = 0; i < 500; i++) console.log(JSON.stringify({ i })); console.log("not json"); process.exit(0)`
+        )
+        const seen: Array<unknown> = []
+        let inside = 0
+        let overlapped = false
+        yield* proc.forEachMessage((message) =>
+          Effect.gen(function* () {
+            overlapped ||= inside > 0
+            inside++
+            yield* Effect.yieldNow()
+            seen.push(message)
+            inside--
+          })
+        )
+        expect(overlapped).toBe(false)
+        expect(seen).toEqual(Array.from({ length: 500 }, (_, i) => ({ i })))
+        // A reader's failure ends the loop with it.
+        const failing = yield* node(`console.log('{"a":1}'); setTimeout(() => {}, 10000)`)
+        const error = yield* Effect.flip(failing.forEachMessage(() => Effect.fail("stop")))
+        expect(error).toBe("stop")
+      })
+    )
+  )
+
   it.live("skips stdout lines that are not JSON, keeps the stderr tail and reports the exit", () =>
     Effect.scoped(
       Effect.gen(function* () {

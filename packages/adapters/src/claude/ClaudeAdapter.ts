@@ -40,19 +40,7 @@ import type {
 } from "@skein/domain"
 import { defaultCapabilities, makeId, ProviderFailure } from "@skein/domain"
 import type { ProviderCapabilities } from "@skein/domain"
-import {
-  Deferred,
-  Duration,
-  Effect,
-  Either,
-  ExecutionStrategy,
-  Exit,
-  Mailbox,
-  Schedule,
-  Schema,
-  Scope,
-  Stream
-} from "effect"
+import { Deferred, Duration, Effect, Either, ExecutionStrategy, Exit, Mailbox, Schedule, Schema, Scope } from "effect"
 import type { ApprovalPolicy } from "../agents/AgentCommon.js"
 import { automaticDecision, binaryFailure, clip, handoffPreamble } from "../agents/AgentCommon.js"
 import type { AgentBinarySpec, LocatedBinary } from "../binary/AgentBinary.js"
@@ -458,31 +446,32 @@ const openSession = (
             sent: false
           }
           // The reader: when stdout ends, the process is gone; a turn on it fails as a crash.
-          yield* proc.messages.pipe(
-            Stream.runForEach((raw) => onLine(cp, raw)),
-            Effect.zipRight(proc.exited),
-            Effect.zipRight(proc.describeExit),
-            Effect.flatMap((how) =>
-              Effect.sync(() => {
-                if (processes.get(sessionId) === cp) processes.delete(sessionId)
-                // A new session or a fork that was sent a message exists on disk now (Claude Code
-                // writes the message first): it resumes like any other, since starting it "new"
-                // again would be refused as already in use.
-                const planned = shared.launches.get(sessionId)
-                if (cp.sent && planned !== undefined && planned.kind !== "rewind" && transcript(sessionId) !== null) {
-                  shared.launches.clear(sessionId)
-                }
-                const gone = failure("crash", `the claude process of session ${sessionId} ${how}`)
-                for (const waiting of cp.control.values()) Deferred.unsafeDone(waiting, Exit.fail(gone))
-                cp.control.clear()
-                const turn = cp.turn
-                cp.turn = null
-                turn?.mailbox.unsafeDone(Exit.fail(gone))
-              })
-            ),
-            Effect.zipRight(Effect.forkDaemon(Scope.close(scope, Exit.void))),
-            Effect.forkIn(scope)
-          )
+          yield* proc
+            .forEachMessage((raw) => onLine(cp, raw))
+            .pipe(
+              Effect.zipRight(proc.exited),
+              Effect.zipRight(proc.describeExit),
+              Effect.flatMap((how) =>
+                Effect.sync(() => {
+                  if (processes.get(sessionId) === cp) processes.delete(sessionId)
+                  // A new session or a fork that was sent a message exists on disk now (Claude Code
+                  // writes the message first): it resumes like any other, since starting it "new"
+                  // again would be refused as already in use.
+                  const planned = shared.launches.get(sessionId)
+                  if (cp.sent && planned !== undefined && planned.kind !== "rewind" && transcript(sessionId) !== null) {
+                    shared.launches.clear(sessionId)
+                  }
+                  const gone = failure("crash", `the claude process of session ${sessionId} ${how}`)
+                  for (const waiting of cp.control.values()) Deferred.unsafeDone(waiting, Exit.fail(gone))
+                  cp.control.clear()
+                  const turn = cp.turn
+                  cp.turn = null
+                  turn?.mailbox.unsafeDone(Exit.fail(gone))
+                })
+              ),
+              Effect.zipRight(Effect.forkDaemon(Scope.close(scope, Exit.void))),
+              Effect.forkIn(scope)
+            )
           const ended = Effect.flatMap(proc.exited, () =>
             Effect.flatMap(proc.describeExit, (how) => Effect.fail(refusal(sessionId, how)))
           )

@@ -34,7 +34,7 @@ import type {
 } from "@skein/domain"
 import { defaultCapabilities, makeId, ProviderFailure } from "@skein/domain"
 import type { ProviderCapabilities } from "@skein/domain"
-import { Deferred, Effect, Either, Exit, Mailbox, ParseResult, Schema, Stream } from "effect"
+import { Deferred, Effect, Either, Exit, Mailbox, ParseResult, Schema } from "effect"
 import type { Scope } from "effect"
 import type { ApprovalPolicy } from "../agents/AgentCommon.js"
 import { automaticDecision, binaryFailure, clip, handoffPreamble } from "../agents/AgentCommon.js"
@@ -402,8 +402,7 @@ const openSession = (
     }
 
     // The reader: when stdout ends the process is gone, and with it every pending reply and turn.
-    yield* proc.messages.pipe(
-      Stream.runForEach(onMessage),
+    yield* proc.forEachMessage(onMessage).pipe(
       Effect.zipRight(proc.exited),
       Effect.zipRight(proc.describeExit),
       Effect.flatMap((how) =>

@@ -9,7 +9,7 @@
  */
 import * as NodeChildProcess from "node:child_process"
 import * as Os from "node:os"
-import { Deferred, Effect, Exit, Mailbox, Option, Runtime } from "effect"
+import { Chunk, Deferred, Effect, Exit, Mailbox, Option, Runtime } from "effect"
 import type { Scope, Stream } from "effect"
 import { ProviderFailure } from "@skein/domain"
 
@@ -39,6 +39,12 @@ export interface LineProcess {
    * skipped (logged at debug level). Ends when stdout closes. One consumer only.
    */
   readonly messages: Stream.Stream<unknown>
+  /**
+   * The same messages handed to `f` one at a time, in order, until stdout closes (the
+   * way an adapter's reader consumes them: a loop over the mailbox costs a fraction of
+   * a Stream's per-element work). Use either this or `messages`, once.
+   */
+  readonly forEachMessage: <E>(f: (message: unknown) => Effect.Effect<void, E>) => Effect.Effect<void, E>
   /** The last few kilobytes the child wrote to stderr. */
   readonly stderrTail: Effect.Effect<string>
   /** Completes when the child has exited, for whatever reason. */
@@ -221,6 +227,14 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
       pid: child.pid ?? -1,
       send,
       messages: Mailbox.toStream(messages),
+      forEachMessage: <E>(f: (message: unknown) => Effect.Effect<void, E>) => {
+        const loop: Effect.Effect<void, E> = Effect.flatMap(messages.takeAll, ([chunk, done]) => {
+          const all = Chunk.toReadonlyArray(chunk)
+          const each = all.length === 1 ? f(all[0]) : Effect.forEach(all, f, { discard: true })
+          return done ? each : Effect.zipRight(each, loop)
+        })
+        return loop
+      },
       stderrTail: Effect.sync(() => stderr),
       exited: Deferred.await(exit),
       describeExit

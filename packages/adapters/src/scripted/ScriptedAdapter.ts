@@ -4,7 +4,7 @@
  * notifications go to the running turn of their native thread.
  */
 import { createRequire } from "node:module"
-import { Cause, Deferred, Effect, Exit, Mailbox, Option, Schema, Stream } from "effect"
+import { Cause, Deferred, Effect, Exit, Mailbox, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import type {
   NativeThreadHandle,
@@ -126,8 +126,7 @@ const openSession = (
       })
 
     // The dispatcher: when stdout ends the process is gone, and so is every pending reply.
-    yield* proc.messages.pipe(
-      Stream.runForEach(handleIncoming),
+    yield* proc.forEachMessage(handleIncoming).pipe(
       Effect.zipRight(proc.exited),
       Effect.zipRight(proc.describeExit),
       Effect.flatMap((how) =>
