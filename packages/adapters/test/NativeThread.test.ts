@@ -8,7 +8,14 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { NativeThread, NativeTurn } from "../src/scripted/NativeThread.js"
-import { rollbackThread, ThreadStore } from "../src/scripted/NativeThread.js"
+import {
+  contextLength,
+  contextOf,
+  forkThread,
+  rollbackThread,
+  ThreadStore,
+  withTurn
+} from "../src/scripted/NativeThread.js"
 
 const turn = (n: number): NativeTurn => ({
   turnRef: `stn_${n}`,
@@ -63,5 +70,25 @@ describe("ThreadStore", () => {
     } finally {
       Fs.rmSync(dir, { recursive: true, force: true })
     }
+  })
+})
+
+describe("contextLength", () => {
+  it("is the length of contextOf, carried from turn to turn and counted afresh after a fork", () => {
+    const chars = (thread: NativeThread) => contextOf(thread).reduce((n, text) => n + text.length, 0)
+    let thread = fresh()
+    for (let n = 1; n <= 50; n++) {
+      const next: NativeTurn =
+        n % 7 === 0
+          ? { ...turn(n), handoff: { handoffId: `hof_${n}`, delivery: "preamble", text: "x".repeat(n) } }
+          : turn(n)
+      thread = withTurn(thread, next, n % 5 === 0 ? { [`ap_${n}`]: { question: "q", status: "open" } } : {})
+      expect(contextLength(thread)).toBe(chars(thread))
+    }
+    expect(Object.keys(thread.approvals)).toHaveLength(10)
+    const forked = forkThread(thread, "stn_20", "sth_fork", "2026-11-30T00:00:00.000Z")
+    if (forked === "unknown_turn") throw new Error("stn_20 is a turn of the thread")
+    expect(contextLength(forked)).toBe(chars(forked))
+    expect(contextLength(forked)).toBeLessThan(contextLength(thread))
   })
 })

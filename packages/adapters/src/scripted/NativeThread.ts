@@ -45,9 +45,46 @@ const randomHex = (): string => globalThis.crypto.randomUUID().replace(/-/g, "")
 export const freshNativeRef = (): string => `sth_${randomHex()}`
 export const freshTurnRef = (): string => `stn_${randomHex()}`
 
+const textsOf = (turn: NativeTurn): ReadonlyArray<string> => [
+  turn.message,
+  turn.reply,
+  ...(turn.handoff === null ? [] : [turn.handoff.text])
+]
+
 /** The texts this thread knows: earlier user messages, replies and handoff blocks. */
-export const contextOf = (thread: NativeThread): ReadonlyArray<string> =>
-  thread.turns.flatMap((turn) => [turn.message, turn.reply, ...(turn.handoff === null ? [] : [turn.handoff.text])])
+export const contextOf = (thread: NativeThread): ReadonlyArray<string> => thread.turns.flatMap(textsOf)
+
+const lengths = new WeakMap<NativeThread, number>()
+const turnLength = (turn: NativeTurn) => textsOf(turn).reduce((n, text) => n + text.length, 0)
+
+/**
+ * How many characters `contextOf(thread)` holds, without building it: counted once
+ * per thread object, then carried from a thread to the next (`withTurn`), so a turn's
+ * count costs the same on the 5,000th turn as on the first.
+ */
+export const contextLength = (thread: NativeThread): number => {
+  let length = lengths.get(thread)
+  if (length === undefined) {
+    length = thread.turns.reduce((n, turn) => n + turnLength(turn), 0)
+    lengths.set(thread, length)
+  }
+  return length
+}
+
+/** The thread after one more turn (and the approvals it opened). */
+export const withTurn = (
+  thread: NativeThread,
+  turn: NativeTurn,
+  approvals: NativeThread["approvals"]
+): NativeThread => {
+  const next: NativeThread = {
+    ...thread,
+    turns: [...thread.turns, turn],
+    approvals: Object.keys(approvals).length === 0 ? thread.approvals : { ...thread.approvals, ...approvals }
+  }
+  lengths.set(next, contextLength(thread) + turnLength(turn))
+  return next
+}
 
 /** A copy of `thread` under a new ref, with its turns up to and including `atTurnRef` (all when null). */
 export const forkThread = (

@@ -13,7 +13,16 @@ import { parseDirectives, reasoningText, recalls } from "./Directives.js"
 import type { Method, ParamsOf, ResultOf } from "./Protocol.js"
 import { Methods, Request } from "./Protocol.js"
 import type { NativeThread, NativeTurn } from "./NativeThread.js"
-import { contextOf, forkThread, freshNativeRef, freshTurnRef, rollbackThread, ThreadStore } from "./NativeThread.js"
+import {
+  contextLength,
+  contextOf,
+  forkThread,
+  freshNativeRef,
+  freshTurnRef,
+  rollbackThread,
+  ThreadStore,
+  withTurn
+} from "./NativeThread.js"
 
 export interface ScriptedServerOptions {
   readonly stateDir: string
@@ -111,7 +120,9 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
       const turnRef = freshTurnRef()
       emit(nativeRef, { _tag: "TurnStarted", turnRef, receivedAt })
       const workspace = params.workspace ?? thread.workspace
-      const context = [...contextOf(thread), ...(handoff === null ? [] : [handoff.text])]
+      // Built only for a recall: what the model would have read.
+      let context: ReadonlyArray<string> | undefined
+      const contextNow = () => (context ??= [...contextOf(thread), ...(handoff === null ? [] : [handoff.text])])
       const items: Array<TurnItemContent> = []
       const outputs: Array<string> = []
       const approvals: Record<string, { question: string; status: "open" }> = {}
@@ -131,7 +142,7 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
             await sleep(directive.ms, abort.signal)
             break
           case "Recall":
-            outputs.push(`recall:${directive.word}=${recalls(directive.word, context) ? "yes" : "no"}`)
+            outputs.push(`recall:${directive.word}=${recalls(directive.word, contextNow()) ? "yes" : "no"}`)
             break
           case "Decide":
             outputs.push(`decision: ${directive.text}`)
@@ -192,11 +203,7 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
         reply,
         items
       }
-      const next: NativeThread = {
-        ...thread,
-        turns: [...thread.turns, turn],
-        approvals: { ...thread.approvals, ...approvals }
-      }
+      const next = withTurn(thread, turn, approvals)
       if (forget) {
         store.delete(nativeRef)
         loaded.delete(nativeRef)
@@ -206,8 +213,8 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
       }
       // The scripted provider's count: a token per four characters of what the model read
       // (its context, this turn's handoff and message) and of its reply.
-      const tokens = (texts: ReadonlyArray<string>) => Math.ceil(texts.reduce((n, text) => n + text.length, 0) / 4)
-      const usage = { inputTokens: tokens([...context, message]), outputTokens: tokens([reply]) }
+      const read = contextLength(thread) + (handoff === null ? 0 : handoff.text.length) + message.length
+      const usage = { inputTokens: Math.ceil(read / 4), outputTokens: Math.ceil(reply.length / 4) }
       emit(nativeRef, interrupted ? { _tag: "TurnInterrupted", turnRef } : { _tag: "TurnCompleted", turnRef, usage })
       return { turnRef, status: interrupted ? "interrupted" : "completed" }
     } finally {
