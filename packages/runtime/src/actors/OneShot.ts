@@ -4,7 +4,7 @@
  * plain object of two fields: a thread actor holds a few for as long as it lives, and
  * an Effect Deferred is a large object of its own shape (about 0.8 KB each).
  */
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Fiber } from "effect"
 
 export interface OneShot<A, E> {
   exit: Exit.Exit<A, E> | undefined
@@ -48,17 +48,36 @@ export const listen = <A, E>(cell: OneShot<A, E>, f: (exit: Exit.Exit<A, E>) => 
 
 /** Waits for the cell's result (at once when it has one); interruptible while waiting. */
 export const wait = <A, E>(cell: OneShot<A, E>): Effect.Effect<A, E> =>
-  Effect.suspend(() => {
-    if (cell.exit !== undefined) return cell.exit
-    return Effect.async<A, E>((resume) => {
-      const waiter = (exit: Exit.Exit<A, E>) => resume(exit)
-      if (cell.waiters === undefined) cell.waiters = [waiter]
-      else cell.waiters.push(waiter)
-      return Effect.sync(() => {
-        const waiters = cell.waiters
-        if (waiters === undefined) return
-        const at = waiters.indexOf(waiter)
-        if (at >= 0) waiters.splice(at, 1)
-      })
+  Effect.suspend(() =>
+    cell.exit !== undefined ? cell.exit : Effect.async<A, E>((resume) => Effect.sync(listen(cell, resume)))
+  )
+
+/**
+ * Runs `effect` in a fiber of its own and answers with the first result its cell gets:
+ * the fiber's exit, or whatever `watch` completes the cell with first (from a timer, a
+ * callback). `watch` arms its watchers and returns how to disarm them; once there is a
+ * result they are disarmed and the fiber, if still running, is interrupted (as it is
+ * when the caller is). One fork, where racing fibers would fork one per watcher and
+ * interrupt the losers.
+ */
+export const race = <A, E>(
+  effect: Effect.Effect<A, E>,
+  watch: (cell: OneShot<A, E>) => Effect.Effect<void>
+): Effect.Effect<A, E> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.fork(Effect.interruptible(effect)), (fiber) => {
+      const cell = make<A, E>()
+      fiber.addObserver((exit) => void complete(cell, exit))
+      const disarm = watch(cell)
+      return restore(wait(cell)).pipe(
+        Effect.exit,
+        Effect.tap(() =>
+          Effect.zipRight(
+            disarm,
+            Effect.suspend(() => (fiber.unsafePoll() === null ? Fiber.interrupt(fiber) : Effect.void))
+          )
+        ),
+        Effect.flatten
+      )
     })
-  })
+  )

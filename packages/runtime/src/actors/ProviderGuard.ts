@@ -14,7 +14,7 @@
  */
 import type { ProviderEvent, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
-import { Cause, Duration, Effect, Exit, Fiber, Option } from "effect"
+import { Cause, Duration, Effect, Exit, Option } from "effect"
 import * as OneShot from "./OneShot.js"
 
 export interface ProviderDeadlines {
@@ -80,10 +80,10 @@ export const guardCall = <A, E extends ProviderFailure>(
     Effect.timeoutFail({ duration: Duration.millis(timeoutMs), onTimeout: () => timeout(provider, method, timeoutMs) })
   )
 
-/** The turn's last chunk opened an approval: it waits for a person, not for the model. */
 /** setTimeout's longest delay (a longer one fires at once). */
 const MAX_TIMER_MS = 2_147_483_647
 
+/** The turn's last chunk opened an approval: it waits for a person, not for the model. */
 const asksForApproval = (chunk: ReadonlyArray<ProviderEvent>): boolean => {
   let asked = false
   for (const event of chunk) {
@@ -94,8 +94,8 @@ const asksForApproval = (chunk: ReadonlyArray<ProviderEvent>): boolean => {
 
 /**
  * A session handle as the runtime uses it: every method guarded, a turn's events
- * handed over under its deadlines. One watchdog fiber per turn keeps the deadlines, so
- * a turn's cost does not grow with its number of events.
+ * handed over under its deadlines. One timer per turn keeps the deadlines, so a turn's
+ * cost does not grow with its number of events.
  */
 export type GuardedSession = ProviderSessionHandle
 
@@ -147,27 +147,24 @@ export const guardSession = (
    * rest, so a turn pays for one fork.
    */
   const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.suspend(() => {
-        let first = true
-        let waiting = false
-        let deadline = Date.now() + deadlines.firstEventMs
-        /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
-        let sinkCause: Cause.Cause<E> | undefined
-        const sink: TurnEventSink<E> = (events) => {
-          first = false
-          waiting = asksForApproval(events)
-          deadline = Date.now() + deadlines.idleMs
-          return Effect.tapErrorCause(onEvents(events), (cause) => Effect.sync(() => void (sinkCause = cause)))
-        }
-        const consume: Effect.Effect<void, ProviderFailure | E> = Effect.suspend(() =>
-          handle.runTurn(input, sink)
-        ).pipe(
-          Effect.catchAllCause((cause): Effect.Effect<never, ProviderFailure | E> =>
-            sinkCause !== undefined ? Effect.failCause(sinkCause) : toFailure(provider, "runTurn")(cause)
-          )
+    Effect.suspend(() => {
+      let first = true
+      let waiting = false
+      let deadline = Date.now() + deadlines.firstEventMs
+      /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
+      let sinkCause: Cause.Cause<E> | undefined
+      const sink: TurnEventSink<E> = (events) => {
+        first = false
+        waiting = asksForApproval(events)
+        deadline = Date.now() + deadlines.idleMs
+        return Effect.tapErrorCause(onEvents(events), (cause) => Effect.sync(() => void (sinkCause = cause)))
+      }
+      const consume: Effect.Effect<void, ProviderFailure | E> = Effect.suspend(() => handle.runTurn(input, sink)).pipe(
+        Effect.catchAllCause((cause): Effect.Effect<never, ProviderFailure | E> =>
+          sinkCause !== undefined ? Effect.failCause(sinkCause) : toFailure(provider, "runTurn")(cause)
         )
-        const verdict = OneShot.make<void, ProviderFailure | E>()
+      )
+      return OneShot.race(consume, (verdict) => {
         // Wakes at the deadline; if events came meanwhile, sleeps again until the new one.
         let timer: ReturnType<typeof setTimeout> | undefined
         const arm = (ms: number) => {
@@ -190,25 +187,16 @@ export const guardSession = (
             })
           )
         }
-        return Effect.flatMap(Effect.fork(Effect.interruptible(consume)), (fiber) => {
-          fiber.addObserver((exit) => void OneShot.complete(verdict, exit))
-          arm(deadlines.firstEventMs)
-          const unlisten = OneShot.listen(processExit(), (how) => {
-            if (Exit.isSuccess(how)) OneShot.fail(verdict, crashFailure("runTurn", how.value))
-          })
-          return restore(OneShot.wait(verdict)).pipe(
-            Effect.exit,
-            Effect.flatMap((exit) => {
-              if (timer !== undefined) clearTimeout(timer)
-              unlisten()
-              // Ended by a deadline, the process or the caller: the turn's fiber stops too.
-              return fiber.unsafePoll() === null ? Effect.as(Fiber.interrupt(fiber), exit) : Effect.succeed(exit)
-            }),
-            Effect.flatten
-          )
+        arm(deadlines.firstEventMs)
+        const unlisten = OneShot.listen(processExit(), (how) => {
+          if (Exit.isSuccess(how)) OneShot.fail(verdict, crashFailure("runTurn", how.value))
+        })
+        return Effect.sync(() => {
+          if (timer !== undefined) clearTimeout(timer)
+          unlisten()
         })
       })
-    )
+    })
 
   return {
     pid: handle.pid,

@@ -291,34 +291,26 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
    * ends the run at once; after, it starts `stopTurn` beside the turn. (Callbacks, not
    * racing fibers: a run pays for one fork.)
    */
-  const bodyUnderStop: Effect.Effect<TurnResult, ProviderFailure | SkeinError> = Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function* () {
-      const verdict = OneShot.make<TurnResult, ProviderFailure | SkeinError>()
-      const runtime = yield* Effect.runtime<never>()
-      const fiber = yield* Effect.fork(Effect.interruptible(body))
-      fiber.addObserver((exit) => void OneShot.complete(verdict, exit))
-      let stopper: Fiber.RuntimeFiber<void, ProviderFailure> | undefined
-      const unlisten = OneShot.listen(input.stop, () => {
-        if (!turnSent)
-          OneShot.succeed<TurnResult, ProviderFailure | SkeinError>(verdict, { outcome: "interrupted", turnRef: null })
-        else if (sent !== undefined) {
-          // Killed after the grace period: the run ends as the stop says, whatever the turn does.
-          const killed = Effect.sync(
-            () =>
-              void OneShot.succeed<TurnResult, ProviderFailure | SkeinError>(verdict, {
-                outcome: "interrupted",
-                turnRef
-              })
-          )
-          stopper = Runtime.runFork(runtime)(Effect.interruptible(Effect.zipRight(stopTurn(sent), killed)))
-        }
+  const bodyUnderStop: Effect.Effect<TurnResult, ProviderFailure | SkeinError> = Effect.flatMap(
+    Effect.runtime<never>(),
+    (runtime) =>
+      OneShot.race(body, (verdict) => {
+        const interrupted = (turnRef: string | null) =>
+          void OneShot.succeed<TurnResult, ProviderFailure | SkeinError>(verdict, { outcome: "interrupted", turnRef })
+        let stopper: Fiber.RuntimeFiber<void, ProviderFailure> | undefined
+        const unlisten = OneShot.listen(input.stop, () => {
+          if (!turnSent) interrupted(null)
+          else if (sent !== undefined) {
+            // Killed after the grace period: the run ends as the stop says, whatever the turn does.
+            const killed = Effect.sync(() => interrupted(turnRef))
+            stopper = Runtime.runFork(runtime)(Effect.interruptible(Effect.zipRight(stopTurn(sent), killed)))
+          }
+        })
+        return Effect.suspend(() => {
+          unlisten()
+          return stopper === undefined ? Effect.void : Fiber.interrupt(stopper)
+        })
       })
-      const exit = yield* Effect.exit(restore(OneShot.wait(verdict)))
-      unlisten()
-      if (fiber.unsafePoll() === null) yield* Fiber.interrupt(fiber)
-      if (stopper !== undefined) yield* Fiber.interrupt(stopper)
-      return yield* exit
-    })
   )
 
   /** The one FinishRun this run ends with, from however the body ended. */

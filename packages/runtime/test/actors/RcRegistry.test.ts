@@ -8,6 +8,13 @@ const burst = <A, E>(get: Effect.Effect<A, E, Scope.Scope>, n: number) =>
     Effect.withMaxOpsBeforeYield(10)
   )
 
+/** A lookup whose entry is its key, and that records the key when its entry closes. */
+const recordingClose = (closed: Array<string>) => (key: string) =>
+  Effect.as(
+    Effect.addFinalizer(() => Effect.sync(() => void closed.push(key))),
+    key
+  )
+
 describe("RcRegistry", () => {
   it.scoped("a burst of gets for one key runs the lookup once and shares one value", () =>
     Effect.gen(function* () {
@@ -71,11 +78,7 @@ describe("RcRegistry", () => {
     Effect.gen(function* () {
       const closed: Array<string> = []
       const registry = yield* RcRegistry.make({
-        lookup: (key: string) =>
-          Effect.as(
-            Effect.addFinalizer(() => Effect.sync(() => void closed.push(key))),
-            key
-          ),
+        lookup: recordingClose(closed),
         idleTimeToLive: Duration.seconds(10)
       })
       // a, b, c let go at 0 s, 3 s and 6 s.
@@ -142,11 +145,7 @@ describe("RcRegistry", () => {
       const closed: Array<string> = []
       const scope = yield* Scope.make()
       const registry = yield* RcRegistry.make({
-        lookup: (key: string) =>
-          Effect.as(
-            Effect.addFinalizer(() => Effect.sync(() => void closed.push(key))),
-            key
-          ),
+        lookup: recordingClose(closed),
         idleTimeToLive: Duration.seconds(10)
       }).pipe(Scope.extend(scope))
       yield* Effect.scoped(registry.get("a"))
