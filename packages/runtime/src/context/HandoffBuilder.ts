@@ -212,7 +212,12 @@ export interface MaterialRange {
   readonly fromOrdinal: number
   readonly toOrdinal: number
   readonly strategy: HandoffStrategy
-  /** Also runs rolled back after this instant: a fork made then still holds them. */
+  /**
+   * Also runs rolled back at or after this instant: a fork made then still holds them.
+   * (Timestamps have millisecond precision. A run rolled back in the very millisecond a
+   * fork was made counts as rolled back after it: a run rolled back before a fork lies
+   * inside the fork's range only if newer runs were made since, which takes longer.)
+   */
   readonly asOf?: string | undefined
   readonly subject?: string | undefined
 }
@@ -221,7 +226,7 @@ export interface MaterialRange {
 export const collectHandoffMaterial = (state: ThreadState, range: MaterialRange): HandoffMaterial => {
   const request = range
   const isLiveRun = (run: Run) =>
-    isLive(run) || (range.asOf !== undefined && run.status === "rolled_back" && (run.rolledBackAt ?? "") > range.asOf)
+    isLive(run) || (range.asOf !== undefined && run.status === "rolled_back" && (run.rolledBackAt ?? "") >= range.asOf)
   /** The first run that counts as live (with `asOf`, rolled-back runs before it are read to tell). */
   const firstLiveRun = (): Run | undefined => {
     let first = 1

@@ -18,8 +18,13 @@ import type { EventStoreShape } from "../store/EventStore.js"
 import type { ThreadState } from "../store/ThreadState.js"
 import { fullProviderThread, itemsOf, openTransfers, runAt } from "../store/ThreadState.js"
 
+/**
+ * Oldest first. Timestamps have millisecond precision and two transfers can share one:
+ * those keep the order in which the log recorded them (the sort is stable and the state
+ * holds transfers in log order), not the order of their random ids.
+ */
 const byCreation = (a: ContextTransfer, b: ContextTransfer) =>
-  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0
 
 /** The transfer a fork or a subagent child was created with (the newest one, if it was re-opened). */
 export const inheritanceOf = (state: ThreadState): ContextTransfer | undefined => {

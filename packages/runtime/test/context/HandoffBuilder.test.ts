@@ -2,8 +2,15 @@ import { describe, expect, it } from "@effect/vitest"
 import type { TurnItemContent } from "@skein/domain"
 import { ApprovalId, HandoffSectionKind } from "@skein/domain"
 import * as fc from "fast-check"
-import { buildHandoffPayload, estimateTokens, makeScrubber } from "../../src/context/index.js"
+import {
+  assembleHandoff,
+  buildHandoffPayload,
+  collectHandoffMaterial,
+  estimateTokens,
+  makeScrubber
+} from "../../src/context/index.js"
 import type { ThreadState } from "../../src/store/ThreadState.js"
+import { putRun } from "../../src/store/Projection.js"
 import { addCheckpoint, addRun, newState } from "./builder.js"
 
 const sectionLines = (built: ReturnType<typeof buildHandoffPayload>, kind: string): ReadonlyArray<string> =>
@@ -276,5 +283,31 @@ describe("buildHandoffPayload: budget", () => {
     })
     expect(min.tokenEstimate).toBeLessThanOrEqual(1024)
     expect(min.summaryText).toContain("OVERALL-GOAL")
+  })
+})
+
+describe("buildHandoffPayload: runs rolled back after a fork", () => {
+  // A fork's range holds the runs the source had when the fork was made (`asOf`), even
+  // those the source rolled back since; timestamps have millisecond precision.
+  const forkedThread = (rolledBackAt: string) => {
+    const s = newState()
+    addRun(s, { provider: "alpha", message: "first FIG" })
+    const second = addRun(s, { provider: "alpha", message: "second GRAPE", status: "rolled_back" })
+    putRun(s, { ...second, rolledBackAt })
+    return s
+  }
+  const text = (s: ThreadState, asOf: string) =>
+    assembleHandoff(collectHandoffMaterial(s, { fromOrdinal: 1, toOrdinal: 2, strategy: "fork_delta", asOf }), 4_000)
+      .summaryText
+
+  it("keeps a run rolled back in the very millisecond the fork was made, or later", () => {
+    expect(text(forkedThread("2026-01-01T00:00:00.005Z"), "2026-01-01T00:00:00.005Z")).toContain("GRAPE")
+    expect(text(forkedThread("2026-01-01T00:00:00.009Z"), "2026-01-01T00:00:00.005Z")).toContain("GRAPE")
+  })
+
+  it("leaves out a run rolled back before the fork", () => {
+    const summary = text(forkedThread("2026-01-01T00:00:00.004Z"), "2026-01-01T00:00:00.005Z")
+    expect(summary).toContain("FIG")
+    expect(summary).not.toContain("GRAPE")
   })
 })
