@@ -15,6 +15,9 @@
  * `SqlClient` transaction or between its statements, and the other way round. So a
  * direct transaction must not be started from inside a `SqlClient` transaction (it
  * would wait for the lock that transaction holds).
+ *
+ * A file database also gets a WalCheckpointer: each direct transaction reports its
+ * commit, and a worker thread keeps the WAL copied into the database.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as Client from "@effect/sql/SqlClient"
@@ -23,6 +26,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Option, Scope, Stream } from "effect"
+import * as WalCheckpointer from "./WalCheckpointer.js"
 
 /** The few better-sqlite3 calls used here (the package ships no types). */
 interface RawStatement {
@@ -70,6 +74,8 @@ export interface SqliteDirectShape {
   readonly transaction: <A, E = never>(
     f: (db: DirectDb, abort: (error: E) => never) => A
   ) => Effect.Effect<A, E | SqlError>
+  /** The background WAL checkpointer's progress (null for an in-memory database). */
+  readonly checkpoints: () => WalCheckpointer.WalCheckpointerStatus | null
 }
 
 export class SqliteDirect extends Context.Tag("@skein/runtime/SqliteDirect")<SqliteDirect, SqliteDirectShape>() {}
@@ -82,7 +88,11 @@ class Abort {
 /** Prepared statements by text; a long-running process with many shapes stays bounded. */
 const STATEMENT_CACHE = 512
 
-const make = (filename: string) =>
+/** An in-memory database (":memory:", or "" for a temporary one) has no WAL. */
+const inMemory = (filename: string) =>
+  filename === ":memory:" || filename === "" || filename.startsWith("file::memory:")
+
+const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOptions) =>
   Effect.gen(function* () {
     const db = yield* Effect.acquireRelease(
       Effect.try({
@@ -95,6 +105,7 @@ const make = (filename: string) =>
       try: () => db.pragma("journal_mode = WAL"),
       catch: (cause) => new SqlError({ cause, message: "Failed to enable WAL" })
     })
+    const checkpointer = inMemory(filename) ? null : yield* WalCheckpointer.start(filename, checkpointing)
 
     const statements = new Map<string, RawStatement>()
     const prepare = (sql: string): RawStatement => {
@@ -187,7 +198,9 @@ const make = (filename: string) =>
       lock.withPermits(1)(
         Effect.suspend((): Effect.Effect<A, E | SqlError> => {
           try {
-            return Effect.succeed(inTransaction(() => f(direct, abort)))
+            const result = inTransaction(() => f(direct, abort))
+            checkpointer?.committed()
+            return Effect.succeed(result)
           } catch (cause) {
             if (cause instanceof Abort) return Effect.fail(cause.error as E)
             return Effect.fail(new SqlError({ cause, message: "Failed to run a transaction" }))
@@ -208,13 +221,17 @@ const make = (filename: string) =>
       withTransaction: client.withTransaction
     }
 
-    return { client, direct: { sql, transaction } satisfies SqliteDirectShape }
+    const checkpoints = () => checkpointer?.status() ?? null
+    return { client, direct: { sql, transaction, checkpoints } satisfies SqliteDirectShape }
   })
 
 /** `SqlClient` and `SqliteDirect` over one connection to `filename` (`:memory:` for a private one). */
-export const layer = (filename: string): Layer.Layer<Client.SqlClient | SqliteDirect, SqlError> =>
+export const layer = (
+  filename: string,
+  checkpointing: WalCheckpointer.WalCheckpointerOptions = WalCheckpointer.defaultOptions
+): Layer.Layer<Client.SqlClient | SqliteDirect, SqlError> =>
   Layer.scopedContext(
-    Effect.map(make(filename), ({ client, direct }) =>
+    Effect.map(make(filename, checkpointing), ({ client, direct }) =>
       Context.make(Client.SqlClient, client).pipe(Context.add(SqliteDirect, direct))
     )
   ).pipe(Layer.provide(Reactivity.layer))

@@ -1,0 +1,140 @@
+/**
+ * WAL checkpoints off the main thread.
+ *
+ * In WAL mode SQLite appends each commit to the `-wal` file and now and then copies
+ * what the WAL holds back into the database file (a checkpoint). Left to itself it does
+ * so inside whichever commit takes the WAL past 1,000 pages: that commit copies some
+ * 4 MB and syncs both files, a few milliseconds on an ordinary disk, on the path of
+ * whoever was waiting for it (about one run in a hundred; most of the dispatch bench's
+ * p99). better-sqlite3 is synchronous, so the whole process waits with it.
+ *
+ * Here a worker thread with a connection of its own copies the WAL into the database
+ * ahead of time: PASSIVE checkpoints, which never wait for and never block the main
+ * connection's readers and writers. The main connection reports its commits; the
+ * worker checkpoints after every `every` of them, and once commits pause for `idleMs`
+ * (one request at a time, never queued). A checkpoint that caught up with the last
+ * commit lets the next commit start the WAL over, so between bursts of commits SQLite's
+ * own checkpoint never comes due; when commits keep coming, its
+ * own checkpoint still runs at 1,000 pages (it stays on, so the WAL stays bounded
+ * whatever happens to the worker) but finds nearly everything copied and synced
+ * already. Durability does not depend on checkpoints: a committed transaction is in
+ * the WAL (synced) before its commit returns.
+ */
+import { Effect, Runtime, type Scope } from "effect"
+import { createRequire } from "node:module"
+import { Worker } from "node:worker_threads"
+
+export interface WalCheckpointerOptions {
+  /** Commits between two checkpoint requests. */
+  readonly every: number
+  /** A pause in commits after which the worker catches up with the last one. */
+  readonly idleMs: number
+  /** The better-sqlite3 module the worker loads (its resolved path); tests point it elsewhere. */
+  readonly module?: string | undefined
+}
+
+export const defaultOptions: WalCheckpointerOptions = { every: 32, idleMs: 20 }
+
+export interface WalCheckpointerStatus {
+  /** Checkpoints the worker has finished. */
+  readonly completed: number
+  /** Why the worker stopped, once it has: checkpoints are then SQLite's own alone. */
+  readonly failed: string | null
+}
+
+export interface WalCheckpointer {
+  /** Tells the checkpointer one more transaction committed. Cheap; never blocks. */
+  readonly committed: () => void
+  readonly status: () => WalCheckpointerStatus
+}
+
+/** Messages the worker answers with. */
+type Reply = { readonly ok: true } | { readonly ok: false; readonly error: string }
+
+/**
+ * The worker: opens `file` and answers each message with one PASSIVE checkpoint. It is
+ * evaluated as a CommonJS script, so it names the better-sqlite3 it loads by path.
+ */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads")
+const Database = require(workerData.module)
+const db = new Database(workerData.file)
+parentPort.on("message", () => {
+  try {
+    db.pragma("wal_checkpoint(PASSIVE)")
+    parentPort.postMessage({ ok: true })
+  } catch (error) {
+    parentPort.postMessage({ ok: false, error: String(error && error.message || error) })
+  }
+})
+`
+
+/**
+ * Starts the checkpointer for the database file `file` (in WAL mode already), for as
+ * long as the scope lasts: the worker is stopped before the scope's earlier finalizers
+ * (such as closing the main connection) run.
+ */
+export const start = (
+  file: string,
+  options: WalCheckpointerOptions = defaultOptions
+): Effect.Effect<WalCheckpointer, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    const warn = (message: string) => Runtime.runFork(runtime)(Effect.logWarning(message))
+    let completed = 0
+    let failed: string | null = null
+    let inFlight = false
+    let sinceRequest = 0
+    let stopping = false
+
+    const fail = (why: string) => {
+      if (failed !== null || stopping) return
+      failed = why
+      warn(`WAL checkpoints are SQLite's own again, in commits: the checkpoint worker stopped (${why})`)
+    }
+
+    const request = () => {
+      if (failed !== null || inFlight) return
+      sinceRequest = 0
+      inFlight = true
+      worker.postMessage(null)
+    }
+    /** Fires `idleMs` after the last commit (re-armed by each). */
+    const idle = setTimeout(() => {
+      if (sinceRequest > 0) request()
+    }, options.idleMs)
+    idle.unref()
+    yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(idle)))
+
+    const worker = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const module = options.module ?? createRequire(import.meta.url).resolve("better-sqlite3")
+        const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, file } })
+        worker.unref()
+        worker.on("message", (reply: Reply) => {
+          inFlight = false
+          if (reply.ok) completed++
+          else fail(reply.error)
+          // Commits made while it ran: caught up with at the next pause.
+          if (sinceRequest > 0) idle.refresh()
+        })
+        worker.on("error", (error) => fail(error.message))
+        worker.on("exit", (code) => fail(`it exited with code ${code}`))
+        return worker
+      }),
+      (worker) =>
+        Effect.promise(() => {
+          stopping = true
+          return worker.terminate()
+        })
+    )
+
+    return {
+      committed: () => {
+        if (failed !== null) return
+        if (++sinceRequest >= options.every) request()
+        else idle.refresh()
+      },
+      status: () => ({ completed, failed })
+    }
+  })
