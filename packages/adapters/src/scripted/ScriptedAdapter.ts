@@ -4,7 +4,7 @@
  * notifications go to the running turn of their native thread.
  */
 import { createRequire } from "node:module"
-import { Cause, Deferred, Effect, Exit, Mailbox, Option, Schema } from "effect"
+import { Deferred, Effect, Either, Exit, Mailbox, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import type {
   NativeThreadHandle,
@@ -76,9 +76,10 @@ const openSession = (
     })
     const scope = yield* Effect.scope
 
+    /** Requests waiting for their reply, by id: what to do with it. */
     const pending = new Map<
       number,
-      { readonly method: Method; readonly reply: Deferred.Deferred<unknown, ProviderFailure> }
+      { readonly method: Method; readonly done: (reply: Exit.Exit<unknown, ProviderFailure>) => void }
     >()
     const turns = new Map<string, Mailbox.Mailbox<ProviderEvent, ProviderFailure>>()
     let closed: ((method: Method) => ProviderFailure) | null = null
@@ -89,8 +90,8 @@ const openSession = (
       Effect.sync(() => {
         closed ??= reason
         for (const [id, entry] of pending) {
-          Deferred.unsafeDone(entry.reply, Exit.fail(reason(entry.method)))
           pending.delete(id)
+          entry.done(Exit.fail(reason(entry.method)))
         }
       })
 
@@ -107,8 +108,7 @@ const openSession = (
           const entry = pending.get(message.id)
           if (entry === undefined) return
           pending.delete(message.id)
-          Deferred.unsafeDone(
-            entry.reply,
+          entry.done(
             "error" in message
               ? Exit.fail(failure(message.error.kind, message.error.message))
               : Exit.succeed(message.result)
@@ -135,24 +135,47 @@ const openSession = (
       Effect.forkScoped
     )
 
-    const call = <M extends Method>(method: M, params: ParamsOf<M>): Effect.Effect<ResultOf<M>, ProviderFailure> =>
-      Effect.gen(function* () {
-        const reply = yield* Deferred.make<unknown, ProviderFailure>()
-        const id = yield* Effect.suspend(() => {
-          if (closed !== null) return Effect.fail(closed(method))
-          const id = nextId++
-          pending.set(id, { method, reply })
-          return Effect.succeed(id)
-        })
+    /** A reply's result, decoded. */
+    const resultOf = <M extends Method>(method: M, raw: unknown): Exit.Exit<ResultOf<M>, ProviderFailure> =>
+      Either.match(
+        Schema.decodeUnknownEither(Methods[method].result as unknown as Schema.Schema<ResultOf<M>, unknown>)(raw),
+        {
+          onLeft: (error) => Exit.fail(failure("error", `unexpected reply to ${method}: ${error.message}`)),
+          onRight: Exit.succeed
+        }
+      )
+
+    /**
+     * Sends a request now, from the calling fiber: `done` gets its reply (or the reason
+     * none will come). Answers with the request's id.
+     */
+    const request = <M extends Method>(
+      method: M,
+      params: ParamsOf<M>,
+      done: (reply: Exit.Exit<ResultOf<M>, ProviderFailure>) => void
+    ): Effect.Effect<number, ProviderFailure> =>
+      Effect.suspend(() => {
+        if (closed !== null) return Effect.fail(closed(method))
+        const id = nextId++
         const wire = Schema.encodeSync(Methods[method].params as unknown as Schema.Schema<ParamsOf<M>, unknown>)(params)
-        yield* proc
-          .send({ id, method, params: wire })
-          .pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
-        const raw = yield* Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
-        return yield* Schema.decodeUnknown(Methods[method].result as unknown as Schema.Schema<ResultOf<M>, unknown>)(
-          raw
-        ).pipe(Effect.mapError((error) => failure("error", `unexpected reply to ${method}: ${error.message}`)))
+        pending.set(id, {
+          method,
+          done: (reply) => done(Exit.isSuccess(reply) ? resultOf(method, reply.value) : Exit.failCause(reply.cause))
+        })
+        return proc.send({ id, method, params: wire }).pipe(
+          Effect.tapError(() => Effect.sync(() => pending.delete(id))),
+          Effect.as(id)
+        )
       })
+
+    /** A request and its reply. */
+    const call = <M extends Method>(method: M, params: ParamsOf<M>): Effect.Effect<ResultOf<M>, ProviderFailure> =>
+      Effect.flatMap(Deferred.make<ResultOf<M>, ProviderFailure>(), (reply) =>
+        Effect.flatMap(
+          request(method, params, (exit) => Deferred.unsafeDone(reply, exit)),
+          (id) => Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
+        )
+      )
 
     yield* call("initialize", {}).pipe(
       Effect.timeoutFail({
@@ -171,31 +194,25 @@ const openSession = (
           return yield* Effect.fail(failure("error", `a turn is already running on native thread ${input.nativeRef}`))
         }
         turns.set(input.nativeRef, mailbox)
-        const unregister = Effect.sync(() => {
+        const unregister = () => {
           if (turns.get(input.nativeRef) === mailbox) turns.delete(input.nativeRef)
-        })
-        yield* call("turn/start", {
-          nativeRef: input.nativeRef,
-          message: input.message,
-          handoff: input.handoff,
-          workspace: input.workspace
-        }).pipe(
-          Effect.onExit((exit) =>
-            Effect.zipRight(
-              unregister,
-              Exit.match(exit, {
-                onSuccess: () => mailbox.end,
-                onFailure: (cause) =>
-                  mailbox.fail(
-                    Option.getOrElse(Cause.failureOption(cause), () =>
-                      failure("error", "the provider session was closed")
-                    )
-                  )
-              })
-            )
-          ),
-          Effect.ignore,
-          Effect.forkIn(scope)
+        }
+        // Sent from this fiber, so the turn reaches the process before anything else runs;
+        // its reply (after the turn's last event) ends the events, or fails them.
+        yield* request(
+          "turn/start",
+          { nativeRef: input.nativeRef, message: input.message, handoff: input.handoff, workspace: input.workspace },
+          (reply) => {
+            unregister()
+            mailbox.unsafeDone(Exit.isSuccess(reply) ? Exit.void : reply)
+          }
+        ).pipe(
+          Effect.tapError((error) =>
+            Effect.sync(() => {
+              unregister()
+              mailbox.unsafeDone(Exit.fail(error))
+            })
+          )
         )
         // A consumer that stops reading before the turn ended interrupts the provider turn.
         const abandon = Effect.suspend(() =>
