@@ -4,7 +4,7 @@
  * plain object of two fields: a thread actor holds a few for as long as it lives, and
  * an Effect Deferred is a large object of its own shape (about 0.8 KB each).
  */
-import { Effect, Exit, Fiber } from "effect"
+import { Effect, Exit, Fiber, Runtime } from "effect"
 
 export interface OneShot<A, E> {
   exit: Exit.Exit<A, E> | undefined
@@ -56,17 +56,20 @@ export const wait = <A, E>(cell: OneShot<A, E>): Effect.Effect<A, E> =>
  * Runs `effect` in a fiber of its own and answers with the first result its cell gets:
  * the fiber's exit, or whatever `watch` completes the cell with first (from a timer, a
  * callback). `watch` arms its watchers and returns how to disarm them; once there is a
- * result they are disarmed and the fiber, if still running, is interrupted (as it is
- * when the caller is). One fork, where racing fibers would fork one per watcher and
- * interrupt the losers.
+ * result they are disarmed and the fiber, if still running, is interrupted (also when
+ * the caller is). One fork, where racing fibers would fork one per watcher and
+ * interrupt the losers. The fiber starts at once, on this stack, rather than when the
+ * scheduler next gets to it: whatever `effect` does before its first wait (a provider
+ * run writing its turn to the process) is not queued behind other fibers' work.
  */
 export const race = <A, E>(
   effect: Effect.Effect<A, E>,
   watch: (cell: OneShot<A, E>) => Effect.Effect<void>
 ): Effect.Effect<A, E> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.fork(Effect.interruptible(effect)), (fiber) => {
+    Effect.flatMap(Effect.runtime<never>(), (runtime) => {
       const cell = make<A, E>()
+      const fiber = Runtime.runFork(runtime)(Effect.interruptible(effect))
       fiber.addObserver((exit) => void complete(cell, exit))
       const disarm = watch(cell)
       return restore(wait(cell)).pipe(
