@@ -9,6 +9,8 @@
  * - Start-up of a provider session, from spawn until the first turn is accepted
  *   (Codex: the `turn/start` reply; Claude Code: the user line written after the
  *   `initialize` answer), through the driver against the binary alone. Goal: at most 1.1x.
+ * The mock model server runs on a thread of its own (mockThread.ts), as a real one runs
+ * elsewhere: on this process's event loop its replies would queue behind Skein's work.
  */
 import * as NodeChildProcess from "node:child_process"
 import * as Crypto from "node:crypto"
@@ -19,9 +21,7 @@ import { makeId, ProviderRegistry } from "@skein/domain"
 import { providerRegistryLayer } from "@skein/adapters"
 import { Effect, Exit, Scope } from "effect"
 import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
-import type { MockServer } from "../agents/mocks/MockServer.js"
-import { startMessagesMock } from "../agents/mocks/MessagesMock.js"
-import { startResponsesMock } from "../agents/mocks/ResponsesMock.js"
+import { startMockThread, type MockThread } from "./mockThread.js"
 import { claudeEnv, claudePlaceholder, codexEnv, codexLauncher, requireBinaries } from "../agents/support.js"
 import { percentile } from "./stats.js"
 
@@ -188,7 +188,7 @@ const throughDriver = async (adapter: ProviderAdapter, cwd: string) => {
 const median = (samples: ReadonlyArray<number>) => percentile(samples, 50)
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`
 
-const benchOne = async (kind: Kind, mock: MockServer, dir: string) => {
+const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   const env = kind === "codex" ? codexEnv(dir, mock.url) : claudeEnv(dir, mock.url)
   const configFile = Path.join(dir, `${kind}.json`)
   Fs.writeFileSync(
@@ -302,7 +302,7 @@ export const run = async () => {
   console.log("real agents: Skein's cost over driving each binary directly (mock model servers, offline)")
   for (const kind of ["codex", "claude"] as const) {
     const dir = Fs.realpathSync(tempDir(`skein-bench-${kind}-`))
-    const mock = kind === "codex" ? await startResponsesMock() : await startMessagesMock()
+    const mock = await startMockThread(kind)
     try {
       await benchOne(kind, mock, dir)
     } finally {
