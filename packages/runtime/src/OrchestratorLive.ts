@@ -6,10 +6,13 @@ import type {
   AppThread,
   ProviderInstanceInfo,
   Run,
+  RunId,
   SkeinError,
   StoredEvent,
+  ThreadEvent,
   ThreadId,
-  ThreadViewOptions
+  ThreadViewOptions,
+  TurnItem
 } from "@skein/domain"
 import { ForkThreadFields, ThreadId as ThreadIdSchema } from "@skein/domain"
 import {
@@ -26,6 +29,7 @@ import {
   makeId
 } from "@skein/domain"
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
+import * as OneShot from "./actors/OneShot.js"
 import { ProviderSessions } from "./actors/ProviderSessions.js"
 import { payloadHash } from "./actors/Receipts.js"
 import { ThreadActors } from "./actors/ThreadActors.js"
@@ -36,6 +40,7 @@ import { RuntimeConfig } from "./RuntimeConfig.js"
 import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
 import { EventStore } from "./store/EventStore.js"
+import { toRunView, upsertItem } from "./store/Projection.js"
 import { resolveWorkspace } from "./Workspace.js"
 import { inheritanceOf } from "./lineage/LineageContext.js"
 import { mergeBackTransfer, planChildThread } from "./lineage/Lineage.js"
@@ -102,12 +107,67 @@ export const makeOrchestrator = Effect.gen(function* () {
 
   const awaitEnd = (threadId: ThreadId, runId: Run["id"]) => store.awaitRunEnd(threadId, runId)
 
+  const getRun = (threadId: ThreadId, runId: RunId) => actors.use(threadId, (actor) => actor.ask("GetRun", { runId }))
+
+  /**
+   * Starts a run and waits for its end, watching the thread's events from before the
+   * start: a run seen from its RunStarted on is known whole from those events (its
+   * items, its final record), with no read once it ends. A run not seen starting (a
+   * replayed command naming an older run) is awaited and read as usual.
+   */
+  const startAndWait = (input: Parameters<OrchestratorShape["startRun"]>[0]) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        let early: Array<ThreadEvent> | null = []
+        let runId: RunId | null = null
+        let started = false
+        /** The run's record as its latest event has it (an end's batch may update it after RunEnded). */
+        let latest: Run | null = null
+        let end = false
+        const items: Array<TurnItem> = []
+        const ended = OneShot.make<Run>()
+        const take = (events: ReadonlyArray<ThreadEvent>) => {
+          for (const event of events) {
+            switch (event._tag) {
+              case "RunStarted":
+              case "RunUpdated":
+              case "RunEnded":
+                if (event.run.id !== runId) break
+                started ||= event._tag === "RunStarted"
+                end ||= event._tag === "RunEnded"
+                latest = event.run
+                break
+              case "TurnItemRecorded":
+                if (event.item.runId === runId) upsertItem(items, event.item)
+                break
+            }
+          }
+          if (end && latest !== null) OneShot.succeed(ended, latest)
+        }
+        yield* store.watch(input.threadId, (events) => {
+          const batch = events.map((stored) => stored.event)
+          if (early !== null) early.push(...batch)
+          else take(batch)
+        })
+        const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("StartRun", input))
+        runId = accepted.run.id
+        take(early)
+        early = null
+        if (!started) {
+          if (!isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
+          return yield* getRun(input.threadId, accepted.run.id)
+        }
+        return toRunView(yield* OneShot.wait(ended), items)
+      })
+    )
+
   const startRun: OrchestratorShape["startRun"] = (input) =>
-    Effect.gen(function* () {
-      const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("StartRun", input))
-      if (input.wait && !isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
-      return yield* actors.use(input.threadId, (actor) => actor.ask("GetRun", { runId: accepted.run.id }))
-    })
+    input.wait
+      ? startAndWait(input)
+      : Effect.flatMap(
+          actors.use(input.threadId, (actor) => actor.ask("StartRun", input)),
+          (accepted) => getRun(input.threadId, accepted.run.id)
+        )
 
   const interruptRun: OrchestratorShape["interruptRun"] = (input) =>
     Effect.gen(function* () {

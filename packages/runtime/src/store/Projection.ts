@@ -62,7 +62,7 @@ export const headServedBy = (pt: ProviderThreadHead, served: Served): ProviderTh
  * Items of a run stay ordered by `seq`. A re-recorded item (same id, e.g. an approval
  * that got its answer) replaces the old one; an item never moves to another run.
  */
-const upsertItem = (list: Array<TurnItem>, item: TurnItem): void => {
+export const upsertItem = (list: Array<TurnItem>, item: TurnItem): void => {
   for (let i = list.length - 1; i >= 0; i--) {
     if (list[i]!.id === item.id) {
       if (list[i]!.seq === item.seq) {
