@@ -51,7 +51,7 @@ import {
   TurnItemRecorded,
   UnsupportedContextTransfer
 } from "@skein/domain"
-import { Cause, Effect, Either, Exit, Fiber, Option, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
 import type { Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import { EventStore } from "../store/EventStore.js"
@@ -122,6 +122,16 @@ const infoOf = (adapter: ProviderAdapter): ProviderInfo => ({
   runtimeMode: adapter.runtimeMode,
   model: adapter.model
 })
+
+/**
+ * `Effect.forkIn`, with the fiber started at once, on this stack, rather than queued
+ * behind other fibers' work: a run's driver leases its session and sends the turn
+ * (up to its first wait) before the accepting handler's reply goes out.
+ */
+const forkNowIn =
+  (scope: Scope.Scope) =>
+  <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<Fiber.RuntimeFiber<A, E>> =>
+    Effect.flatMap(Effect.runtime<never>(), (runtime) => Effect.sync(() => Runtime.runFork(runtime)(effect, { scope })))
 
 const startRunHash = (command: StartRunPayload) =>
   payloadHash({
@@ -374,7 +384,7 @@ export const makeThreadActor = (
           // Held while the run is in flight: the actor cannot passivate under it.
           (drive) => Effect.zipRight(retain, drive),
           Effect.scoped,
-          Effect.forkIn(actorScope)
+          forkNowIn(actorScope)
         )
 
       const canSummarise = (name: string) =>
@@ -383,7 +393,8 @@ export const makeThreadActor = (
       const handlers: SupervisedActor.Handlers<ThreadMessage> = {
         StartRun: (command) =>
           Effect.gen(function* () {
-            const hash = startRunHash(command)
+            // Only a command with an id has a receipt to compare with or write.
+            const hash = command.commandId === undefined ? "" : startRunHash(command)
             const replayed = yield* replay(command.commandId, "run.start", hash, RunReceipt)
             if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
             if (state.thread.lineage.observeOnly) return yield* new ObserveOnlyThread({ threadId })
