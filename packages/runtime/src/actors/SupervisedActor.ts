@@ -17,7 +17,7 @@
  * Stopping drains the mailbox and fails every pending reply with `stopped()`.
  */
 import type { Rpc } from "@effect/rpc"
-import { Cause, Effect, Exit, Fiber, Scope } from "effect"
+import { Cause, Effect, Exit, Fiber, FiberId, FiberRef, FiberRefs, Runtime, Scope } from "effect"
 import * as OneShot from "./OneShot.js"
 
 type Message<R extends Rpc.Any, Tag extends R["_tag"]> = Rpc.ExtractTag<R, Tag>
@@ -47,6 +47,21 @@ interface Envelope {
   readonly tag: string
   readonly payload: unknown
   readonly reply: OneShot.OneShot<unknown, unknown>
+}
+
+/**
+ * A worker's FiberRefs: the caller's current values, each as if the worker had set it.
+ * A fork keeps, per FiberRef, the stack of the fibers that set it (for joining back);
+ * a worker is never joined, and one inherited whole would pass its stacks on, one
+ * entry longer, to the fibers it starts. A thread's run driver, started by a worker,
+ * wakes the next worker when it reports: the stacks grew by a generation a run, and
+ * every fork and context change copies them (runs got slower with each one, 2x by
+ * run 10,000 of a thread).
+ */
+const currentValuesOnly = (refs: FiberRefs.FiberRefs, fiberId: FiberId.Runtime): FiberRefs.FiberRefs => {
+  const locals = new Map<FiberRef.FiberRef<any>, readonly [readonly [FiberId.Single, any]]>()
+  for (const ref of FiberRefs.fiberRefs(refs)) locals.set(ref, [[fiberId, FiberRefs.getOrDefault(refs, ref)]])
+  return FiberRefs.unsafeMake(locals)
 }
 
 export const make = <R extends Rpc.Any, E>(options: {
@@ -145,24 +160,29 @@ export const make = <R extends Rpc.Any, E>(options: {
           })
         )
       })
-    const startWorker = Effect.suspend(() =>
-      Effect.forkDaemon(
-        // It clears `worker` itself when it leaves an empty mailbox (not when interrupted:
-        // only a stopping actor interrupts it, and a stopped one takes no message).
-        Effect.interruptible(Effect.suspend(() => (open ? work(options.behaviour()) : Effect.void))).pipe(
-          // A defect outside any handler (making the behaviour, `afterEach`) would leave a
-          // dead worker that nobody replaces: waiting callers hear of it, the next message
-          // starts a new worker.
-          Effect.catchAllCause((cause) =>
-            Effect.suspend(() => {
-              if (Cause.isInterruptedOnly(cause)) return Effect.void
-              worker = undefined
-              for (const envelope of mailbox.splice(0, mailbox.length)) {
-                OneShot.fail(envelope.reply, options.failed(envelope.tag, cause))
-              }
-              return Effect.logError(`${options.name}: its worker died outside a handler`, cause)
-            })
-          )
+    const startWorker = Effect.flatMap(Effect.runtime<never>(), (caller) =>
+      Effect.sync(() =>
+        Runtime.runFork(caller)(
+          // It clears `worker` itself when it leaves an empty mailbox (not when interrupted:
+          // only a stopping actor interrupts it, and a stopped one takes no message).
+          Effect.interruptible(Effect.suspend(() => (open ? work(options.behaviour()) : Effect.void))).pipe(
+            // A defect outside any handler (making the behaviour, `afterEach`) would leave a
+            // dead worker that nobody replaces: waiting callers hear of it, the next message
+            // starts a new worker.
+            Effect.catchAllCause((cause) =>
+              Effect.suspend(() => {
+                if (Cause.isInterruptedOnly(cause)) return Effect.void
+                worker = undefined
+                for (const envelope of mailbox.splice(0, mailbox.length)) {
+                  OneShot.fail(envelope.reply, options.failed(envelope.tag, cause))
+                }
+                return Effect.logError(`${options.name}: its worker died outside a handler`, cause)
+              })
+            )
+          ),
+          // Queued like a fork, not run on the caller's stack; the caller's FiberRef values
+          // without their history (see `currentValuesOnly`).
+          { immediate: false, updateRefs: currentValuesOnly }
         )
       )
     ).pipe(

@@ -1,6 +1,6 @@
 import { Rpc } from "@effect/rpc"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Either, Exit, Fiber, Schema } from "effect"
+import { Cause, Deferred, Effect, Either, Exit, Fiber, FiberRef, Schema } from "effect"
 import * as SupervisedActor from "../../src/actors/SupervisedActor.js"
 
 class Stopped extends Schema.TaggedError<Stopped>()("Stopped", {}) {}
@@ -175,5 +175,55 @@ describe("SupervisedActor", () => {
         expect(yield* actor.ask("Double", { n: 6 })).toBe(12)
         expect(served).toBeGreaterThanOrEqual(3)
       }).pipe(Effect.scoped)
+  )
+
+  it.live("a worker takes its caller's FiberRef values, not their history: nothing piles up from run to run", () =>
+    Effect.gen(function* () {
+      const mark = FiberRef.unsafeMake("made")
+      /** The deepest FiberRef stack this fiber has (Effect keeps one per FiberRef, for joins). */
+      const deepest = Effect.map(Effect.getFiberRefs, (refs) => {
+        const locals = (refs as unknown as { readonly locals: Map<unknown, ReadonlyArray<unknown>> }).locals
+        return Math.max(...[...locals.values()].map((stack) => stack.length))
+      })
+      const Read = Rpc.make("Read", { success: Schema.String })
+      const Relay = Rpc.make("Relay", { payload: { left: Schema.Number } })
+      const depths: Array<number> = []
+      const done = yield* Deferred.make<void>()
+      // eslint-disable-next-line prefer-const
+      let actor: SupervisedActor.SupervisedActor<typeof Read | typeof Relay, Stopped | Failed>
+      actor = yield* SupervisedActor.make<typeof Read | typeof Relay, Stopped | Failed>({
+        name: "refs",
+        behaviour: () => ({
+          handlers: {
+            Read: () => FiberRef.get(mark),
+            // As a run's driver does: a fiber the handler starts (changing a FiberRef on
+            // the way) asks the actor again later, waking the next worker.
+            Relay: ({ left }) =>
+              Effect.gen(function* () {
+                depths.push(yield* deepest)
+                if (left === 0) return yield* Deferred.succeed(done, undefined)
+                // Later, once this worker has left (the next message wakes a new one).
+                yield* Effect.forkDaemon(
+                  Effect.locally(
+                    Effect.zipRight(Effect.sleep("2 millis"), Effect.ignore(actor.ask("Relay", { left: left - 1 }))),
+                    mark,
+                    `relay ${left}`
+                  )
+                )
+              })
+          },
+          restart: () => Effect.void
+        }),
+        stopped: () => new Stopped(),
+        failed: (tag) => new Failed({ tag, detail: "" })
+      })
+      // The caller's values reach the worker (its logger, its services, this mark).
+      expect(yield* Effect.locally(actor.ask("Read", undefined), mark, "caller")).toBe("caller")
+      yield* actor.ask("Relay", { left: 30 })
+      yield* Deferred.await(done)
+      expect(depths).toHaveLength(31)
+      // Inherited whole, each generation's stacks would be longer than the last.
+      expect(Math.max(...depths)).toBeLessThanOrEqual(2)
+    }).pipe(Effect.scoped)
   )
 })
