@@ -61,6 +61,18 @@ const bench = Effect.gen(function* () {
   console.log(
     `server: thread.get (3 runs) in-process ${(inProcess * 1000).toFixed(0)} µs/call, over WebSocket ${(overWs * 1000).toFixed(0)} µs/call, ratio ${(overWs / inProcess).toFixed(1)}x (goal <= 1.5x: ${overWs / inProcess <= 1.5 ? "met" : `missed by ${(overWs / inProcess - 1.5).toFixed(1)}x; the WebSocket path adds ${((overWs - inProcess) * 1000).toFixed(0)} µs`})`
   )
+  // The floor under that: the smallest call there is (a short list, next to nothing to
+  // read or encode), over the same connection and in-process.
+  for (let i = 0; i < 200; i++) yield* client.provider.list()
+  t = performance.now()
+  for (let i = 0; i < calls; i++) yield* orchestrator.listProviders
+  const floorInProcess = (performance.now() - t) / calls
+  t = performance.now()
+  for (let i = 0; i < calls; i++) yield* client.provider.list()
+  const floorWs = (performance.now() - t) / calls
+  console.log(
+    `server: the WebSocket floor, provider.list: in-process ${(floorInProcess * 1000).toFixed(0)} µs/call, over WebSocket ${(floorWs * 1000).toFixed(0)} µs/call (a round trip through @effect/rpc adds ${((floorWs - floorInProcess) * 1000).toFixed(0)} µs with almost nothing to encode; thread.get at 1.5x would leave it ${(inProcess * 0.5 * 1000).toFixed(0)} µs)`
+  )
 
   // ---- fan-out: the subscribers run in a small process of their own (see
   // subscribers.ts); times are on the monotonic clock both processes share.
