@@ -108,7 +108,6 @@ export const guardSession = (
   handle: ProviderSessionHandle,
   deadlines: ProviderDeadlines
 ): GuardedSession => {
-  const exited = Effect.suspend(() => handle.exited).pipe(Effect.catchAllCause(() => Effect.never))
   const crashFailure = (
     method: string,
     { code, signal }: { readonly code: number | null; readonly signal: string | null }
@@ -118,13 +117,9 @@ export const guardSession = (
       kind: "crash",
       detail: `${method}: the provider process exited (${signal !== null ? `signal ${signal}` : `code ${code}`}) before answering`
     })
-  const crashed = (method: string) => Effect.flatMap(exited, (how) => Effect.fail(crashFailure(method, how)))
-  const call = <A, E extends ProviderFailure>(method: string, ms: number, f: () => Effect.Effect<A, E>) =>
-    Effect.raceFirst(guardCall(provider, method, ms, f), crashed(method))
-
   /**
-   * The process's exit, watched once per session (a turn listens to it instead of
-   * forking a fiber of its own to wait for it).
+   * The process's exit, watched once per session: a call waits on it and a turn listens
+   * to it, rather than each watching the process for itself.
    */
   let exitCell: OneShot.OneShot<{ readonly code: number | null; readonly signal: string | null }, never> | undefined
   const processExit = () => {
@@ -139,6 +134,13 @@ export const guardSession = (
     }
     return exitCell
   }
+  const crashed = (method: string) =>
+    Effect.flatMap(
+      Effect.suspend(() => OneShot.wait(processExit())),
+      (how) => Effect.fail(crashFailure(method, how))
+    )
+  const call = <A, E extends ProviderFailure>(method: string, ms: number, f: () => Effect.Effect<A, E>) =>
+    Effect.raceFirst(guardCall(provider, method, ms, f), crashed(method))
 
   /**
    * A turn under its deadlines and the process's watch: the adapter's turn runs in one
@@ -211,6 +213,6 @@ export const guardSession = (
     respondApproval: (nativeRef, approvalId, decision) =>
       call("respondApproval", deadlines.callMs, () => handle.respondApproval(nativeRef, approvalId, decision)),
     summarise: (request) => call("summarise", deadlines.summaryMs, () => handle.summarise(request)),
-    exited
+    exited: Effect.suspend(() => OneShot.wait(processExit()))
   }
 }

@@ -17,8 +17,9 @@
  * own checkpoint never comes due; when commits keep coming, its
  * own checkpoint still runs at 1,000 pages (it stays on, so the WAL stays bounded
  * whatever happens to the worker) but finds nearly everything copied and synced
- * already. Durability does not depend on checkpoints: a committed transaction is in
- * the WAL (synced) before its commit returns.
+ * already. What a commit guarantees does not change: it is in the WAL when the commit
+ * returns (see Database.ts for the sync setting); a checkpoint only moves it on into
+ * the database file.
  */
 import { Effect, Runtime, type Scope } from "effect"
 import { createRequire } from "node:module"
