@@ -145,7 +145,8 @@ const startRunHash = (command: StartRunPayload) =>
 
 /** What receipts of run.start / run.interrupt, approval.respond, thread.mergeBack and thread.rollback hold. */
 const RunReceipt = Schema.Struct({ runId: RunId })
-const ItemReceipt = Schema.Struct({ itemId: TurnItemId })
+/** The run makes the replay's read of the item an indexed one; receipts written before it have none. */
+const ItemReceipt = Schema.Struct({ itemId: TurnItemId, runId: Schema.optional(RunId) })
 const TransferReceipt = Schema.Struct({ transferId: ContextTransferId })
 const RollbackReceipt = Schema.Struct({ toRunOrdinal: Schema.Int })
 
@@ -478,7 +479,7 @@ export const makeThreadActor = (
             const hash = payloadHash({ threadId, approvalId: command.approvalId, decision: command.decision })
             const replayed = yield* replay(command.commandId, "approval.respond", hash, ItemReceipt)
             if (Option.isSome(replayed)) {
-              const found = yield* store.lookup.turnItem(threadId, replayed.value.itemId)
+              const found = yield* store.lookup.turnItem(threadId, replayed.value.itemId, replayed.value.runId)
               if (Option.isSome(found)) return { _tag: "Recorded" as const, item: found.value }
             }
             const updated = answering?.has(command.approvalId)
@@ -513,7 +514,7 @@ export const makeThreadActor = (
             yield* commit([new TurnItemRecorded({ item: updated })], commandId, {
               method: "approval.respond",
               hash: payloadHash({ threadId, approvalId, decision }),
-              result: { itemId: updated.id }
+              result: { itemId: updated.id, runId: updated.runId }
             })
             return updated
           }),

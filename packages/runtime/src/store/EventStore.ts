@@ -190,7 +190,12 @@ export interface EventStoreShape {
       id: ProviderThreadId,
       ordinal: number
     ) => Effect.Effect<Option.Option<string>, StorageError>
-    readonly turnItem: (threadId: ThreadId, id: TurnItemId) => Effect.Effect<Option.Option<TurnItem>, StorageError>
+    /** An item by id; with its run, an indexed read (receipts before the run was kept in them have none). */
+    readonly turnItem: (
+      threadId: ThreadId,
+      id: TurnItemId,
+      runId?: RunId
+    ) => Effect.Effect<Option.Option<TurnItem>, StorageError>
     /** The thread's approval requests with this approval id, the newest run's first. */
     readonly approvalRequests: (
       threadId: ThreadId,
@@ -569,7 +574,7 @@ const make = Effect.gen(function* () {
       checkpointOfRun: (threadId, runId) => checkpointOfRunRow(sql, threadId, runId),
       providerThread: (threadId, id) => providerThreadRow(sql, threadId, id),
       servedTurn: (threadId, id, ordinal) => servedTurnRow(sql, threadId, id, ordinal),
-      turnItem: (threadId, id) => turnItemRow(sql, threadId, id),
+      turnItem: (threadId, id, runId) => turnItemRow(sql, threadId, id, runId),
       approvalRequests: (threadId, approvalId) => approvalRequestRows(sql, threadId, approvalId),
       subagentsWithoutResult: (parentId) => subagentsWithoutResultRows(sql, parentId),
       previousGitCommit: (threadId) => previousGitCommitRow(sql, threadId),

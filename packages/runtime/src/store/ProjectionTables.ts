@@ -34,7 +34,10 @@ interface TableSpec {
 const tables = {
   threads: { columns: ["id", "parent_thread_id", "root_thread_id", "created_at", "data"], conflict: ["id"] },
   runs: { columns: ["thread_id", "ordinal", "id", "status", "provider", "data"], conflict: ["thread_id", "ordinal"] },
-  turn_items: { columns: ["thread_id", "id", "run_id", "seq", "type", "data"], conflict: ["thread_id", "id"] },
+  turn_items: {
+    columns: ["thread_id", "id", "run_id", "seq", "type", "data"],
+    conflict: ["thread_id", "run_id", "id"]
+  },
   provider_threads: {
     columns: ["thread_id", "id", "provider", "status", "data", "head"],
     conflict: ["thread_id", "id"]
@@ -375,14 +378,23 @@ export const servedTurnRow = (
 export const threadRow = (sql: Sql, threadId: ThreadId) =>
   oneRow(sql, "SELECT data FROM threads WHERE id = ?", [threadId], decodeThread, `thread ${threadId}`)
 
-export const turnItemRow = (sql: Sql, threadId: ThreadId, id: string) =>
-  oneRow(
-    sql,
-    "SELECT data FROM turn_items WHERE thread_id = ? AND id = ?",
-    [threadId, id],
-    decodeItem,
-    `turn item ${id}`
-  )
+/** An item by id: an indexed read with its run, a scan of the thread's items without. */
+export const turnItemRow = (sql: Sql, threadId: ThreadId, id: string, runId?: string) =>
+  runId === undefined
+    ? oneRow(
+        sql,
+        "SELECT data FROM turn_items WHERE thread_id = ? AND id = ?",
+        [threadId, id],
+        decodeItem,
+        `turn item ${id}`
+      )
+    : oneRow(
+        sql,
+        "SELECT data FROM turn_items WHERE thread_id = ? AND run_id = ? AND id = ?",
+        [threadId, runId, id],
+        decodeItem,
+        `turn item ${id}`
+      )
 
 /** The approval requests with this approval id, the newest run's first, each run's in seq order. */
 export const approvalRequestRows = (

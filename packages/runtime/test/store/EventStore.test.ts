@@ -1,3 +1,4 @@
+import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import {
@@ -397,6 +398,70 @@ describe("Database", () => {
       expect(Option.getOrThrow(state)).toEqual(foldEvents(log))
       expect(journal[0]!.journal_mode).toBe("wal")
       expect(migrations[0]!.n).toBe(Object.keys(migrationList).length)
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("migration 0005 keys a run's items by (thread, run, item): every row and rowid kept, one index fewer", () =>
+    Effect.gen(function* () {
+      const dir = mkdtempSync(join(tmpdir(), "skein-store-test-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const t = threadId("migrated")
+      const run2 = makeRun(t, 2)
+      const log: Array<ThreadEvent> = [
+        ...sampleLog(t),
+        new RunStarted({ run: run2 }),
+        new TurnItemRecorded({ item: makeItem(run2, 0, { type: "assistant_message", text: "run 2" }) }),
+        // An update of run 1's item after run 2's: its row keeps its place.
+        new TurnItemRecorded({ item: makeItem(makeRun(t, 1), 1, { type: "assistant_message", text: "edited" }) })
+      ]
+      // The rows today's store writes…
+      const expected = yield* Effect.flatMap(EventStore, (store) => store.append({ threadId: t, events: log })).pipe(
+        Effect.zipRight(dumpTables()),
+        Effect.provide(storeLayer(join(dir, "today.db")))
+      )
+      // …copied into a database at migration 0004, then opened by this Skein.
+      const old = join(dir, "old.db")
+      const upTo4 = Migrator.fromRecord(
+        Object.fromEntries(Object.entries(migrationList).filter(([key]) => key < "0005"))
+      )
+      yield* Effect.gen(function* () {
+        yield* Migrator.make({})({ loader: upTo4 })
+        const sql = yield* SqlClient
+        for (const [table, rows] of Object.entries(expected)) {
+          for (const { _rowid, ...row } of rows as Array<Record<string, unknown>>) {
+            const columns = Object.keys(row)
+            yield* sql.unsafe(
+              `INSERT INTO ${table} (rowid, ${columns.join(", ")}) VALUES (?, ${columns.map(() => "?").join(", ")})`,
+              [_rowid, ...Object.values(row)]
+            )
+          }
+        }
+      }).pipe(Effect.provide(Sqlite.layer(old)))
+      yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        const sql = yield* SqlClient
+        expect(yield* dumpTables()).toEqual(expected)
+        const indexes = yield* sql.unsafe<{ name: string; unique: number }>("PRAGMA index_list(turn_items)")
+        const keyed = yield* Effect.forEach(indexes, (index) =>
+          Effect.map(sql.unsafe<{ name: string }>(`PRAGMA index_info(${index.name})`), (columns) => ({
+            unique: index.unique,
+            columns: columns.map((c) => c.name)
+          }))
+        )
+        expect(keyed).toHaveLength(2)
+        expect(keyed).toContainEqual({ unique: 1, columns: ["thread_id", "run_id", "id"] })
+        expect(keyed).toContainEqual({ unique: 0, columns: ["thread_id", "run_id"] }) // approvals only
+        // An item recorded again is updated in place, found by its run and without it.
+        const item = makeItem(run2, 0, { type: "assistant_message", text: "run 2, again" })
+        yield* store.append({ threadId: t, events: [new TurnItemRecorded({ item })] })
+        const rows = yield* sql.unsafe<{ n: number }>("SELECT COUNT(*) AS n FROM turn_items WHERE id = ?", [item.id])
+        expect(rows[0]!.n).toBe(1)
+        expect(yield* store.lookup.turnItem(t, item.id, run2.id)).toEqual(Option.some(item))
+        expect(yield* store.lookup.turnItem(t, item.id)).toEqual(Option.some(item))
+        expect(yield* store.lookup.turnItem(t, item.id, makeRun(t, 1).id)).toEqual(Option.none())
+        const state = Option.getOrThrow(yield* store.loadCompleteThread(t))
+        expect(state).toEqual(foldEvents([...log, new TurnItemRecorded({ item })]))
+      }).pipe(Effect.provide(storeLayer(old)))
     }).pipe(Effect.scoped)
   )
 
