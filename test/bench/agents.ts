@@ -291,6 +291,14 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
       `the binary's own turn-to-turn spread is ${fmt(percentile(rawTurns, 90) - percentile(rawTurns, 10))} p10-p90); ` +
       `run wall time minus the turn's time at the port: p50 ${fmt(median(own))}, p90 ${fmt(percentile(own, 90))}`
   )
+  // Even turns ran the binary alone first, odd ones Skein first: the process that ran the
+  // previous turn is still finishing it (Codex writes its rollout after turn/completed) and
+  // takes CPU from whichever turn comes next on these two cores.
+  const byOrder = (first: 0 | 1) => median(paired.filter((_, i) => i % 2 === first))
+  console.log(
+    `${kind}: the paired difference by order: after a turn of the binary alone ${fmt(byOrder(0))}, ` +
+      `after a turn through Skein ${fmt(byOrder(1))} (their mean ${fmt((byOrder(0) + byOrder(1)) / 2)})`
+  )
   console.log(
     `${kind}: start-up to the first turn accepted: through Skein ${fmt(median(driven))}, binary alone ${fmt(median(alone))}, ` +
       `ratio ${(median(driven) / median(alone)).toFixed(3)}x (goal <= 1.1x; medians of ${STARTS})`
