@@ -36,9 +36,9 @@ interface RawStatement {
   raw(on: boolean): RawStatement
 }
 interface RawDatabase {
-  pragma(text: string): unknown
+  pragma(text: string, options?: { readonly simple: boolean }): unknown
   prepare(text: string): RawStatement
-  transaction<F extends (...args: Array<any>) => unknown>(fn: F): F
+  transaction<F extends (...args: Array<any>) => unknown>(fn: F): F & { readonly immediate: F }
   close(): void
 }
 
@@ -105,7 +105,38 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       try: () => db.pragma("journal_mode = WAL"),
       catch: (cause) => new SqlError({ cause, message: "Failed to enable WAL" })
     })
-    const checkpointer = inMemory(filename) ? null : yield* WalCheckpointer.start(filename, checkpointing)
+    const lock = yield* Effect.makeSemaphore(1)
+    /**
+     * Starts the WAL over while the connection is idle (see WalCheckpointer.ts): one write
+     * that changes nothing (`user_version` set to itself, read and written under the
+     * write lock), whose WAL header sync the next command's commit then does not pay.
+     * Only if nobody holds the connection, and without waiting for another process's
+     * write lock: skipped, the next commit starts the WAL over as SQLite always did.
+     */
+    const rewriteVersion = db.transaction(() => {
+      db.pragma(`user_version = ${Number(db.pragma("user_version", { simple: true }))}`)
+    }).immediate
+    const startWalOver = (): boolean =>
+      Option.getOrElse(
+        Effect.runSync(
+          lock.withPermitsIfAvailable(1)(
+            Effect.sync(() => {
+              const timeout = Number(db.pragma("busy_timeout", { simple: true }))
+              db.pragma("busy_timeout = 0")
+              try {
+                rewriteVersion()
+                return true
+              } catch {
+                return false
+              } finally {
+                db.pragma(`busy_timeout = ${timeout}`)
+              }
+            })
+          )
+        ),
+        () => false
+      )
+    const checkpointer = inMemory(filename) ? null : yield* WalCheckpointer.start(filename, checkpointing, startWalOver)
 
     const statements = new Map<string, RawStatement>()
     const prepare = (sql: string): RawStatement => {
@@ -164,7 +195,6 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       executeStream: () => Stream.dieMessage("executeStream is not implemented for SQLite")
     }
 
-    const lock = yield* Effect.makeSemaphore(1)
     const acquirer = lock.withPermits(1)(Effect.succeed(connection))
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(

@@ -20,6 +20,16 @@
  * already. What a commit guarantees does not change: it is in the WAL when the commit
  * returns (see Database.ts for the sync setting); a checkpoint only moves it on into
  * the database file.
+ *
+ * Starting the WAL over has a price of its own: the first commit after a complete
+ * checkpoint writes a new WAL header and, at `synchronous = NORMAL`, syncs the WAL file
+ * for it (about 0.13 ms on the test machines against 0.02 ms for a commit; a real
+ * disk's sync can take milliseconds). With checkpoints caught up at every pause, that
+ * first commit would be the next command's: typically the `run.start` a user sends
+ * after a pause. So when a checkpoint caught up and nothing was committed meanwhile,
+ * the checkpointer calls `onCaughtUp` on the main thread, which starts the WAL over
+ * then, while the connection is idle (Sqlite.ts: a write that changes nothing). That
+ * write is not one of the store's commits and schedules no checkpoint.
  */
 import { Effect, Runtime, type Scope } from "effect"
 import { createRequire } from "node:module"
@@ -39,6 +49,8 @@ export const defaultOptions: WalCheckpointerOptions = { every: 32, idleMs: 20 }
 export interface WalCheckpointerStatus {
   /** Checkpoints the worker has finished. */
   readonly completed: number
+  /** Times the WAL was started over while idle (`onCaughtUp` said it did). */
+  readonly restarts: number
   /** Why the worker stopped, once it has: checkpoints are then SQLite's own alone. */
   readonly failed: string | null
 }
@@ -49,8 +61,8 @@ export interface WalCheckpointer {
   readonly status: () => WalCheckpointerStatus
 }
 
-/** Messages the worker answers with. */
-type Reply = { readonly ok: true } | { readonly ok: false; readonly error: string }
+/** Messages the worker answers with; `caughtUp`: every frame of the WAL is in the database. */
+type Reply = { readonly ok: true; readonly caughtUp: boolean } | { readonly ok: false; readonly error: string }
 
 /**
  * The worker: opens `file` and answers each message with one PASSIVE checkpoint. It is
@@ -62,8 +74,8 @@ const Database = require(workerData.module)
 const db = new Database(workerData.file)
 parentPort.on("message", () => {
   try {
-    db.pragma("wal_checkpoint(PASSIVE)")
-    parentPort.postMessage({ ok: true })
+    const [result] = db.pragma("wal_checkpoint(PASSIVE)")
+    parentPort.postMessage({ ok: true, caughtUp: result.busy === 0 && result.log === result.checkpointed })
   } catch (error) {
     parentPort.postMessage({ ok: false, error: String(error && error.message || error) })
   }
@@ -77,12 +89,15 @@ parentPort.on("message", () => {
  */
 export const start = (
   file: string,
-  options: WalCheckpointerOptions = defaultOptions
+  options: WalCheckpointerOptions = defaultOptions,
+  /** Starts the WAL over now, if the connection is free; says whether it did. */
+  onCaughtUp: () => boolean = () => false
 ): Effect.Effect<WalCheckpointer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
     const warn = (message: string) => Runtime.runFork(runtime)(Effect.logWarning(message))
     let completed = 0
+    let restarts = 0
     let failed: string | null = null
     let inFlight = false
     let sinceRequest = 0
@@ -114,8 +129,11 @@ export const start = (
         worker.unref()
         worker.on("message", (reply: Reply) => {
           inFlight = false
-          if (reply.ok) completed++
-          else fail(reply.error)
+          if (reply.ok) {
+            completed++
+            // Nothing committed since the request: the connection is idle, so start the WAL over now.
+            if (reply.caughtUp && sinceRequest === 0 && !stopping && onCaughtUp()) restarts++
+          } else fail(reply.error)
           // Commits made while it ran: caught up with at the next pause.
           if (sinceRequest > 0) idle.refresh()
         })
@@ -136,6 +154,6 @@ export const start = (
         if (++sinceRequest >= options.every) request()
         else idle.refresh()
       },
-      status: () => ({ completed, failed })
+      status: () => ({ completed, restarts, failed })
     }
   })

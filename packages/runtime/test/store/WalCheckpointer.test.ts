@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { mkdtempSync, rmSync, statSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Sqlite from "../../src/store/Sqlite.js"
@@ -50,6 +50,12 @@ const withDatabase = <A>(
 
 const bytes = (file: string) => statSync(file).size
 
+/**
+ * The WAL header's checkpoint sequence number (big-endian, bytes 12-15): SQLite adds one
+ * each time a writer starts the WAL over.
+ */
+const walSequence = (file: string) => readFileSync(`${file}-wal`).readUInt32BE(12)
+
 /** Waits (bounded) until `done` holds. */
 const eventually = (done: () => boolean) =>
   Effect.gen(function* () {
@@ -69,7 +75,7 @@ describe("WalCheckpointer", () => {
       const alone = yield* withDatabase(never, load, (db, file) =>
         Effect.succeed({ db: bytes(file), status: db.checkpoints() })
       )
-      expect(alone.status).toEqual({ completed: 0, failed: null })
+      expect(alone.status).toEqual({ completed: 0, restarts: 0, failed: null })
       expect(alone.db).toBeLessThan(100_000)
 
       const helped = yield* withDatabase({ every: 16, idleMs: 2_000_000_000 }, load, (db, file) =>
@@ -98,6 +104,24 @@ describe("WalCheckpointer", () => {
       )
       expect(helped).toBeLessThan(alone / 3)
     })
+  )
+
+  it.live("starts the WAL over while the connection is idle, not in the next command's commit", () =>
+    withDatabase({ every: Number.MAX_SAFE_INTEGER, idleMs: 5 }, { commits: 20, burst: 1000, pauseMs: 0 }, (db, file) =>
+      Effect.gen(function* () {
+        const before = walSequence(file)
+        // The pause: the worker catches up, and the WAL is started over then.
+        expect(yield* eventually(() => db.checkpoints()?.restarts === 1)).toBe(true)
+        expect(walSequence(file)).toBe(before + 1)
+        // The write that started it over is no commit of the store's: no checkpoint follows it.
+        const { completed } = db.checkpoints()!
+        yield* Effect.sleep("50 millis")
+        expect(db.checkpoints()).toEqual({ completed, restarts: 1, failed: null })
+        // The next commit appends to the WAL as it is: it does not start it over again.
+        yield* Effect.orDie(db.transaction((d) => d.run("CREATE TABLE u (x)")))
+        expect(walSequence(file)).toBe(before + 1)
+      })
+    )
   )
 
   it.live("leaves checkpoints to SQLite when its worker cannot run", () =>
