@@ -1,6 +1,7 @@
 /**
  * Actor runtime figures: dispatch overhead (run.start until the provider process
- * receives the turn), what the run path allocates per run (V8's sampling heap
+ * receives the turn; back to back, and after a pause as between a user's messages),
+ * what the run path allocates per run (V8's sampling heap
  * profiler, counting objects already collected), mailbox round trips through a
  * ThreadActor against a bare Queue + fiber and against an @effect/cluster Entity on
  * the in-memory TestRunner, all in the same run, and resident memory of idle threads.
@@ -53,6 +54,8 @@ const runtime = (dir: string, onReceived: (runId: RunId, at: number) => void) =>
   )
 
 const alpha = "alpha" as ProviderName
+/** The pause before each run.start of the paused dispatch figure: longer than the WAL checkpointer's idle wait (20 ms). */
+const PAUSE_MS = 30
 
 interface SamplingNode {
   readonly selfSize: number
@@ -124,6 +127,12 @@ const dispatch = (dir: string) => {
       yield* o.startRun({ threadId: big.id, provider: alpha, message: `r${i}`, wait: true })
     const large: Array<number> = []
     for (let i = 0; i < 200; i++) large.push(yield* measure(big.id))
+    // As between a user's messages: each run.start after a pause (the CPU and the WAL idle meanwhile).
+    const paused: Array<number> = []
+    for (let i = 0; i < 100; i++) {
+      yield* Effect.sleep(`${PAUSE_MS} millis`)
+      paused.push(yield* measure(big.id))
+    }
     const ok = (xs: Array<number>) => xs.filter((x) => !Number.isNaN(x))
     const [s, l] = [ok(small), ok(large)]
     const verdict = (value: number, goal: number) => (value < goal ? "met" : `missed by ${fmt(value - goal)} ms`)
@@ -138,6 +147,12 @@ const dispatch = (dir: string) => {
     line("thread of 1,000 runs", l)
     console.log(
       `dispatch ratio 1,000-run / 1-run thread: p50 ${fmt(percentile(l, 50) / percentile(s, 50))}x  (goal <= 1.5x)`
+    )
+    const p = ok(paused)
+    console.log(
+      `dispatch after a ${PAUSE_MS} ms pause before each run.start (as a user's messages come): ` +
+        `p50 ${fmt(percentile(p, 50))} ms, p99 ${fmt(percentile(p, 99))} ms (n=${p.length}; no goal: ` +
+        `after a pause the same work runs several times slower)`
     )
 
     // What one run allocates in this process, from run.start to its end.

@@ -26,10 +26,11 @@
  * for it (about 0.13 ms on the test machines against 0.02 ms for a commit; a real
  * disk's sync can take milliseconds). With checkpoints caught up at every pause, that
  * first commit would be the next command's: typically the `run.start` a user sends
- * after a pause. So when a checkpoint caught up and nothing was committed meanwhile,
- * the checkpointer calls `onCaughtUp` on the main thread, which starts the WAL over
- * then, while the connection is idle (Sqlite.ts: a write that changes nothing). That
- * write is not one of the store's commits and schedules no checkpoint.
+ * after a pause. So when a checkpoint asked for by a pause caught up and nothing was
+ * committed meanwhile, the checkpointer calls `onCaughtUp` on the main thread, which
+ * starts the WAL over then, while the connection is idle (Sqlite.ts: a write that
+ * changes nothing). That write is not one of the store's commits and schedules no
+ * checkpoint.
  */
 import { Effect, Runtime, type Scope } from "effect"
 import { createRequire } from "node:module"
@@ -109,15 +110,18 @@ export const start = (
       warn(`WAL checkpoints are SQLite's own again, in commits: the checkpoint worker stopped (${why})`)
     }
 
-    const request = () => {
+    /** Whether the checkpoint in flight was asked for by a pause in commits (not by their count). */
+    let onPause = false
+    const request = (pause: boolean) => {
       if (failed !== null || inFlight) return
       sinceRequest = 0
       inFlight = true
+      onPause = pause
       worker.postMessage(null)
     }
     /** Fires `idleMs` after the last commit (re-armed by each). */
     const idle = setTimeout(() => {
-      if (sinceRequest > 0) request()
+      if (sinceRequest > 0) request(true)
     }, options.idleMs)
     idle.unref()
     yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(idle)))
@@ -131,8 +135,10 @@ export const start = (
           inFlight = false
           if (reply.ok) {
             completed++
-            // Nothing committed since the request: the connection is idle, so start the WAL over now.
-            if (reply.caughtUp && sinceRequest === 0 && !stopping && onCaughtUp()) restarts++
+            // After a pause, with nothing committed since: the connection is idle, so start
+            // the WAL over now. (Not between commits that keep coming: there the next one
+            // is near, and would wait for this write.)
+            if (reply.caughtUp && onPause && sinceRequest === 0 && !stopping && onCaughtUp()) restarts++
           } else fail(reply.error)
           // Commits made while it ran: caught up with at the next pause.
           if (sinceRequest > 0) idle.refresh()
@@ -151,7 +157,7 @@ export const start = (
     return {
       committed: () => {
         if (failed !== null) return
-        if (++sinceRequest >= options.every) request()
+        if (++sinceRequest >= options.every) request(false)
         else idle.refresh()
       },
       status: () => ({ completed, restarts, failed })
