@@ -125,8 +125,7 @@ const make = (options: { readonly idleTimeToLive: Duration.DurationInput; readon
 
     sessions = yield* RcRegistry.make({ lookup: open, idleTimeToLive: options.idleTimeToLive })
 
-    const use: ProviderSessionsShape["use"] = (provider, workspace, f) =>
-      Effect.scoped(Effect.flatMap(sessions.get(keyOf(provider, workspace)), f))
+    const use: ProviderSessionsShape["use"] = (provider, workspace, f) => sessions.use(keyOf(provider, workspace), f)
 
     return {
       adapters,

@@ -45,7 +45,7 @@ export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<Thr
         // eslint-disable-next-line prefer-const
         let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
         const retain = (threadId: ThreadId) => Effect.orDie(actors.get(threadId)).pipe(Effect.asVoid)
-        const use: ThreadActorsShape["use"] = (threadId, f) => Effect.scoped(Effect.flatMap(actors.get(threadId), f))
+        const use: ThreadActorsShape["use"] = (threadId, f) => actors.use(threadId, f)
         const spawn = (input: SpawnInput) =>
           spawnSubagent(
             {

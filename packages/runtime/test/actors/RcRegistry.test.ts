@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, RcMap, Scope, TestClock } from "effect"
+import { Duration, Effect, Exit, Fiber, RcMap, Scope, TestClock } from "effect"
 import * as RcRegistry from "../../src/actors/RcRegistry.js"
 
 /** A burst of gets for one key, with fibers that yield often (as a busy server's do). */
@@ -137,6 +137,53 @@ describe("RcRegistry", () => {
       expect(closed).toEqual([])
       yield* Scope.close(holder, Exit.void)
       expect(closed).toEqual([1])
+    })
+  )
+
+  it.scoped("use holds the entry while its function runs, however it ends, as a scoped get would", () =>
+    Effect.gen(function* () {
+      const closed: Array<number> = []
+      let lookups = 0
+      const registry = yield* RcRegistry.make({
+        lookup: (_key: string) =>
+          Effect.gen(function* () {
+            const id = ++lookups
+            yield* Effect.yieldNow()
+            yield* Effect.addFinalizer(() => Effect.sync(() => void closed.push(id)))
+            return id
+          }),
+        idleTimeToLive: Duration.seconds(10)
+      })
+      // A burst of uses creates one entry.
+      const values = yield* Effect.forEach(
+        Array.from({ length: 200 }),
+        () => registry.use("a", (id) => Effect.as(Effect.yieldNow(), id)),
+        { concurrency: "unbounded" }
+      ).pipe(Effect.withMaxOpsBeforeYield(10))
+      expect(new Set(values)).toEqual(new Set([1]))
+      expect(lookups).toBe(1)
+      // Held while the function runs: invalidated meanwhile, it closes only when the function ends.
+      const gate = yield* Effect.makeLatch(false)
+      const running = yield* Effect.fork(registry.use("a", () => gate.await))
+      yield* Effect.yieldNow()
+      yield* registry.invalidate("a")
+      expect(closed).toEqual([])
+      yield* gate.open
+      yield* Fiber.join(running)
+      expect(closed).toEqual([1])
+      // A failure or an interruption of the function lets go as well.
+      expect(yield* Effect.exit(registry.use("b", () => Effect.fail("no" as const)))).toEqual(Exit.fail("no"))
+      const interrupted = yield* Effect.fork(registry.use("c", () => Effect.never))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(interrupted)
+      yield* registry.invalidate("b")
+      yield* registry.invalidate("c")
+      expect(closed.sort()).toEqual([1, 2, 3])
+      // A released entry is idle as after a get: it closes after its time to live.
+      yield* registry.use("d", () => Effect.void)
+      expect(closed).toHaveLength(3)
+      yield* TestClock.adjust(Duration.seconds(11))
+      expect(closed).toHaveLength(4)
     })
   )
 
