@@ -116,50 +116,54 @@ export const makeOrchestrator = Effect.gen(function* () {
    * replayed command naming an older run) is awaited and read as usual.
    */
   const startAndWait = (input: Parameters<OrchestratorShape["startRun"]>[0]) =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        let early: Array<ThreadEvent> | null = []
-        let runId: RunId | null = null
-        let started = false
-        /** The run's record as its latest event has it (an end's batch may update it after RunEnded). */
-        let latest: Run | null = null
-        let end = false
-        const items: Array<TurnItem> = []
-        const ended = OneShot.make<Run>()
-        const take = (events: ReadonlyArray<ThreadEvent>) => {
-          for (const event of events) {
-            switch (event._tag) {
-              case "RunStarted":
-              case "RunUpdated":
-              case "RunEnded":
-                if (event.run.id !== runId) break
-                started ||= event._tag === "RunStarted"
-                end ||= event._tag === "RunEnded"
-                latest = event.run
-                break
-              case "TurnItemRecorded":
-                if (event.item.runId === runId) upsertItem(items, event.item)
-                break
-            }
+    Effect.suspend(() => {
+      let early: Array<ThreadEvent> | null = []
+      let runId: RunId | null = null
+      let started = false
+      /** The run's record as its latest event has it (an end's batch may update it after RunEnded). */
+      let latest: Run | null = null
+      let end = false
+      const items: Array<TurnItem> = []
+      const ended = OneShot.make<Run>()
+      const take = (events: ReadonlyArray<ThreadEvent>) => {
+        for (const event of events) {
+          switch (event._tag) {
+            case "RunStarted":
+            case "RunUpdated":
+            case "RunEnded":
+              if (event.run.id !== runId) break
+              started ||= event._tag === "RunStarted"
+              end ||= event._tag === "RunEnded"
+              latest = event.run
+              break
+            case "TurnItemRecorded":
+              if (event.item.runId === runId) upsertItem(items, event.item)
+              break
           }
-          if (end && latest !== null) OneShot.succeed(ended, latest)
         }
-        yield* store.watch(input.threadId, (events) => {
-          const batch = events.map((stored) => stored.event)
-          if (early !== null) early.push(...batch)
-          else take(batch)
+        if (end && latest !== null) OneShot.succeed(ended, latest)
+      }
+      const onEvents = (events: ReadonlyArray<StoredEvent>) => {
+        const batch = events.map((stored) => stored.event)
+        if (early !== null) early.push(...batch)
+        else take(batch)
+      }
+      return store.watching(
+        input.threadId,
+        onEvents,
+        Effect.gen(function* () {
+          const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("StartRun", input))
+          runId = accepted.run.id
+          take(early!)
+          early = null
+          if (!started) {
+            if (!isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
+            return yield* getRun(input.threadId, accepted.run.id)
+          }
+          return toRunView(yield* OneShot.wait(ended), items)
         })
-        const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("StartRun", input))
-        runId = accepted.run.id
-        take(early)
-        early = null
-        if (!started) {
-          if (!isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
-          return yield* getRun(input.threadId, accepted.run.id)
-        }
-        return toRunView(yield* OneShot.wait(ended), items)
-      })
-    )
+      )
+    })
 
   const startRun: OrchestratorShape["startRun"] = (input) =>
     input.wait

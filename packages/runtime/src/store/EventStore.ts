@@ -152,13 +152,15 @@ export interface EventStoreShape {
     onEvents: (events: ReadonlyArray<StoredEvent>) => void
   ) => Effect.Effect<void, StorageError, Scope.Scope>
   /**
-   * Live events only, from now on, for as long as the scope is open: no replay, no
-   * read. For waiting on something to happen (check the state after subscribing).
+   * Live events only, from now on, while `effect` runs: no replay, no read. For waiting
+   * on something to happen (check the state after subscribing). No scope is made for it:
+   * a run's start waits this way.
    */
-  readonly watch: (
+  readonly watching: <A, E, R>(
     threadId: ThreadId,
-    onEvents: (events: ReadonlyArray<StoredEvent>) => void
-  ) => Effect.Effect<void, never, Scope.Scope>
+    onEvents: (events: ReadonlyArray<StoredEvent>) => void,
+    effect: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E, R>
   /**
    * The run once it is terminal: watched live, after checking what is stored (so an
    * end committed before the watch began is not missed). Waits for as long as it takes.
@@ -444,36 +446,44 @@ const make = Effect.gen(function* () {
         )
       )
 
-  const listen = (threadId: ThreadId, listener: (events: ReadonlyArray<StoredEvent>) => void) =>
-    Effect.acquireRelease(
+  const addListener = (threadId: ThreadId, listener: (events: ReadonlyArray<StoredEvent>) => void) =>
+    Effect.sync(() => {
+      const set = listeners.get(threadId) ?? new Set()
+      listeners.set(threadId, set.add(listener))
+      return set
+    })
+  const removeListener =
+    (threadId: ThreadId, listener: (events: ReadonlyArray<StoredEvent>) => void) =>
+    (set: Set<(events: ReadonlyArray<StoredEvent>) => void>) =>
       Effect.sync(() => {
-        const set = listeners.get(threadId) ?? new Set()
-        listeners.set(threadId, set.add(listener))
-        return set
-      }),
-      (set) =>
-        Effect.sync(() => {
-          set.delete(listener)
-          if (set.size === 0 && listeners.get(threadId) === set) listeners.delete(threadId)
-        })
-    )
+        set.delete(listener)
+        if (set.size === 0 && listeners.get(threadId) === set) listeners.delete(threadId)
+      })
+  const listen = (threadId: ThreadId, listener: (events: ReadonlyArray<StoredEvent>) => void) =>
+    Effect.acquireRelease(addListener(threadId, listener), removeListener(threadId, listener))
 
-  const watch = (threadId: ThreadId, onEvents: (events: ReadonlyArray<StoredEvent>) => void) =>
-    Effect.asVoid(listen(threadId, onEvents))
+  const watching = <A, E, R>(
+    threadId: ThreadId,
+    onEvents: (events: ReadonlyArray<StoredEvent>) => void,
+    effect: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E, R> =>
+    Effect.acquireUseRelease(addListener(threadId, onEvents), () => effect, removeListener(threadId, onEvents))
 
   const awaitRunEnd = (threadId: ThreadId, runId: RunId): Effect.Effect<Run, StorageError> =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        const ended = yield* Deferred.make<Run>()
-        yield* watch(threadId, (events) => {
+    Effect.flatMap(Deferred.make<Run>(), (ended) =>
+      watching(
+        threadId,
+        (events) => {
           for (const { event } of events) {
             if (event._tag === "RunEnded" && event.run.id === runId) Deferred.unsafeDone(ended, Exit.succeed(event.run))
           }
-        })
-        const stored = yield* runRow(sql, threadId, runId)
-        if (Option.isSome(stored) && isTerminalRunStatus(stored.value.status)) return stored.value
-        return yield* Deferred.await(ended)
-      })
+        },
+        Effect.flatMap(runRow(sql, threadId, runId), (stored) =>
+          Option.isSome(stored) && isTerminalRunStatus(stored.value.status)
+            ? Effect.succeed(stored.value)
+            : Deferred.await(ended)
+        )
+      )
     )
 
   const follow = (
@@ -563,7 +573,7 @@ const make = Effect.gen(function* () {
     readEvents,
     events,
     follow,
-    watch,
+    watching,
     awaitRunEnd,
     lookup: {
       thread: (threadId) => threadRow(sql, threadId),
