@@ -138,7 +138,14 @@ export const start = (
             // After a pause, with nothing committed since: the connection is idle, so start
             // the WAL over now. (Not between commits that keep coming: there the next one
             // is near, and would wait for this write.)
-            if (reply.caughtUp && onPause && sinceRequest === 0 && !stopping && onCaughtUp()) restarts++
+            if (reply.caughtUp && onPause && sinceRequest === 0 && !stopping) {
+              try {
+                if (onCaughtUp()) restarts++
+              } catch (error) {
+                // The next commit starts the WAL over instead, as SQLite always did.
+                warn(`could not start the WAL over while idle: ${String(error)}`)
+              }
+            }
           } else fail(reply.error)
           // Commits made while it ran: caught up with at the next pause.
           if (sinceRequest > 0) idle.refresh()

@@ -9,7 +9,9 @@ import { Effect, Layer } from "effect"
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import Database from "better-sqlite3"
 import * as Sqlite from "../../src/store/Sqlite.js"
+import * as WalCheckpointer from "../../src/store/WalCheckpointer.js"
 import type { WalCheckpointerOptions } from "../../src/store/WalCheckpointer.js"
 
 const ROW = "x".repeat(2000)
@@ -122,6 +124,35 @@ describe("WalCheckpointer", () => {
         expect(walSequence(file)).toBe(before + 1)
       })
     )
+  )
+
+  it.live("a failing restart while idle is only a warning: checkpoints go on", () =>
+    Effect.gen(function* () {
+      const dir = mkdtempSync(join(tmpdir(), "skein-wal-test-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const file = join(dir, "wal.db")
+      const db = new Database(file) as {
+        pragma(text: string): unknown
+        exec(text: string): unknown
+        prepare(text: string): { run(...params: ReadonlyArray<unknown>): unknown }
+        close(): void
+      }
+      yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
+      db.pragma("journal_mode = WAL")
+      db.exec("CREATE TABLE t (x)")
+      let asked = 0
+      const checkpointer = yield* WalCheckpointer.start(file, { every: Number.MAX_SAFE_INTEGER, idleMs: 5 }, () => {
+        asked++
+        throw new Error("no write today")
+      })
+      for (let round = 1; round <= 2; round++) {
+        db.prepare("INSERT INTO t VALUES (?)").run(round)
+        checkpointer.committed()
+        expect(yield* eventually(() => checkpointer.status().completed === round)).toBe(true)
+      }
+      expect(asked).toBe(2)
+      expect(checkpointer.status()).toEqual({ completed: 2, restarts: 0, failed: null })
+    }).pipe(Effect.scoped)
   )
 
   it.live("leaves checkpoints to SQLite when its worker cannot run", () =>
