@@ -17,9 +17,6 @@ export interface DatabaseOptions {
   readonly filename: string
 }
 
-const isMemory = (filename: string) =>
-  filename === ":memory:" || filename === "" || filename.startsWith("file::memory:")
-
 const describe = (error: unknown): string => {
   if (error instanceof Error) {
     const cause = (error as { cause?: unknown }).cause
@@ -33,7 +30,7 @@ const describe = (error: unknown): string => {
 /** Creates the directory the database file lives in, so that `--db some/new/dir/x.db` works. */
 const ensureDirectory = (filename: string) =>
   Layer.effectDiscard(
-    isMemory(filename)
+    Sqlite.isMemory(filename)
       ? Effect.void
       : Effect.try({
           try: () => {

@@ -159,7 +159,7 @@ const compactThreads = statements(
  * items and keeps an item's row unique, where there were two (the primary key on
  * (thread, item) and an index on (thread, run)). Every item append writes one index
  * fewer (`npm run bench`, store: the append ratio against raw inserts went from 0.39 to
- * 0.42-0.44). Item ids are random and an item never changes run, so an item id is as unique
+ * 0.41-0.44). Item ids are random and an item never changes run, so an item id is as unique
  * within its run as within its thread. Rowids are kept: a run's items are read back in
  * rowid order.
  */

@@ -88,8 +88,8 @@ class Abort {
 /** Prepared statements by text; a long-running process with many shapes stays bounded. */
 const STATEMENT_CACHE = 512
 
-/** An in-memory database (":memory:", or "" for a temporary one) has no WAL. */
-const inMemory = (filename: string) =>
+/** An in-memory database (":memory:", or "" for a temporary one): no file, no WAL. */
+export const isMemory = (filename: string) =>
   filename === ":memory:" || filename === "" || filename.startsWith("file::memory:")
 
 const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOptions) =>
@@ -136,7 +136,7 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
         ),
         () => false
       )
-    const checkpointer = inMemory(filename) ? null : yield* WalCheckpointer.start(filename, checkpointing, startWalOver)
+    const checkpointer = isMemory(filename) ? null : yield* WalCheckpointer.start(filename, checkpointing, startWalOver)
 
     const statements = new Map<string, RawStatement>()
     const prepare = (sql: string): RawStatement => {

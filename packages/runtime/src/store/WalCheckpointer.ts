@@ -14,10 +14,9 @@
  * worker checkpoints after every `every` of them, and once commits pause for `idleMs`
  * (one request at a time, never queued). A checkpoint that caught up with the last
  * commit lets the next commit start the WAL over, so between bursts of commits SQLite's
- * own checkpoint never comes due; when commits keep coming, its
- * own checkpoint still runs at 1,000 pages (it stays on, so the WAL stays bounded
- * whatever happens to the worker) but finds nearly everything copied and synced
- * already. What a commit guarantees does not change: it is in the WAL when the commit
+ * own checkpoint never comes due; when commits keep coming, its own checkpoint still
+ * runs at 1,000 pages (it stays on, so the WAL stays bounded whatever happens to the
+ * worker) but finds nearly everything copied and synced already. What a commit guarantees does not change: it is in the WAL when the commit
  * returns (see Database.ts for the sync setting); a checkpoint only moves it on into
  * the database file.
  *
