@@ -136,7 +136,12 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
         ),
         () => false
       )
-    const checkpointer = isMemory(filename) ? null : yield* WalCheckpointer.start(filename, checkpointing, startWalOver)
+    const checkpointer = isMemory(filename)
+      ? null
+      : yield* WalCheckpointer.start(filename, checkpointing, {
+          startWalOver,
+          autocheckpoint: (pages) => void db.pragma(`wal_autocheckpoint = ${Math.floor(pages)}`)
+        })
 
     const statements = new Map<string, RawStatement>()
     const prepare = (sql: string): RawStatement => {

@@ -14,11 +14,22 @@
  * worker checkpoints after every `every` of them, and once commits pause for `idleMs`
  * (one request at a time, never queued). A checkpoint that caught up with the last
  * commit lets the next commit start the WAL over, so between bursts of commits SQLite's
- * own checkpoint never comes due; when commits keep coming, its own checkpoint still
- * runs at 1,000 pages (it stays on, so the WAL stays bounded whatever happens to the
- * worker) but finds nearly everything copied and synced already. What a commit guarantees does not change: it is in the WAL when the commit
- * returns (see Database.ts for the sync setting); a checkpoint only moves it on into
- * the database file.
+ * own checkpoint never comes due. What a commit guarantees does not change: it is in
+ * the WAL when the commit returns (see Database.ts for the sync setting); a checkpoint
+ * only moves it on into the database file.
+ *
+ * When commits keep coming the worker seldom catches up with the very last one, so the
+ * WAL is not started over and grows. SQLite's own checkpoint stays on as the bound on
+ * that growth, but no longer at its default of 1,000 pages: past its threshold it runs
+ * in every commit until the WAL starts over, and although the worker has copied nearly
+ * everything, each such run syncs the WAL and the database file, on the main thread,
+ * inside a command's commit. (Counted with strace over 200 back-to-back dispatches of
+ * the actors bench: 56 syncs on the main thread, some 40 of them these; the slow
+ * commits that made most of the dispatch p99 were in them.) While the worker runs the
+ * threshold is `sqlitePages` (10,000 pages: the same count went to 11), so the WAL
+ * file may reach some 40 MB, a size it then keeps (SQLite reuses the file; it does not
+ * shrink it). When the worker stops, the threshold goes back to SQLite's 1,000, as
+ * checkpoints are then SQLite's alone.
  *
  * Starting the WAL over has a price of its own: the first commit after a complete
  * checkpoint writes a new WAL header and, at `synchronous = NORMAL`, syncs the WAL file
@@ -40,11 +51,30 @@ export interface WalCheckpointerOptions {
   readonly every: number
   /** A pause in commits after which the worker catches up with the last one. */
   readonly idleMs: number
+  /** SQLite's own checkpoint threshold (`wal_autocheckpoint`, in pages) while the worker runs; default 10,000. */
+  readonly sqlitePages?: number | undefined
   /** The better-sqlite3 module the worker loads (its resolved path); tests point it elsewhere. */
   readonly module?: string | undefined
 }
 
-export const defaultOptions: WalCheckpointerOptions = { every: 32, idleMs: 20 }
+const SQLITE_OWN_PAGES_WHILE_RUNNING = 10_000
+
+export const defaultOptions: WalCheckpointerOptions = {
+  every: 32,
+  idleMs: 20,
+  sqlitePages: SQLITE_OWN_PAGES_WHILE_RUNNING
+}
+
+/** SQLite's default `wal_autocheckpoint`: its own checkpoints once the worker stopped. */
+export const SQLITE_DEFAULT_PAGES = 1000
+
+/** What the checkpointer asks of the main connection, on the main thread. */
+export interface MainConnection {
+  /** Starts the WAL over now, if the connection is free; says whether it did. */
+  readonly startWalOver: () => boolean
+  /** Sets SQLite's own checkpoint threshold (`wal_autocheckpoint`) to `pages`. */
+  readonly autocheckpoint: (pages: number) => void
+}
 
 export interface WalCheckpointerStatus {
   /** Checkpoints the worker has finished. */
@@ -90,8 +120,7 @@ parentPort.on("message", () => {
 export const start = (
   file: string,
   options: WalCheckpointerOptions = defaultOptions,
-  /** Starts the WAL over now, if the connection is free; says whether it did. */
-  onCaughtUp: () => boolean = () => false
+  main: MainConnection = { startWalOver: () => false, autocheckpoint: () => {} }
 ): Effect.Effect<WalCheckpointer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
@@ -106,6 +135,11 @@ export const start = (
     const fail = (why: string) => {
       if (failed !== null || stopping) return
       failed = why
+      try {
+        main.autocheckpoint(SQLITE_DEFAULT_PAGES)
+      } catch (error) {
+        warn(`could not put SQLite's own WAL checkpoint back at ${SQLITE_DEFAULT_PAGES} pages: ${String(error)}`)
+      }
       warn(`WAL checkpoints are SQLite's own again, in commits: the checkpoint worker stopped (${why})`)
     }
 
@@ -130,6 +164,8 @@ export const start = (
         const module = options.module ?? createRequire(import.meta.url).resolve("better-sqlite3")
         const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, file } })
         worker.unref()
+        // Until the worker stops (fail), SQLite's own checkpoint is only the bound.
+        main.autocheckpoint(options.sqlitePages ?? SQLITE_OWN_PAGES_WHILE_RUNNING)
         worker.on("message", (reply: Reply) => {
           inFlight = false
           if (reply.ok) {
@@ -139,7 +175,7 @@ export const start = (
             // is near, and would wait for this write.)
             if (reply.caughtUp && onPause && sinceRequest === 0 && !stopping) {
               try {
-                if (onCaughtUp()) restarts++
+                if (main.startWalOver()) restarts++
               } catch (error) {
                 // The next commit starts the WAL over instead, as SQLite always did.
                 warn(`could not start the WAL over while idle: ${String(error)}`)

@@ -108,6 +108,30 @@ describe("WalCheckpointer", () => {
     })
   )
 
+  it.live("keeps SQLite's own checkpoint out of commits at 1,000 pages while the worker runs", () =>
+    Effect.gen(function* () {
+      // Some 1,200 pages of commits without a pause, the worker never asked: at SQLite's
+      // default threshold a commit would have checkpointed past page 1,000 (syncing both
+      // files) and the next one started the WAL over. Here nobody checkpointed.
+      const load = { commits: 1200, burst: 1200, pauseMs: 0 }
+      const seen = yield* withDatabase(never, load, (db, file) =>
+        Effect.gen(function* () {
+          const [pragma] = yield* Effect.orDie(
+            db.sql.unsafe<{ wal_autocheckpoint: number }>("PRAGMA wal_autocheckpoint")
+          )
+          return { pages: pragma?.wal_autocheckpoint, sequence: walSequence(file), wal: bytes(`${file}-wal`) }
+        })
+      )
+      expect(seen.pages).toBe(10_000)
+      expect(seen.sequence).toBe(0)
+      expect(seen.wal).toBeGreaterThan(1000 * 4096)
+      // A connection of its own, with no worker beside it, has SQLite's default.
+      const plain = new Database(":memory:") as { pragma(text: string, o: { simple: true }): unknown; close(): void }
+      expect(plain.pragma("wal_autocheckpoint", { simple: true })).toBe(WalCheckpointer.SQLITE_DEFAULT_PAGES)
+      plain.close()
+    })
+  )
+
   it.live("starts the WAL over while the connection is idle, not in the next command's commit", () =>
     withDatabase({ every: Number.MAX_SAFE_INTEGER, idleMs: 5 }, { commits: 20, burst: 1000, pauseMs: 0 }, (db, file) =>
       Effect.gen(function* () {
@@ -141,10 +165,17 @@ describe("WalCheckpointer", () => {
       db.pragma("journal_mode = WAL")
       db.exec("CREATE TABLE t (x)")
       let asked = 0
-      const checkpointer = yield* WalCheckpointer.start(file, { every: Number.MAX_SAFE_INTEGER, idleMs: 5 }, () => {
-        asked++
-        throw new Error("no write today")
-      })
+      const checkpointer = yield* WalCheckpointer.start(
+        file,
+        { every: Number.MAX_SAFE_INTEGER, idleMs: 5 },
+        {
+          startWalOver: () => {
+            asked++
+            throw new Error("no write today")
+          },
+          autocheckpoint: (pages) => void db.pragma(`wal_autocheckpoint = ${pages}`)
+        }
+      )
       for (let round = 1; round <= 2; round++) {
         db.prepare("INSERT INTO t VALUES (?)").run(round)
         checkpointer.committed()
