@@ -227,6 +227,13 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   const raw = await direct(kind, binary, rawEnv, dir)
   const rawTurns: Array<number> = []
   const skeinTurns: Array<number> = []
+  /** CPU milliseconds this process spent per turn (all its threads, the mock model's included). */
+  const rawCpu: Array<number> = []
+  const skeinCpu: Array<number> = []
+  const cpuSince = (start: NodeJS.CpuUsage) => {
+    const used = process.cpuUsage(start)
+    return (used.user + used.system) / 1000
+  }
   /** Per run: how long the turn took at the port (from runTurn's start to its last event). */
   const atPort: Array<number> = []
   const timed = (adapter: ProviderAdapter): ProviderAdapter => ({
@@ -252,15 +259,17 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
         yield* o.startRun({ threadId: thread.id, provider, message: "warm up", wait: true })
         const rawTurn = (i: number) =>
           Effect.promise(async () => {
-            const r0 = performance.now()
+            const [r0, c0] = [performance.now(), process.cpuUsage()]
             await raw.turn(`turn ${i}`)
             rawTurns.push(performance.now() - r0)
+            rawCpu.push(cpuSince(c0))
           })
         const skeinTurn = (i: number) =>
           Effect.gen(function* () {
-            const s0 = performance.now()
+            const [s0, c0] = [performance.now(), process.cpuUsage()]
             const run = yield* o.startRun({ threadId: thread.id, provider, message: `turn ${i}`, wait: true })
             skeinTurns.push(performance.now() - s0)
+            skeinCpu.push(cpuSince(c0))
             if (run.status !== "completed") throw new Error(`run ${i} ended ${run.status}`)
           })
         // Alternating which goes first, so that neither always follows the other's work.
@@ -290,6 +299,14 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
     `${kind}: Skein adds ${fmt(median(paired))} per turn at p50 of the paired differences (goal < 3 ms; ` +
       `the binary's own turn-to-turn spread is ${fmt(percentile(rawTurns, 90) - percentile(rawTurns, 10))} p10-p90); ` +
       `run wall time minus the turn's time at the port: p50 ${fmt(median(own))}, p90 ${fmt(percentile(own, 90))}`
+  )
+  // What the rest of the gap is: the turn at the port takes longer than the binary alone
+  // because this process, busy with the run meanwhile, takes CPU the binary and the mock
+  // would have had on these two cores.
+  const inPort = port.map((p, i) => p - rawTurns[i]!)
+  console.log(
+    `${kind}: the turn at the port minus the binary alone: p50 ${fmt(median(inPort))}; CPU of this process per turn ` +
+      `(all threads, the mock model's included): through Skein ${fmt(median(skeinCpu))}, binary alone ${fmt(median(rawCpu))}`
   )
   // Even turns ran the binary alone first, odd ones Skein first: the process that ran the
   // previous turn is still finishing it (Codex writes its rollout after turn/completed) and
