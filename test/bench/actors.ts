@@ -112,10 +112,10 @@ const dispatch = (dir: string) => {
         const at = received.get(run.id)
         return at === undefined ? Number.NaN : at - t0
       })
-    // Warm up the provider session, and the code paths of both shapes measured below
-    // until the JIT has compiled them: otherwise its compile jobs, on V8's background
-    // threads, run beside the first measured runs and delay the provider process's
-    // wake-up (the cold path is the paused figure's concern).
+    // Warm up the provider session, and the code paths of both shapes measured below, so
+    // that fewer of V8's compile jobs run beside the measured runs: on its background
+    // threads they hold a core for 1-4 ms at a time, and the provider process, woken
+    // onto that core, waits (perf sched). The cold path is the paused figure's concern.
     const warm = yield* o.createThread({})
     for (let i = 0; i < 100; i++) yield* measure(warm.id)
     for (let i = 0; i < 100; i++) {

@@ -300,9 +300,9 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
       `the binary's own turn-to-turn spread is ${fmt(percentile(rawTurns, 90) - percentile(rawTurns, 10))} p10-p90); ` +
       `run wall time minus the turn's time at the port: p50 ${fmt(median(own))}, p90 ${fmt(percentile(own, 90))}`
   )
-  // What the rest of the gap is: the turn at the port takes longer than the binary alone
-  // because this process, busy with the run meanwhile, takes CPU the binary and the mock
-  // would have had on these two cores.
+  // The rest of the gap is inside the turn. Beside it, what this process spends on CPU
+  // meanwhile (driver, store, V8's compiler and collector, the mock): CPU the binary
+  // would otherwise have had on these two cores.
   const inPort = port.map((p, i) => p - rawTurns[i]!)
   console.log(
     `${kind}: the turn at the port minus the binary alone: p50 ${fmt(median(inPort))}; CPU of this process per turn ` +
