@@ -5,8 +5,8 @@
  * - Skein's added latency per turn: a run through Skein (the Orchestrator, SQLite, the
  *   driver; `run.start` with wait) minus the same turn sent straight to a warm process
  *   of the binary (Codex: `turn/start` until `turn/completed`; Claude Code: a user line
- *   until its `result`). Goal: under 3 ms at p50. Measured in two rounds: the first
- *   turns after start, and the same number after 3,000 scripted runs have brought the
+ *   until its `result`). Goal: under 3 ms at p50. Measured in two rounds: the first 80
+ *   turns after start, and 80 more after 3,000 scripted runs have brought the
  *   run path to where a long-running Skein has it (the goal's round).
  * - Start-up of a provider session, from spawn until the first turn is accepted
  *   (Codex: the `turn/start` reply; Claude Code: the user line written after the
@@ -27,7 +27,12 @@ import { startMockThread, type MockThread } from "./mockThread.js"
 import { claudeEnv, claudePlaceholder, codexEnv, codexLauncher, requireBinaries } from "../agents/support.js"
 import { percentile } from "./stats.js"
 
-const TURNS = Number(process.env.SKEIN_BENCH_AGENT_TURNS ?? 40)
+/**
+ * Turns of each kind per round. The binary's own turns spread over some 8-12 ms (p10-p90),
+ * and with 40 the p50 of the paired differences ranged over 2 ms between runs (codex,
+ * settled: 0.7-3.0 ms).
+ */
+const TURNS = Number(process.env.SKEIN_BENCH_AGENT_TURNS ?? 80)
 const STARTS = Number(process.env.SKEIN_BENCH_AGENT_STARTS ?? 6)
 /**
  * Scripted runs between the two rounds of turns. V8 compiles the run path a function at
