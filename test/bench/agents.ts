@@ -22,7 +22,7 @@ import type { ProviderAdapter, ProviderName } from "@skein/domain"
 import { makeId, ProviderRegistry } from "@skein/domain"
 import { providerRegistryLayer } from "@skein/adapters"
 import { Effect, Exit, Scope } from "effect"
-import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
+import { removeDir, tempDir, withRuntime, wrapTurns } from "../support/runtime.js"
 import { startMockThread, type MockThread } from "./mockThread.js"
 import { claudeEnv, claudePlaceholder, codexEnv, codexLauncher, requireBinaries } from "../agents/support.js"
 import { percentile } from "./stats.js"
@@ -262,23 +262,16 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
     const used = process.cpuUsage(start)
     return (used.user + used.system) / 1000
   }
-  const timed = (adapter: ProviderAdapter): ProviderAdapter =>
-    adapter.name !== kind
-      ? adapter
-      : {
-          ...adapter,
-          openSession: (options) =>
-            Effect.map(adapter.openSession(options), (handle) => ({
-              ...handle,
-              runTurn: (input, onEvents) =>
-                Effect.suspend(() => {
-                  const [t0, into] = [performance.now(), phase]
-                  return handle
-                    .runTurn(input, onEvents)
-                    .pipe(Effect.ensuring(Effect.sync(() => void into?.port.push(performance.now() - t0))))
-                })
-            }))
-        }
+  const timed = wrapTurns(
+    kind,
+    (runTurn) => (input, onEvents) =>
+      Effect.suspend(() => {
+        const [t0, into] = [performance.now(), phase]
+        return runTurn(input, onEvents).pipe(
+          Effect.ensuring(Effect.sync(() => void into?.port.push(performance.now() - t0)))
+        )
+      })
+  )
   await withRuntime(
     dir,
     (o) =>

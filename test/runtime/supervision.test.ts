@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Logger } from "effect"
 import { Orchestrator } from "@skein/runtime"
 import { makeFaultAdapter, makeFaultPlan } from "../support/FaultAdapter.js"
-import { removeDir, runtimeLayer, tempDir } from "../support/runtime.js"
+import { removeDir, runtimeLayer, tempDir, wrapTurns } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
 
@@ -38,31 +38,21 @@ const brittle =
   }
 
 /** alpha, reporting a malformed item (not a TurnItem at all) when the message asks for it. */
-const malformed = (adapter: ProviderAdapter): ProviderAdapter =>
-  adapter.name !== alpha
-    ? adapter
-    : {
-        ...adapter,
-        openSession: (options) =>
-          Effect.map(adapter.openSession(options), (handle) => ({
-            ...handle,
-            runTurn: (input, onEvents) =>
-              input.message.includes("[[malformed]]")
-                ? handle.runTurn(input, (events) =>
-                    onEvents(
-                      events.flatMap((event) =>
-                        event._tag === "TurnStarted"
-                          ? [
-                              event,
-                              { _tag: "Item", item: { type: "plan", steps: "not a list" } } as unknown as ProviderEvent
-                            ]
-                          : [event]
-                      )
-                    )
-                  )
-                : handle.runTurn(input, onEvents)
-          }))
-      }
+const malformed = wrapTurns(
+  alpha,
+  (runTurn) => (input, onEvents) =>
+    input.message.includes("[[malformed]]")
+      ? runTurn(input, (events) =>
+          onEvents(
+            events.flatMap((event) =>
+              event._tag === "TurnStarted"
+                ? [event, { _tag: "Item", item: { type: "plan", steps: "not a list" } } as unknown as ProviderEvent]
+                : [event]
+            )
+          )
+        )
+      : runTurn(input, onEvents)
+)
 
 const inRuntime = async <A>(
   options: Parameters<typeof runtimeLayer>[1],

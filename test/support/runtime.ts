@@ -4,7 +4,7 @@
  */
 import { providerRegistryLayer } from "@skein/adapters"
 import type { RuntimeOverrides } from "@skein/runtime"
-import type { ProviderAdapter } from "@skein/domain"
+import type { ProviderAdapter, ProviderSessionHandle } from "@skein/domain"
 import { ProviderRegistry } from "@skein/domain"
 import { makeRuntimeLayer, Orchestrator, ThreadActors } from "@skein/runtime"
 import { Effect, Layer } from "effect"
@@ -15,6 +15,21 @@ import { join } from "node:path"
 export const tempDir = (prefix = "skein-test-"): string => mkdtempSync(join(tmpdir(), prefix))
 
 export const removeDir = (dir: string): void => rmSync(dir, { recursive: true, force: true })
+
+/**
+ * For `mapAdapter`: the instance named `name` with each session's `runTurn` replaced by
+ * `wrap(runTurn)` (to observe or alter a turn); every other instance as it is.
+ */
+export const wrapTurns =
+  (name: string, wrap: (runTurn: ProviderSessionHandle["runTurn"]) => ProviderSessionHandle["runTurn"]) =>
+  (adapter: ProviderAdapter): ProviderAdapter =>
+    adapter.name !== name
+      ? adapter
+      : {
+          ...adapter,
+          openSession: (options) =>
+            Effect.map(adapter.openSession(options), (handle) => ({ ...handle, runTurn: wrap(handle.runTurn) }))
+        }
 
 /** The runtime over a database file in `dir`, with providers from `configFile` or the defaults (alpha, beta). */
 export const runtimeLayer = (
