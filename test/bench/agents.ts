@@ -213,6 +213,7 @@ const throughDriver = async (adapter: ProviderAdapter, cwd: string) => {
 
 const median = (samples: ReadonlyArray<number>) => percentile(samples, 50)
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`
+const verdict = (met: boolean, by: string) => (met ? "met" : `missed ${by}`)
 
 const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   const env = kind === "codex" ? codexEnv(dir, mock.url) : claudeEnv(dir, mock.url)
@@ -343,7 +344,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
       `${TURNS} turns each, alternating`
   )
   console.log(
-    `${kind}: Skein adds ${fmt(median(paired(p)))} per turn at p50 of the paired differences (goal < 3 ms; ` +
+    `${kind}: Skein adds ${fmt(median(paired(p)))} per turn at p50 of the paired differences (goal < 3 ms: ${verdict(median(paired(p)) < 3, `by ${fmt(median(paired(p)) - 3)}`)}; ` +
       `the binary's own turn-to-turn spread is ${fmt(percentile(p.raw, 90) - percentile(p.raw, 10))} p10-p90); ` +
       `run wall time minus the turn's time at the port: p50 ${fmt(median(own))}, p90 ${fmt(percentile(own, 90))}`
   )
@@ -359,7 +360,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   )
   console.log(
     `${kind}: start-up to the first turn accepted: through Skein ${fmt(median(driven))}, binary alone ${fmt(median(alone))}, ` +
-      `ratio ${(median(driven) / median(alone)).toFixed(3)}x (goal <= 1.1x; medians of ${STARTS})`
+      `ratio ${(median(driven) / median(alone)).toFixed(3)}x (goal <= 1.1x: ${verdict(median(driven) / median(alone) <= 1.1, `by ${(median(driven) / median(alone) - 1.1).toFixed(3)}x`)}; medians of ${STARTS})`
   )
 }
 

@@ -134,11 +134,8 @@ export const guardSession = (
     }
     return exitCell
   }
-  const crashed = (method: string) =>
-    Effect.flatMap(
-      Effect.suspend(() => OneShot.wait(processExit())),
-      (how) => Effect.fail(crashFailure(method, how))
-    )
+  const exited = Effect.suspend(() => OneShot.wait(processExit()))
+  const crashed = (method: string) => Effect.flatMap(exited, (how) => Effect.fail(crashFailure(method, how)))
   const call = <A, E extends ProviderFailure>(method: string, ms: number, f: () => Effect.Effect<A, E>) =>
     Effect.raceFirst(guardCall(provider, method, ms, f), crashed(method))
 
@@ -213,6 +210,6 @@ export const guardSession = (
     respondApproval: (nativeRef, approvalId, decision) =>
       call("respondApproval", deadlines.callMs, () => handle.respondApproval(nativeRef, approvalId, decision)),
     summarise: (request) => call("summarise", deadlines.summaryMs, () => handle.summarise(request)),
-    exited: Effect.suspend(() => OneShot.wait(processExit()))
+    exited
   }
 }
