@@ -16,14 +16,13 @@
 import { Socket } from "@effect/platform"
 import { RpcClient, RpcSerialization } from "@effect/rpc"
 import { RpcClientError } from "@effect/rpc/RpcClientError"
-import type { RpcGroup } from "@effect/rpc"
 import type { SkeinError, StoredEvent, ThreadId } from "@skein/domain"
-import { SkeinRpcs } from "@skein/domain"
 import { Context, Duration, Effect, Layer, Schedule, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import { WebSocket as NodeWebSocket } from "ws"
 import { isLoopbackHost } from "./Auth.js"
 import { defaultDataDir } from "./DataDir.js"
+import { makeSkeinRpcClient, type SkeinClientShape } from "./SkeinRpcClient.js"
 import { readTokenFile } from "./TokenFile.js"
 
 export interface SkeinClientOptions {
@@ -113,7 +112,7 @@ const redactedUrl = (url: string): string => {
   }
 }
 
-export type SkeinClientShape = RpcClient.RpcClient<RpcGroup.Rpcs<typeof SkeinRpcs>, RpcClientError>
+export type { SkeinClientShape }
 
 /** The url with the token as a query parameter. */
 export const clientUrl = (options: SkeinClientOptions): string => {
@@ -156,7 +155,7 @@ export const makeSkeinClient = (options: SkeinClientOptions): Effect.Effect<Skei
       const refused = new HandshakeRefused({ url: redactedUrl(options.url), status, tokenSource: source })
       return new RpcClientError({ reason: "Protocol", message: refused.message, cause: refused })
     }
-    return yield* RpcClient.make(SkeinRpcs, { disableTracing: true }).pipe(
+    return yield* makeSkeinRpcClient.pipe(
       Effect.provideService(RpcClient.Protocol, {
         ...socket,
         run: (f) =>

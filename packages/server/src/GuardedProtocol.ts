@@ -1,26 +1,29 @@
 /**
  * The server side of the RPC wire, shared by every transport (WebSocket, stdio).
  *
- * Every frame is screened before `@effect/rpc` sees it (see `Screening`), so that a
+ * Every frame is screened before anything serves it (see `Screening`), so that a
  * bad client gets a typed answer and everyone else keeps being served:
  * - a frame over the size limit, or nested deeper than the limit, is answered
  *   unparsed: `InvalidInput` for the request id it carries, else a protocol defect;
  * - a frame that is not JSON, or not an RPC message, is answered with a defect;
  * - a request whose id is still in flight on the connection, or whose method,
  *   headers or payload are wrong, gets `InvalidInput` for that id;
- * - nothing a client sends reaches the RPC server except messages rebuilt from
- *   fields of the right type, and no failure while handling a frame escapes it.
+ * - nothing a client sends reaches a handler except messages rebuilt from fields of
+ *   the right type, and no failure while handling a frame escapes it.
+ *
+ * A screened request is served here: `thread.events` by a callback per follower, every
+ * other method by `RpcDispatch` (a fiber per request, its handler from
+ * `SkeinRpcHandlers`). The frames are `@effect/rpc`'s, so its client speaks to this.
  *
  * Who may connect at all is decided before a connection exists (the WebSocket
  * handshake, see `Handshake`; the parent process for stdio).
  */
-import { RpcSerialization, RpcServer } from "@effect/rpc"
-import type { RpcMessage } from "@effect/rpc"
-import { SkeinRpcs } from "@skein/domain"
+import { RpcMessage, RpcSerialization } from "@effect/rpc"
 import type { StoredEvent, ThreadId } from "@skein/domain"
 import { storedEventJson } from "@skein/runtime"
 import type { Orchestrator } from "@skein/runtime"
-import { Cause, Effect, Exit, Fiber, FiberId, Mailbox, Schema, Scope } from "effect"
+import { Cause, Effect, Exit, Fiber, FiberId, Schema, Scope } from "effect"
+import type { RpcDispatch } from "./RpcDispatch.js"
 import {
   defectReply,
   failureReply,
@@ -37,11 +40,13 @@ export interface GuardedProtocolOptions {
   /** Largest accepted frame in bytes (default 4 MiB). */
   readonly maxFrameBytes?: number | undefined
   /**
-   * Serves `thread.events`, here rather than through the RPC server: each follower is a
-   * callback that writes frames as events commit, with no fiber or stream per follower
-   * (see `Orchestrator.follow`).
+   * Serves `thread.events`, here rather than through its handler's stream: each
+   * follower is a callback that writes frames as events commit, with no fiber or
+   * stream per follower (see `Orchestrator.follow`).
    */
   readonly follow: Orchestrator["Type"]["follow"]
+  /** Serves every other method. */
+  readonly dispatch: RpcDispatch
 }
 
 /** One client connection as the transport sees it. */
@@ -62,10 +67,10 @@ export interface ConnectOptions {
   /** Writes one encoded frame to the client. */
   readonly write: (frame: string) => Effect.Effect<void>
   /**
-   * Writes one fan-out frame synchronously, for transports that can: event fan-out
-   * then runs no fiber per frame. The frame is shared by every connection that
-   * follows the same commit (its bytes must not be modified). Without it, fan-out
-   * frames go through `write`.
+   * Writes one frame synchronously, for transports that can: event fan-out and the
+   * answers of requests then run no fiber per frame. A fan-out frame is shared by
+   * every connection that follows the same commit (its bytes must not be modified).
+   * Without it, those frames go through `write`.
    */
   readonly writeNow?: ((frame: FanOutFrame) => void) | undefined
   /**
@@ -76,7 +81,6 @@ export interface ConnectOptions {
 }
 
 export interface GuardedProtocol {
-  readonly protocol: RpcServer.Protocol["Type"]
   readonly connect: (options: ConnectOptions) => Effect.Effect<Connection>
 }
 
@@ -94,6 +98,11 @@ const interrupted = (requestId: string): FromServer => ({
 
 const frameBytes = (frame: string | Uint8Array): number =>
   typeof frame === "string" ? Buffer.byteLength(frame, "utf8") : frame.byteLength
+
+/** A request under way on a connection: its fiber, once started. */
+interface Running {
+  fiber: Fiber.RuntimeFiber<void, never> | undefined
+}
 
 /** How much of an oversized frame is scanned for its request id. */
 const OVERSIZED_SCAN_CHARS = 4096
@@ -134,27 +143,8 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
       return frame
     }
     const encodeFrame = (response: FromServer): string => parser.encode(response) as string
-    const disconnects = yield* Mailbox.make<number>()
-    const clients = new Map<number, (response: FromServer) => Effect.Effect<void>>()
+    const dispatch = options.dispatch
     let nextId = 0
-    let writeRequest!: (clientId: number, message: FromClient) => Effect.Effect<void>
-
-    const protocol = yield* RpcServer.Protocol.make((write) => {
-      writeRequest = write
-      return Effect.succeed({
-        disconnects,
-        send: (clientId, response) => clients.get(clientId)?.(response) ?? Effect.void,
-        end: () => Effect.void,
-        clientIds: Effect.sync(() => new Set(clients.keys())),
-        initialMessage: Effect.succeedNone,
-        // No per-chunk acknowledgements: a follower would wait a round trip per chunk,
-        // which dominated fan-out latency. Frames of one connection stay in order.
-        supportsAck: false,
-        supportsTransferables: false,
-        // Screening keeps no trace fields (tracing is off).
-        supportsSpanPropagation: false
-      })
-    })
 
     const connect = (connection: ConnectOptions): Effect.Effect<Connection> =>
       Effect.sync(() => {
@@ -162,17 +152,15 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
         const transportHeaders = connection.headers ?? []
         const writeChunk =
           connection.writeNow ?? ((frame: FanOutFrame) => void Effect.runFork(connection.write(frame.text)))
-        /** An answer given here, not by the RPC server. */
+        /** An answer given here, not by a handler. */
         const reply = (response: FromServer): Effect.Effect<void> =>
           Effect.suspend(() => connection.write(encodeFrame(response)))
-        // Ids of requests forwarded (or followed) and not yet answered: a second request
+        // Ids of requests under way (or followed) and not yet answered: a second request
         // with one of them is refused rather than queued behind the first.
         const inFlight = new Set<string>()
         const screenContext = { inFlight: (requestId: string) => inFlight.has(requestId) }
-        clients.set(id, (response) => {
-          if (response._tag === "Exit") inFlight.delete(response.requestId)
-          return reply(response)
-        })
+        // The fibers of this connection's requests under way, by request id.
+        const running = new Map<string, Running>()
 
         // thread.events followers of this connection, by request id.
         const follows = new Map<string, { readonly scope: Scope.CloseableScope; fiber?: Fiber.RuntimeFiber<void> }>()
@@ -227,18 +215,55 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
           switch (message._tag) {
             case "Request": {
               if (message.tag === "thread.events") return startFollow(message)
-              inFlight.add(message.id)
-              // The transport's headers come last, so a client cannot pose as its transport.
-              return writeRequest(id, { ...message, headers: message.headers.concat(transportHeaders) })
+              return Effect.sync(() => start(message))
             }
-            case "Interrupt":
-              if (follows.has(message.requestId)) {
-                return unfollow(message.requestId).pipe(Effect.zipRight(reply(interrupted(message.requestId))))
-              }
-              return writeRequest(id, message)
+            case "Interrupt": {
+              const requestId = message.requestId
+              if (follows.has(requestId))
+                return unfollow(requestId).pipe(Effect.zipRight(reply(interrupted(requestId))))
+              const entry = running.get(requestId)
+              // A request that already ended (and was answered) or never was: nothing to say.
+              if (entry?.fiber === undefined) return Effect.void
+              running.delete(requestId)
+              return Fiber.interrupt(entry.fiber).pipe(
+                Effect.zipRight(
+                  Effect.suspend(() => {
+                    inFlight.delete(requestId)
+                    return reply(interrupted(requestId))
+                  })
+                )
+              )
+            }
+            case "Ping":
+              return reply(RpcMessage.constPong)
             default:
-              return writeRequest(id, message)
+              return Effect.void
           }
+        }
+
+        /** Starts a screened request; its answer is written as soon as it ends. */
+        const start = (request: Extract<FromClient, { readonly _tag: "Request" }>) => {
+          const requestId = request.id
+          // Registered before the handler starts: one that ends at once answers from inside `start`.
+          const entry: Running = { fiber: undefined }
+          running.set(requestId, entry)
+          inFlight.add(requestId)
+          entry.fiber = dispatch.start(
+            id,
+            // The transport's headers come last, so a client cannot pose as its transport.
+            {
+              id: requestId,
+              tag: request.tag,
+              payload: request.payload,
+              headers: request.headers.concat(transportHeaders)
+            },
+            (frame) => {
+              if (running.get(requestId) !== entry) return
+              running.delete(requestId)
+              inFlight.delete(requestId)
+              writeChunk(new FanOutFrame(frame))
+            }
+          )
         }
 
         const onText = (text: string): Effect.Effect<void> => {
@@ -290,9 +315,12 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
           )
 
         const close = Effect.suspend(() => {
-          const ending = Effect.forEach(Array.from(follows.keys()), unfollow, { discard: true })
-          if (!clients.delete(id)) return ending
-          return ending.pipe(Effect.zipRight(disconnects.offer(id)), Effect.asVoid)
+          const fibers = Array.from(running.values(), (entry) => entry.fiber).filter((fiber) => fiber !== undefined)
+          running.clear()
+          inFlight.clear()
+          return Effect.forEach(Array.from(follows.keys()), unfollow, { discard: true }).pipe(
+            Effect.zipRight(Fiber.interruptAll(fibers))
+          )
         })
         return {
           id,
@@ -302,14 +330,5 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
         }
       })
 
-    return { protocol, connect }
+    return { connect }
   })
-
-/** Runs the Skein RPC server over a guarded protocol until the scope closes. */
-export const runSkeinRpcServer = (protocol: RpcServer.Protocol["Type"]) =>
-  // A handler's defect fails its own request (an `Exit`), not every request of the client.
-  RpcServer.make(SkeinRpcs, { disableTracing: true, concurrency: "unbounded", disableFatalDefects: true }).pipe(
-    Effect.provideService(RpcServer.Protocol, protocol),
-    Effect.interruptible,
-    Effect.forkScoped
-  )

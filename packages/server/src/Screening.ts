@@ -1,11 +1,12 @@
 /**
- * What a client may send, checked before `@effect/rpc` sees it (pure functions).
+ * What a client may send, checked before anything serves it (pure functions).
  *
- * The RPC library trusts its input: a request id that is not a number, a header that
- * is not a pair of strings, or an `Interrupt` without a request id throws inside its
- * server loop, and a deeply nested payload overflows the stack of the error
- * formatter. So every message is rebuilt here from fields of the right type, and
- * anything else gets a typed answer:
+ * What serves a message trusts it: a request id that is not a number, a header that
+ * is not a pair of strings, or an `Interrupt` without a request id would throw where
+ * it is served, and a deeply nested payload overflows the stack of the error
+ * formatter. So every message is rebuilt here from fields of the right type, its
+ * payload decoded by its method's schema (the only decode it gets), and anything
+ * else gets a typed answer:
  * - a request with a usable id gets an `Exit` failing with `InvalidInput` for that
  *   id (a duplicate of an id still in flight, an unknown method, bad headers, a
  *   payload nested too deep or that does not decode);
@@ -331,7 +332,10 @@ const screenHeaders = (
 
 /** What to do with one parsed message. */
 export type Screened =
-  /** Pass this rebuilt message to the RPC server. */
+  /**
+   * Serve this rebuilt message: a request carries its payload decoded by the method's
+   * schema (decoded once, here), with its other fields checked.
+   */
   | { readonly _tag: "Forward"; readonly message: FromClient }
   /** Answer with this, here. */
   | { readonly _tag: "Reply"; readonly reply: FromServer }
@@ -389,12 +393,12 @@ const screenRequest = (message: object, context: ScreenContext): Screened => {
   }
   const decoded = decode(payload)
   if (decoded._tag === "Left") return reply(invalidInputReply(id, `${method}: ${formatParseError(decoded.left)}`))
-  return { _tag: "Forward", message: { _tag: "Request", id, tag: method, payload, headers: headers.ok } }
+  return { _tag: "Forward", message: { _tag: "Request", id, tag: method, payload: decoded.right, headers: headers.ok } }
 }
 
 /**
  * What to do with one message as `JSON.parse` returned it (any value): forward a
- * rebuilt, well-typed message to the RPC server, answer it here, or ignore it.
+ * rebuilt, well-typed message to be served, answer it here, or ignore it.
  * Never throws.
  */
 export const screenMessage = (message: unknown, context: ScreenContext): Screened => {

@@ -5,11 +5,11 @@
  * and a line over the limit is never held whole in memory.
  */
 import { Orchestrator } from "@skein/runtime"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import type { Scope } from "effect"
 import { boundedLines } from "./BoundedLines.js"
-import { DEFAULT_MAX_FRAME_BYTES, makeGuardedProtocol, runSkeinRpcServer } from "./GuardedProtocol.js"
-import { SkeinRpcHandlers } from "./RpcHandlers.js"
+import { DEFAULT_MAX_FRAME_BYTES, makeGuardedProtocol } from "./GuardedProtocol.js"
+import { makeRpcDispatch } from "./RpcDispatch.js"
 
 export interface StdioOptions<E, R> {
   /** The bytes the parent writes (e.g. process.stdin). */
@@ -24,9 +24,11 @@ export const serveStdio = <E, R>(options: StdioOptions<E, R>): Effect.Effect<voi
   Effect.gen(function* () {
     const orchestrator = yield* Orchestrator
     const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
-    const guarded = yield* makeGuardedProtocol({ maxFrameBytes, follow: orchestrator.follow })
-    const handlers = yield* Layer.build(SkeinRpcHandlers)
-    yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))
+    const guarded = yield* makeGuardedProtocol({
+      maxFrameBytes,
+      follow: orchestrator.follow,
+      dispatch: yield* makeRpcDispatch
+    })
     const connection = yield* guarded.connect({ write: options.writeLine })
     yield* options.stdin.pipe(
       boundedLines(maxFrameBytes),

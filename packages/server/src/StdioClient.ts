@@ -13,10 +13,9 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { RpcClient } from "@effect/rpc"
 import { RpcClientError } from "@effect/rpc/RpcClientError"
 import type { FromServerEncoded } from "@effect/rpc/RpcMessage"
-import { SkeinRpcs } from "@skein/domain"
 import { Context, Data, Effect, Layer, Mailbox, Stream } from "effect"
 import type { Scope } from "effect"
-import type { SkeinClientShape } from "./Client.js"
+import { makeSkeinRpcClient, type SkeinClientShape } from "./SkeinRpcClient.js"
 
 export interface SkeinStdioClientOptions {
   /** The executable, e.g. `process.execPath` or `skein` (never run through a shell). */
@@ -283,9 +282,7 @@ export const makeSkeinStdioClient = (
       }
       holder.child = child
     })
-    return yield* RpcClient.make(SkeinRpcs, { disableTracing: true }).pipe(
-      Effect.provideService(RpcClient.Protocol, protocol)
-    )
+    return yield* makeSkeinRpcClient.pipe(Effect.provideService(RpcClient.Protocol, protocol))
   })
 
 export class SkeinStdioClient extends Context.Tag("@skein/server/SkeinStdioClient")<

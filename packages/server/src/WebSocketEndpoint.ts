@@ -7,12 +7,12 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse, Socket } from "@effect/platform"
 import { Orchestrator } from "@skein/runtime"
-import { Deferred, Effect, Layer } from "effect"
+import { Deferred, Effect } from "effect"
 import type { Scope } from "effect"
 import type { WeakToken } from "./Auth.js"
-import { makeGuardedProtocol, runSkeinRpcServer } from "./GuardedProtocol.js"
+import { makeGuardedProtocol } from "./GuardedProtocol.js"
 import { admitUpgrade, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
-import { SkeinRpcHandlers } from "./RpcHandlers.js"
+import { makeRpcDispatch } from "./RpcDispatch.js"
 
 /** The `send` of the `ws` socket behind `Socket.WebSocket` on Node (a text frame from bytes). */
 interface NodeWebSocket {
@@ -44,7 +44,7 @@ export interface EndpointOptions {
 }
 
 /**
- * Starts the RPC server in the current scope and returns the HTTP app that upgrades a
+ * Starts serving the RPC in the current scope and returns the HTTP app that upgrades a
  * request to a WebSocket connection of it. Each connection lives in its own scope,
  * closed when the socket closes.
  */
@@ -55,11 +55,13 @@ export const makeWebSocketEndpoint = (
     const policy = yield* makeAccessPolicy(options)
     const orchestrator = yield* Orchestrator
     const maxBufferedBytes = options.maxBufferedBytes ?? 64 * 1024 * 1024
-    const guarded = yield* makeGuardedProtocol({ maxFrameBytes: options.maxFrameBytes, follow: orchestrator.follow })
-    const handlers = yield* Layer.build(SkeinRpcHandlers)
-    yield* runSkeinRpcServer(guarded.protocol).pipe(Effect.provide(handlers))
+    const guarded = yield* makeGuardedProtocol({
+      maxFrameBytes: options.maxFrameBytes,
+      follow: orchestrator.follow,
+      dispatch: yield* makeRpcDispatch
+    })
     // When the scope closes, every open connection ends first (its socket closes),
-    // then the RPC server stops.
+    // then the requests still under way are interrupted.
     const closing = yield* Deferred.make<void>()
     // A refused origin is logged once (a page may retry in a loop): the user learns
     // which page tried, or which origin to allow.

@@ -56,7 +56,7 @@ export const serveWebSocket = (
     )
     const endpoint = yield* makeWebSocketEndpoint(options)
     // Closing runs in reverse: stop accepting and drop idle keep-alives, then the
-    // endpoint closes its connections and the RPC server, then the HTTP server closes.
+    // endpoint closes its connections and interrupts their requests, then the HTTP server closes.
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         nodeServer.close()
