@@ -36,6 +36,16 @@ const encodedSuccess = (tag: string, value: unknown): unknown => {
   return exit.value
 }
 
+/** Waits (5 s at most) until the thread's first run is no longer running. */
+const untilFirstRunEnds = (o: Orchestrator["Type"], threadId: ThreadId) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 250; i++) {
+      const status = (yield* o.getThread(threadId)).runs[0]?.status
+      if (status !== "running" && status !== "queued") return
+      yield* Effect.sleep("20 millis")
+    }
+  })
+
 /** One request over a raw socket, and its answer's exit. */
 const rawCall = (url: string, tag: string, payload: unknown) =>
   Effect.promise(() => rawExchange(url, [requestFrame("1", tag, payload)], 1)).pipe(
@@ -156,10 +166,7 @@ describe("the wire", () => {
             exit: { _tag: "Failure", cause: { _tag: "Interrupt" } }
           })
           expect(replies[1]).toMatchObject({ _tag: "Exit", requestId: "5", exit: { _tag: "Success" } })
-          for (let i = 0; i < 250; i++) {
-            if ((yield* o.getThread(thread.id)).runs[0]!.status === "completed") break
-            yield* Effect.sleep("20 millis")
-          }
+          yield* untilFirstRunEnds(o, thread.id)
           expect((yield* o.getThread(thread.id)).runs.map((r) => r.status)).toEqual(["completed"])
         })
       ),
@@ -183,10 +190,7 @@ describe("the wire", () => {
           const view = yield* client.thread.get({ threadId: thread.id })
           expect(view.runs).toHaveLength(1)
           // The run was not stopped by the interrupted wait.
-          for (let i = 0; i < 200; i++) {
-            if ((yield* o.getThread(thread.id)).runs[0]!.status === "completed") break
-            yield* Effect.sleep("20 millis")
-          }
+          yield* untilFirstRunEnds(o, thread.id)
           expect((yield* client.thread.get({ threadId: thread.id })).runs[0]!.status).toBe("completed")
         })
       ),
