@@ -101,7 +101,7 @@ const frameBytes = (frame: string | Uint8Array): number =>
 
 /** A request under way on a connection: its fiber, once started. */
 interface Running {
-  fiber: Fiber.RuntimeFiber<void, never> | undefined
+  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
 }
 
 /** How much of an oversized frame is scanned for its request id. */

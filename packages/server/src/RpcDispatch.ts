@@ -37,7 +37,7 @@ export interface RpcDispatch {
     clientId: number,
     request: DispatchRequest,
     answer: (frame: string) => void
-  ) => Fiber.RuntimeFiber<void, never>
+  ) => Fiber.RuntimeFiber<unknown, unknown>
 }
 
 type Handler = (
@@ -67,7 +67,7 @@ const answerFrame = (codec: MethodCodec, requestId: string, exit: Exit.Exit<unkn
 /** The dispatch of `SkeinRpcHandlers`, for as long as the scope lasts. */
 export const makeRpcDispatch: Effect.Effect<RpcDispatch, never, Orchestrator | Scope.Scope> = Effect.gen(function* () {
   const handlers = yield* Layer.build(SkeinRpcHandlers)
-  const runFork = yield* FiberSet.makeRuntime<never, void, never>()
+  const runFork = yield* FiberSet.makeRuntime<never>()
   const methods = new Map<string, { readonly handler: Handler; readonly codec: MethodCodec }>()
   for (const codec of wireCodecs.values()) {
     if (codec.stream) continue
@@ -78,13 +78,8 @@ export const makeRpcDispatch: Effect.Effect<RpcDispatch, never, Orchestrator | S
   const start: RpcDispatch["start"] = (clientId, request, answer) => {
     const { codec, handler } = methods.get(request.tag)!
     const headers = Headers.fromInput(request.headers as ReadonlyArray<[string, string]>)
-    const fiber = runFork(
-      Effect.interruptible(Effect.suspend(() => handler(request.payload, { clientId, headers }))) as Effect.Effect<
-        void,
-        never
-      >
-    )
-    fiber.addObserver((exit: Exit.Exit<unknown, unknown>) => {
+    const fiber = runFork(Effect.interruptible(Effect.suspend(() => handler(request.payload, { clientId, headers }))))
+    fiber.addObserver((exit) => {
       if (exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause)) return
       answer(answerFrame(codec, request.id, exit))
     })

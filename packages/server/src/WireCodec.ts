@@ -84,16 +84,23 @@ const makeCodec = (rpc: Rpc.AnyWithProps): MethodCodec => {
   const exitSchema = () =>
     Rpc.exitSchema(rpc as unknown as Rpc.Any) as unknown as Schema.Schema<Exit.Exit<unknown, unknown>, unknown, never>
   const streamSchemas = RpcSchema.getStreamSchemas(rpc.successSchema.ast)
+  const stream = Option.isSome(streamSchemas)
   const decodeSuccess = lazily(() => ParseResult.decodeUnknownEither(success))
   const decodeWholeExit = lazily(() => Schema.decodeUnknownSync(exitSchema()))
   return {
     tag: rpc._tag,
-    stream: Option.isSome(streamSchemas),
+    stream,
     encodePayload: lazily(() => (encodesAsItself(payload.ast) ? identity : Schema.encodeSync(payload))),
     encodeSuccess: lazily(() => (encodesAsItself(success.ast) ? identity : Schema.encodeSync(success))),
     encodeExit: lazily(() => Schema.encodeSync(exitSchema())),
     decodeExit: (exit) => {
-      if (typeof exit === "object" && exit !== null && (exit as { readonly _tag?: unknown })._tag === "Success") {
+      // A stream's exit carries no value (its values came in chunks): the exit schema reads it.
+      if (
+        !stream &&
+        typeof exit === "object" &&
+        exit !== null &&
+        (exit as { readonly _tag?: unknown })._tag === "Success"
+      ) {
         const decoded = decodeSuccess((exit as { readonly value?: unknown }).value)
         if (Either.isRight(decoded)) return Exit.succeed(decoded.right)
         throw new ParseResult.ParseError({ issue: decoded.left })

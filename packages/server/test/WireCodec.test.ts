@@ -115,9 +115,10 @@ describe("the codecs of every method", () => {
     }
   })
 
-  it("decode a stream's chunk by its element schema", () => {
+  it("decode a stream's chunk by its element schema, and its end as an exit without a value", () => {
     const events = wireCodecs.get("thread.events")!
     expect(events.stream).toBe(true)
+    expect(events.decodeExit({ _tag: "Success" })).toEqual(Exit.void)
     expect(() => events.decodeChunk([])).toThrow()
     expect(() => events.decodeChunk([{ threadSequence: "one" }])).toThrow()
   })
