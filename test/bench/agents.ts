@@ -7,7 +7,8 @@
  *   of the binary (Codex: `turn/start` until `turn/completed`; Claude Code: a user line
  *   until its `result`). Goal: under 3 ms at p50. Measured in two rounds: the first 80
  *   turns after start, and 80 more after 3,000 scripted runs have brought the
- *   run path to where a long-running Skein has it (the goal's round).
+ *   run path to where a long-running Skein has it (the goal's round); then, with no
+ *   goal, 40 turns with a pause after each, as a user's turns come.
  * - Start-up of a provider session, from spawn until the first turn is accepted
  *   (Codex: the `turn/start` reply; Claude Code: the user line written after the
  *   `initialize` answer), through the driver against the binary alone. Goal: at most 1.1x.
@@ -40,6 +41,13 @@ const STARTS = Number(process.env.SKEIN_BENCH_AGENT_STARTS ?? 6)
  * take a core from the binary meanwhile (see actors.ts).
  */
 const WARM_RUNS = 3000
+/**
+ * A last round, no goal: turns with a pause after each, as a user's come (seconds apart
+ * in real use; 40 ms here), where Skein's run path runs on cold caches (see actors.ts,
+ * dispatch after a pause).
+ */
+const PACED_TURNS = 40
+const PAUSE_MS = 40
 const WARM_PROVIDER = "warmup" as ProviderName
 
 /** One round of alternating turns: wall and CPU milliseconds per turn, and the time at the port. */
@@ -258,6 +266,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   const raw = await direct(kind, binary, rawEnv, dir)
   const early = emptyPhase()
   const settled = emptyPhase()
+  const paced = emptyPhase()
   let phase: Phase | null = null
   const cpuSince = (start: NodeJS.CpuUsage) => {
     const used = process.cpuUsage(start)
@@ -296,16 +305,17 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
             if (run.status !== "completed") throw new Error(`run ${i} ended ${run.status}`)
           })
         // Alternating which goes first, so that neither always follows the other's work.
-        const alternate = (into: Phase) =>
+        const alternate = (into: Phase, turns = TURNS, pauseMs = 0) =>
           Effect.gen(function* () {
             phase = into
-            for (let i = 0; i < TURNS; i++) {
+            const pause = pauseMs > 0 ? Effect.sleep(pauseMs) : Effect.void
+            for (let i = 0; i < turns; i++) {
               if (i % 2 === 0) {
-                yield* rawTurn(into, i)
-                yield* skeinTurn(into, i)
+                yield* rawTurn(into, i).pipe(Effect.zipRight(pause))
+                yield* skeinTurn(into, i).pipe(Effect.zipRight(pause))
               } else {
-                yield* skeinTurn(into, i)
-                yield* rawTurn(into, i)
+                yield* skeinTurn(into, i).pipe(Effect.zipRight(pause))
+                yield* rawTurn(into, i).pipe(Effect.zipRight(pause))
               }
             }
             phase = null
@@ -318,6 +328,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
           yield* o.startRun({ threadId: warm.id, provider: WARM_PROVIDER, message: "warm", wait: true })
         }
         yield* alternate(settled)
+        yield* alternate(paced, PACED_TURNS, PAUSE_MS)
       }),
     { configFile, mapAdapter: timed }
   )
@@ -357,6 +368,11 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   console.log(
     `${kind}: the paired difference by order: after a turn of the binary alone ${fmt(byOrder(p, 0))}, ` +
       `after a turn through Skein ${fmt(byOrder(p, 1))} (their mean ${fmt(orderMean(p))})`
+  )
+  console.log(
+    `${kind}: turns ${PAUSE_MS} ms apart (${PACED_TURNS} each, alternating; no goal): Skein adds ${fmt(median(paired(paced)))} per turn ` +
+      `at p50 of the paired differences (by order, mean ${fmt(orderMean(paced))}); run wall time minus the turn's time at the port: ` +
+      `p50 ${fmt(median(paced.skein.map((s, i) => s - paced.port[i]!)))}`
   )
   console.log(
     `${kind}: start-up to the first turn accepted: through Skein ${fmt(median(driven))}, binary alone ${fmt(median(alone))}, ` +
