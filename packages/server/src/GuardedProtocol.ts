@@ -99,9 +99,10 @@ const interrupted = (requestId: string): FromServer => ({
 const frameBytes = (frame: string | Uint8Array): number =>
   typeof frame === "string" ? Buffer.byteLength(frame, "utf8") : frame.byteLength
 
-/** A request under way on a connection: its fiber, once started. */
+/** A request under way on a connection: its fiber, once started, and whether its client interrupted it. */
 interface Running {
   fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  interrupting: boolean
 }
 
 /** How much of an oversized frame is scanned for its request id. */
@@ -155,21 +156,17 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
         /** An answer given here, not by a handler. */
         const reply = (response: FromServer): Effect.Effect<void> =>
           Effect.suspend(() => connection.write(encodeFrame(response)))
-        // Ids of requests under way (or followed) and not yet answered: a second request
-        // with one of them is refused rather than queued behind the first.
-        const inFlight = new Set<string>()
-        const screenContext = { inFlight: (requestId: string) => inFlight.has(requestId) }
-        // The fibers of this connection's requests under way, by request id.
+        // This connection's requests under way, and its thread.events followers, by request
+        // id: until answered, a second request with one of their ids is refused rather
+        // than queued behind the first.
         const running = new Map<string, Running>()
-
-        // thread.events followers of this connection, by request id.
         const follows = new Map<string, { readonly scope: Scope.CloseableScope; fiber?: Fiber.RuntimeFiber<void> }>()
+        const screenContext = { inFlight: (requestId: string) => running.has(requestId) || follows.has(requestId) }
         const unfollow = (requestId: string) =>
           Effect.suspend(() => {
             const entry = follows.get(requestId)
             if (entry === undefined) return Effect.void
             follows.delete(requestId)
-            inFlight.delete(requestId)
             return Scope.close(entry.scope, Exit.void).pipe(
               Effect.zipRight(entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void),
               Effect.asVoid
@@ -181,7 +178,6 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
             const scope = yield* Scope.make()
             const entry: { readonly scope: Scope.CloseableScope; fiber?: Fiber.RuntimeFiber<void> } = { scope }
             follows.set(request.id, entry)
-            inFlight.add(request.id)
             const onEvents = (events: ReadonlyArray<StoredEvent>) => {
               if (follows.get(request.id) !== entry || events.length === 0) return
               // Synchronous, so frames leave in commit order.
@@ -196,7 +192,6 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
                 Effect.suspend(() => {
                   if (follows.get(request.id) !== entry) return Effect.void
                   follows.delete(request.id)
-                  inFlight.delete(request.id)
                   return Scope.close(scope, Exit.void).pipe(Effect.zipRight(reply(failureReply(request.id, error))))
                 })
               ),
@@ -222,13 +217,16 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
               if (follows.has(requestId))
                 return unfollow(requestId).pipe(Effect.zipRight(reply(interrupted(requestId))))
               const entry = running.get(requestId)
-              // A request that already ended (and was answered) or never was: nothing to say.
-              if (entry?.fiber === undefined) return Effect.void
-              running.delete(requestId)
+              // A request that already ended (and was answered) or never was, or one being
+              // interrupted already: nothing to say.
+              if (entry?.fiber === undefined || entry.interrupting) return Effect.void
+              // Its id stays taken until the interruption is answered; an answer of its
+              // own that comes meanwhile is dropped.
+              entry.interrupting = true
               return Fiber.interrupt(entry.fiber).pipe(
                 Effect.zipRight(
                   Effect.suspend(() => {
-                    inFlight.delete(requestId)
+                    running.delete(requestId)
                     return reply(interrupted(requestId))
                   })
                 )
@@ -245,9 +243,8 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
         const start = (request: Extract<FromClient, { readonly _tag: "Request" }>) => {
           const requestId = request.id
           // Registered before the handler starts: one that ends at once answers from inside `start`.
-          const entry: Running = { fiber: undefined }
+          const entry: Running = { fiber: undefined, interrupting: false }
           running.set(requestId, entry)
-          inFlight.add(requestId)
           entry.fiber = dispatch.start(
             id,
             // The transport's headers come last, so a client cannot pose as its transport.
@@ -258,9 +255,8 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
               headers: request.headers.concat(transportHeaders)
             },
             (frame) => {
-              if (running.get(requestId) !== entry) return
+              if (running.get(requestId) !== entry || entry.interrupting) return
               running.delete(requestId)
-              inFlight.delete(requestId)
               writeChunk(new FanOutFrame(frame))
             }
           )
@@ -317,7 +313,6 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
         const close = Effect.suspend(() => {
           const fibers = Array.from(running.values(), (entry) => entry.fiber).filter((fiber) => fiber !== undefined)
           running.clear()
-          inFlight.clear()
           return Effect.forEach(Array.from(follows.keys()), unfollow, { discard: true }).pipe(
             Effect.zipRight(Fiber.interruptAll(fibers))
           )

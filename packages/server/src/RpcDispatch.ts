@@ -13,10 +13,10 @@
 import { Headers } from "@effect/platform"
 import { SkeinRpcs } from "@skein/domain"
 import type { Orchestrator } from "@skein/runtime"
-import { Cause, Effect, FiberSet, Layer, Schema } from "effect"
-import type { Exit, Fiber, Scope } from "effect"
+import { Cause, Effect, Exit, FiberSet, Layer } from "effect"
+import type { Fiber, Scope } from "effect"
 import { SkeinRpcHandlers } from "./RpcHandlers.js"
-import { exitFrame, type MethodCodec, successFrame, wireCodecs } from "./WireCodec.js"
+import { exitFrame, type MethodCodec, wireCodecs } from "./WireCodec.js"
 
 /** A screened request of a request-response method (not `thread.events`), its payload decoded by the method's schema. */
 export interface DispatchRequest {
@@ -45,22 +45,16 @@ type Handler = (
   options: { readonly clientId: number; readonly headers: Headers.Headers }
 ) => Effect.Effect<unknown, unknown>
 
-const encodeDefect = Schema.encodeSync(Schema.Defect)
-
-/** What `RpcServer` answers when an answer cannot be encoded: the request dies with the reason. */
-const dieFrame = (requestId: string, reason: string): string =>
-  exitFrame(requestId, { _tag: "Failure", cause: { _tag: "Die", defect: encodeDefect(reason) } })
-
 const answerFrame = (codec: MethodCodec, requestId: string, exit: Exit.Exit<unknown, unknown>): string => {
   try {
-    return exit._tag === "Success"
-      ? successFrame(requestId, codec.encodeSuccess(exit.value))
-      : exitFrame(requestId, codec.encodeExit(exit))
-  } catch (cause) {
-    return dieFrame(
+    return exitFrame(
       requestId,
-      `the answer could not be encoded: ${cause instanceof Error ? cause.message : String(cause)}`
+      exit._tag === "Success" ? { _tag: "Success", value: codec.encodeSuccess(exit.value) } : codec.encodeExit(exit)
     )
+  } catch (cause) {
+    // As `RpcServer` answers then: the request dies, saying why.
+    const reason = `the answer could not be encoded: ${cause instanceof Error ? cause.message : String(cause)}`
+    return exitFrame(requestId, codec.encodeExit(Exit.die(reason)))
   }
 }
 

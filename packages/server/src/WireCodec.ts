@@ -124,14 +124,9 @@ export const wireCodecs: ReadonlyMap<string, MethodCodec> = new Map(
   Array.from(SkeinRpcs.requests.values(), (rpc) => [rpc._tag, makeCodec(rpc as unknown as Rpc.AnyWithProps)])
 )
 
-/** An `Exit` frame for a request, its exit already encoded. */
+/**
+ * An `Exit` frame for a request, its exit already encoded (a success as
+ * `{ _tag: "Success", value }`; a void one has no value, as `JSON.stringify` writes it).
+ */
 export const exitFrame = (requestId: string, exit: unknown): string =>
   `{"_tag":"Exit","requestId":${JSON.stringify(requestId)},"exit":${JSON.stringify(exit)}}`
-
-/** An `Exit` frame for a request that succeeded, its value already encoded. */
-export const successFrame = (requestId: string, value: unknown): string => {
-  const json = JSON.stringify(value)
-  // Nothing to carry (a void success): the exit has no value, as `JSON.stringify` writes it.
-  if (json === undefined) return exitFrame(requestId, { _tag: "Success" })
-  return `{"_tag":"Exit","requestId":${JSON.stringify(requestId)},"exit":{"_tag":"Success","value":${json}}}`
-}

@@ -2,7 +2,7 @@ import { Rpc } from "@effect/rpc"
 import { describe, expect, it } from "@effect/vitest"
 import { RunNotFound, SkeinRpcs, ThreadId, ThreadNotFound } from "@skein/domain"
 import { Arbitrary, Cause, Exit, FastCheck as fc, Option, Schema } from "effect"
-import { encodesAsItself, exitFrame, successFrame, wireCodecs } from "../src/WireCodec.js"
+import { encodesAsItself, exitFrame, wireCodecs } from "../src/WireCodec.js"
 
 class Point extends Schema.Class<Point>("Point")({ x: Schema.Number }) {}
 const Id = Schema.NonEmptyTrimmedString.pipe(Schema.brand("Id"))
@@ -69,7 +69,7 @@ describe("the codecs of every method", () => {
       fc.assert(
         fc.property(Arbitrary.make(success), (value) => {
           // The server's frame, byte for byte the one the whole exit schema would give.
-          const frame = successFrame("7", codec.encodeSuccess(value))
+          const frame = exitFrame("7", { _tag: "Success", value: codec.encodeSuccess(value) })
           expect(frame).toBe(exitFrame("7", reference(Exit.succeed(value))))
           // The client reads it back as the exit schema would.
           const wire = JSON.parse(frame).exit
@@ -124,6 +124,8 @@ describe("the codecs of every method", () => {
   })
 
   it("write a void success without a value, as JSON.stringify writes the exit", () => {
-    expect(successFrame("1", undefined)).toBe('{"_tag":"Exit","requestId":"1","exit":{"_tag":"Success"}}')
+    expect(exitFrame("1", { _tag: "Success", value: undefined })).toBe(
+      '{"_tag":"Exit","requestId":"1","exit":{"_tag":"Success"}}'
+    )
   })
 })
