@@ -11,6 +11,25 @@ import { TurnEvents } from "@skein/adapters"
 const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
 
+/** The batches live followers see of one run (one per commit): event tags, items by type. */
+const batchesOf = (o: Parameters<Parameters<typeof inTempRuntime>[0]>[0], threadId: ThreadId, message: string) =>
+  Effect.gen(function* () {
+    const batches: Array<ReadonlyArray<string>> = []
+    const items = (e: { readonly event: { readonly _tag: string } }) =>
+      e.event._tag === "TurnItemRecorded"
+        ? `item:${(e.event as unknown as { item: { type: string } }).item.type}`
+        : e.event._tag
+    yield* Effect.scoped(
+      Effect.gen(function* () {
+        yield* o.follow(threadId, (yield* o.getThread(threadId)).runs.length === 0 ? 1 : 1e9, (events) =>
+          batches.push(events.map(items))
+        )
+        yield* o.startRun({ threadId, provider: alpha, message, wait: true })
+      })
+    )
+    return batches
+  })
+
 describe("thread actors", () => {
   it("runs 100 threads x 5 runs in parallel; every thread's events are in order", async () => {
     await inTempRuntime((o) =>
@@ -268,24 +287,6 @@ describe("thread actors", () => {
   })
 
   it("records provider events that arrive together in one commit, and events that trickle in as they come", async () => {
-    // Batches as live followers see them: one per commit.
-    const batchesOf = (o: Parameters<Parameters<typeof inTempRuntime>[0]>[0], threadId: ThreadId, message: string) =>
-      Effect.gen(function* () {
-        const batches: Array<ReadonlyArray<string>> = []
-        const items = (e: { readonly event: { readonly _tag: string } }) =>
-          e.event._tag === "TurnItemRecorded"
-            ? `item:${(e.event as unknown as { item: { type: string } }).item.type}`
-            : e.event._tag
-        yield* Effect.scoped(
-          Effect.gen(function* () {
-            yield* o.follow(threadId, (yield* o.getThread(threadId)).runs.length === 0 ? 1 : 1e9, (events) =>
-              batches.push(events.map(items))
-            )
-            yield* o.startRun({ threadId, provider: alpha, message, wait: true })
-          })
-        )
-        return batches
-      })
     // The whole turn reaches the run's fiber at once (as a provider that answers in one burst).
     const together = await inTempRuntime(
       (o) =>
@@ -331,6 +332,94 @@ describe("thread actors", () => {
     const endAt = trickle.findIndex((b) => b.includes("RunEnded"))
     expect(commandAt).toBeGreaterThanOrEqual(0)
     expect(commandAt).toBeLessThan(endAt)
+  })
+
+  it("records an item in the turn's end commit when the end follows within itemDelayMs, and alone when it does not", async () => {
+    const run = (itemDelayMs: number) =>
+      inTempRuntime(
+        (o) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({})
+            return yield* batchesOf(o, thread.id, "close [[cmd:ls:0]] [[sleep:40]]")
+          }),
+        { itemDelayMs }
+      )
+    const held = await run(2000)
+    const ending = held.find((b) => b.includes("RunEnded"))!
+    expect(ending.slice(0, 2)).toEqual(["item:command_execution", "item:assistant_message"])
+    expect(held.filter((b) => b.includes("item:command_execution"))).toEqual([ending])
+    // Without the delay, the same turn commits the command on its own, before the end.
+    const atOnce = await run(0)
+    const commandAt = atOnce.findIndex((b) => b.includes("item:command_execution"))
+    expect(commandAt).toBeGreaterThanOrEqual(0)
+    expect(commandAt).toBeLessThan(atOnce.findIndex((b) => b.includes("RunEnded")))
+  })
+
+  it("records an approval request at once, whatever itemDelayMs says", async () => {
+    await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[ask:may I?]] [[sleep:3000]]" })
+          const t0 = Date.now()
+          let seen = false
+          while (!seen && Date.now() - t0 < 2500) {
+            const view = yield* o.getThread(thread.id)
+            seen = view.runs[0]?.items.some((i) => i.type === "approval_request") ?? false
+            if (!seen) yield* Effect.sleep("20 millis")
+          }
+          expect(seen).toBe(true)
+          expect((yield* o.getThread(thread.id)).runs[0]!.status).toBe("running")
+          yield* o.interruptRun({ threadId: thread.id })
+        }),
+      { itemDelayMs: 60_000 }
+    )
+  })
+
+  it("keeps items still held when the turn crashes or is interrupted: they are recorded with the run's end", async () => {
+    // Which items the provider has reported to the runtime so far (observed at the port).
+    const reported: Array<string> = []
+    await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          const crashed = yield* o.startRun({
+            threadId: thread.id,
+            provider: alpha,
+            message: "[[cmd:make:0]] [[sleep:150]] [[crash]]",
+            wait: true
+          })
+          expect(crashed.status).toBe("failed")
+          expect(crashed.failure?.reason).toBe("provider_crash")
+          expect(crashed.items.map((i) => i.type)).toContain("command_execution")
+
+          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[cmd:test:0]] [[sleep:10000]]" })
+          expect(yield* Effect.promise(() => waitFor(() => reported.includes("test"), 5000))).toBe(true)
+          // Reported, and held (the delay is a minute): nothing of it is stored yet.
+          yield* Effect.sleep("100 millis")
+          expect((yield* o.getThread(thread.id)).runs[1]!.items.map((i) => i.type)).not.toContain("command_execution")
+          const interrupted = yield* o.interruptRun({ threadId: thread.id })
+          expect(interrupted.status).toBe("interrupted")
+          const stored = (yield* o.getThread(thread.id)).runs[1]!
+          expect(stored.items.filter((i) => i.type === "command_execution")).toHaveLength(1)
+        }),
+      {
+        itemDelayMs: 60_000,
+        mapAdapter: (adapter) => ({
+          ...adapter,
+          openSession: (options) =>
+            Effect.map(adapter.openSession(options), (handle) => ({
+              ...handle,
+              runTurn: (input, onEvents) =>
+                handle.runTurn(input, (events) => {
+                  for (const e of events)
+                    if (e._tag === "Item" && e.item.type === "command_execution") reported.push(e.item.command)
+                  return onEvents(events)
+                })
+            }))
+        })
+      }
+    )
   })
 
   it("follow: replay then live to a callback, in order, no gap or duplicate, until its scope closes", async () => {

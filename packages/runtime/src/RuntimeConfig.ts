@@ -21,6 +21,12 @@ export interface RuntimeOptions {
   readonly sessionIdleMs: number
   /** How long an interrupted turn may take before its process is killed (default 500 ms). */
   readonly interruptGraceMs: number
+  /**
+   * How long a run's reported items may wait to be recorded in one commit with what
+   * follows them, most often the turn's end (default 50 ms; 0: each batch at once).
+   * Approval requests never wait.
+   */
+  readonly itemDelayMs: number
   readonly handoffBudgetTokens: number
   /** Who writes handoff summaries; the local deterministic summariser is always the fallback. */
   readonly summarySource: SummarySource
@@ -42,6 +48,7 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   passivateAfterMs: 60_000,
   sessionIdleMs: 120_000,
   interruptGraceMs: 500,
+  itemDelayMs: 50,
   handoffBudgetTokens: DEFAULT_HANDOFF_BUDGET_TOKENS,
   summarySource: { _tag: "local" },
   deadlines: defaultDeadlines,

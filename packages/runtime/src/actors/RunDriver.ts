@@ -51,6 +51,8 @@ export interface DriveInput {
   /** Completed with the failure to record when the run must stop. */
   readonly stop: OneShot.OneShot<RunFailure, never>
   readonly graceMs: number
+  /** How long reported items may wait to be recorded with what follows them (see `onEvents`). */
+  readonly itemDelayMs: number
 }
 
 const isUsage = Schema.is(TurnUsage)
@@ -173,11 +175,51 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   let usage: TurnUsage | undefined
 
   /**
-   * Whatever the provider had reported when the fiber read it arrives as one chunk,
-   * and its items are recorded in one commit (one batch for live followers): under a
-   * burst of events that means fewer transactions and fewer frames, and with events
-   * that trickle in, one commit each as before.
+   * Items reported and not recorded yet. An item waits at most `itemDelayMs` for what
+   * follows it, so that items that come close together, and most often a turn's last
+   * item and the turn's end, are recorded in one commit (one batch for live followers).
+   * The timer that records them (`flusher`) is the only other writer of `held`; it is
+   * settled (stopped, or waited for while it records) before anything reads `held`.
    */
+  let held: Array<TurnItemContent> = []
+  let flusher: Fiber.RuntimeFiber<void> | undefined
+  /** Why recording held items failed, if it did: the run fails with it. */
+  let flushFailure: SkeinError | undefined
+  const flush = Effect.suspend(() => {
+    if (!Arr.isNonEmptyArray(held)) return Effect.void
+    const items = held
+    held = []
+    return ask("RecordItems", { runId: run.id, items }).pipe(
+      Effect.catchAll((error) =>
+        Effect.sync(() => {
+          // Kept, so that the run's end still carries them.
+          held = [...items, ...held]
+          flushFailure ??= error
+        })
+      )
+    )
+  })
+  /** Stops the timer; once this returns, every item is either recorded or in `held`. */
+  const settle = Effect.suspend(() => {
+    const timer = flusher
+    flusher = undefined
+    return timer === undefined ? Effect.void : Fiber.interrupt(timer)
+  })
+  /** Records what is held after the delay, again while more comes meanwhile; a recording is not cut short. */
+  const timer: Effect.Effect<void> = Effect.sleep(Duration.millis(input.itemDelayMs)).pipe(
+    Effect.zipRight(Effect.uninterruptible(flush)),
+    Effect.zipRight(
+      Effect.suspend(() =>
+        held.length > 0 && flushFailure === undefined ? timer : Effect.sync(() => void (flusher = undefined))
+      )
+    )
+  )
+  const armFlusher = (runtime: Runtime.Runtime<never>) => {
+    if (flusher === undefined) flusher = Runtime.runFork(runtime)(timer)
+  }
+  /** Items someone must answer before the turn goes on are recorded at once. */
+  const waitsForAnswer = (item: TurnItemContent) => item.type === "approval_request"
+
   /** The app tool `spawn_subagent`: the child starts now; the call's output says where, or why not. */
   const spawnCall = (provider: string, prompt: string): Effect.Effect<TurnItemContent> =>
     Effect.suspend(() => {
@@ -228,10 +270,19 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
         }
       }
       if (ended) {
-        tail = items
+        yield* settle
+        tail = [...held, ...items]
+        held = []
+        if (flushFailure !== undefined) return yield* Effect.fail(flushFailure)
         return
       }
-      if (Arr.isNonEmptyArray(items)) yield* ask("RecordItems", { runId: run.id, items })
+      held.push(...items)
+      if (flushFailure !== undefined) return yield* Effect.fail(flushFailure)
+      if (items.length === 0) return
+      if (input.itemDelayMs > 0 && !items.some(waitsForAnswer)) return armFlusher(yield* Effect.runtime<never>())
+      yield* settle
+      yield* flush
+      if (flushFailure !== undefined) return yield* Effect.fail(flushFailure)
     })
 
   const turn = (lease: SessionLease, initial: RunContext) =>
@@ -326,7 +377,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
         failure: failure && stopNote ? { ...failure, message: `${failure.message}; ${stopNote}` } : failure,
         turnRef,
         ...(usage === undefined ? {} : { usage }),
-        items: tail,
+        items: [...held, ...tail],
         checkpoint: outcome === "completed" ? checkpoint : null
       })
     if (Exit.isSuccess(exit)) {
@@ -367,6 +418,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       : Effect.succeed(null)
 
   return bodyUnderStop.pipe(
+    // However the turn ended, items still held go with FinishRun.
+    Effect.ensuring(settle),
     Effect.exit,
     Effect.flatMap((exit) =>
       Effect.map(captureAfter(exit), (checkpoint) => {

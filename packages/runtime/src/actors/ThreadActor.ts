@@ -373,7 +373,8 @@ export const makeThreadActor = (
               })
             ),
           stop: control.stop,
-          graceMs: config.interruptGraceMs
+          graceMs: config.interruptGraceMs,
+          itemDelayMs: config.itemDelayMs
         }).pipe(
           Effect.onExit((exit) =>
             Effect.suspend(() => {
