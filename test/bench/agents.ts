@@ -21,7 +21,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ProviderAdapter, ProviderName } from "@skein/domain"
 import { makeId, ProviderRegistry } from "@skein/domain"
-import { providerRegistryLayer } from "@skein/adapters"
+import { codexUnreadNotifications, providerRegistryLayer } from "@skein/adapters"
 import { Effect, Exit, Scope } from "effect"
 import { removeDir, tempDir, withRuntime, wrapTurns } from "../support/runtime.js"
 import { startMockThread, type MockThread } from "./mockThread.js"
@@ -127,9 +127,14 @@ const direct = async (kind: Kind, binary: string, env: Record<string, string>, c
       c.send({ id: mine, method, params })
       return reply
     }
+    // The same turn as the driver's: Codex sends the same notifications to both.
     await call("initialize", {
       clientInfo: { name: "bench", title: "bench", version: "0" },
-      capabilities: { experimentalApi: false, requestAttestation: false, optOutNotificationMethods: ["warning"] }
+      capabilities: {
+        experimentalApi: false,
+        requestAttestation: false,
+        optOutNotificationMethods: codexUnreadNotifications
+      }
     })
     c.send({ method: "initialized" })
     const thread = (await call("thread/start", { cwd })).result.thread.id as string

@@ -28,6 +28,7 @@ export { ApprovalPolicy } from "./agents/AgentCommon.js"
 export { AgentBinaryProblem, inTestedRange, locateAgentBinary } from "./binary/AgentBinary.js"
 export type { AgentBinarySpec, LocatedBinary } from "./binary/AgentBinary.js"
 export { codexBinarySpec, codexCapabilities, makeCodexAdapter } from "./codex/CodexAdapter.js"
+export { unreadNotifications as codexUnreadNotifications } from "./codex/CodexProtocol.js"
 export type { CodexAdapterOptions } from "./codex/CodexAdapter.js"
 export {
   claudeBinarySpec,

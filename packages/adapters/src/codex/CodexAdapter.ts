@@ -60,7 +60,8 @@ import {
   Results,
   RpcError,
   RpcResult,
-  ServerRequest
+  ServerRequest,
+  unreadNotifications
 } from "./CodexProtocol.js"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -433,7 +434,11 @@ const openSession = (
 
     const initialize: InitializeParams = {
       clientInfo: { name: "skein", title: "Skein", version: "0.1.0" },
-      capabilities: { experimentalApi: false, requestAttestation: false, optOutNotificationMethods: ["warning"] }
+      capabilities: {
+        experimentalApi: false,
+        requestAttestation: false,
+        optOutNotificationMethods: unreadNotifications
+      }
     }
     yield* call("initialize", initialize).pipe(
       Effect.timeoutFail({

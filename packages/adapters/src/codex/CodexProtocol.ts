@@ -47,6 +47,35 @@ export interface InitializeParams {
 }
 export const InitializeResult = Schema.Struct({ userAgent: Schema.String })
 
+/**
+ * Notifications the driver never reads, which `initialize` asks Codex not to send
+ * (`optOutNotificationMethods`: exact method names, for this connection). Most are per
+ * turn or per item (a turn's start, each item's start, status changes, rate limits);
+ * the deltas are per token or per chunk of output, so with a real model they are most
+ * of the lines a turn writes: each would be written by Codex and parsed here for
+ * nothing. What the driver reads (items when completed, the turn's end, plans, token
+ * usage, errors, deprecation notices, approval requests) still comes.
+ */
+export const unreadNotifications: ReadonlyArray<string> = [
+  "warning",
+  "configWarning",
+  "remoteControl/status/changed",
+  "thread/started",
+  "thread/status/changed",
+  "turn/started",
+  "turn/diff/updated",
+  "item/started",
+  "item/agentMessage/delta",
+  "item/plan/delta",
+  "item/reasoning/summaryPartAdded",
+  "item/reasoning/summaryTextDelta",
+  "item/reasoning/textDelta",
+  "item/commandExecution/outputDelta",
+  "item/fileChange/outputDelta",
+  "item/mcpToolCall/progress",
+  "account/rateLimits/updated"
+]
+
 /** The thread settings Skein sends with thread/start, thread/resume and thread/fork. */
 export interface ThreadSettings {
   readonly cwd?: string

@@ -1,0 +1,159 @@
+/**
+ * Which lines Codex writes to the driver. The driver asks Codex (initialize's
+ * `optOutNotificationMethods`) not to send the notifications it never reads; this
+ * checks, on the pinned binary, that the names are Codex's own and honoured: the
+ * driver's process is started through a small launcher that copies everything Codex
+ * writes to a file. A client that opts out of nothing else receives those same
+ * notifications from the same binary, so the check can tell.
+ */
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import type { ProviderName } from "@skein/domain"
+import { codexUnreadNotifications } from "@skein/adapters"
+import * as NodeChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { Effect } from "effect"
+import { withRuntime } from "../support/runtime.js"
+import { codexEnv, codexLauncher, processCensus, waitUntil } from "./support.js"
+import { makeFixture, replyOf, type AgentFixture } from "./suite.js"
+
+/** An executable that runs its arguments as a command and copies the command's stdout to `copy`. */
+const writeTeeLauncher = (dir: string, copy: string): string => {
+  const file = Path.join(dir, "tee-launcher.cjs")
+  Fs.writeFileSync(
+    file,
+    [
+      "#!/usr/bin/env node",
+      'const { spawn } = require("node:child_process")',
+      'const fs = require("node:fs")',
+      "const [command, ...args] = process.argv.slice(2)",
+      'const child = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] })',
+      `const copy = fs.createWriteStream(${JSON.stringify(copy)}, { flags: "a" })`,
+      "process.stdin.pipe(child.stdin)",
+      'child.stdout.on("data", (chunk) => { copy.write(chunk); process.stdout.write(chunk) })',
+      'for (const signal of ["SIGTERM", "SIGINT"]) process.on(signal, () => child.kill(signal))',
+      'child.on("exit", (code, signal) => copy.end(() => process.exit(code ?? (signal ? 1 : 0))))',
+      ""
+    ].join("\n")
+  )
+  Fs.chmodSync(file, 0o755)
+  return file
+}
+
+/** The notification methods among JSON lines (messages with a method and no id). */
+const notificationMethods = (text: string): Set<string> =>
+  new Set(
+    text
+      .split("\n")
+      // The launcher also ran for the driver's `--version` probe, which prints a plain line.
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as { readonly id?: unknown; readonly method?: unknown })
+      .filter((m) => m.id === undefined && typeof m.method === "string")
+      .map((m) => m.method as string)
+  )
+
+/** One turn straight over the protocol, opting out of `optOut` only: the notifications Codex sent. */
+const directTurn = (dir: string, mockUrl: string, optOut: ReadonlyArray<string>) =>
+  new Promise<Set<string>>((resolve, reject) => {
+    const child = NodeChildProcess.spawn(codexLauncher, ["app-server"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...codexEnv(dir, mockUrl) },
+      stdio: ["pipe", "pipe", "ignore"]
+    })
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      reject(new Error("codex did not complete the turn in time"))
+    }, 30_000)
+    let text = ""
+    let buffer = ""
+    const send = (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`)
+    child.stdout.setEncoding("utf8")
+    child.stdout.on("data", (chunk: string) => {
+      text += chunk
+      buffer += chunk
+      let newline = buffer.indexOf("\n")
+      while (newline >= 0) {
+        const message = JSON.parse(buffer.slice(0, newline)) as {
+          id?: number
+          method?: string
+          result?: { thread?: { id: string } }
+        }
+        buffer = buffer.slice(newline + 1)
+        newline = buffer.indexOf("\n")
+        if (message.id === 1 && message.method === undefined) {
+          send({ method: "initialized" })
+          send({ id: 2, method: "thread/start", params: { cwd: dir } })
+        } else if (message.id === 2 && message.method === undefined) {
+          const threadId = message.result!.thread!.id
+          send({
+            id: 3,
+            method: "turn/start",
+            params: { threadId, input: [{ type: "text", text: "hello", text_elements: [] }] }
+          })
+        } else if (message.method === "turn/completed") {
+          clearTimeout(timer)
+          child.once("exit", () => resolve(notificationMethods(text)))
+          child.stdin.end()
+          child.kill("SIGTERM")
+        }
+      }
+    })
+    send({
+      id: 1,
+      method: "initialize",
+      params: {
+        clientInfo: { name: "test", title: "test", version: "0" },
+        capabilities: { experimentalApi: false, requestAttestation: false, optOutNotificationMethods: optOut }
+      }
+    })
+  })
+
+describe("codex: the notifications the driver opts out of", () => {
+  let fx: AgentFixture | undefined
+  const census = processCensus()
+  afterAll(async () => {
+    if (fx === undefined) return
+    await fx.mock.close()
+    const ended = await waitUntil(() => census.leftovers().length === 0, 10_000)
+    expect(ended ? [] : census.leftovers()).toEqual([])
+  })
+
+  it("never reach the driver, while what it reads still does; without the opt-out Codex sends them", async () => {
+    const dir = (fx = await makeFixture("codex")).dir
+    const copy = Path.join(dir, "codex-stdout.jsonl")
+    const launcher = writeTeeLauncher(dir, copy)
+    const configFile = Path.join(dir, "tee-providers.json")
+    Fs.writeFileSync(
+      configFile,
+      JSON.stringify({
+        providers: { codex: { driver: "codex", command: [launcher, codexLauncher], env: codexEnv(dir, fx.mock.url) } }
+      })
+    )
+    const provider = "codex" as ProviderName
+    await withRuntime(
+      dir,
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({ workspace: dir })
+          const first = yield* o.startRun({ threadId: thread.id, provider, message: "one", wait: true })
+          census.sample()
+          const second = yield* o.startRun({ threadId: thread.id, provider, message: "two", wait: true })
+          expect([first.status, second.status]).toEqual(["completed", "completed"])
+          expect(replyOf(second)).toContain("ok: two")
+          expect(second.usage?.outputTokens).toBeGreaterThan(0)
+        }),
+      { configFile }
+    )
+    const received = notificationMethods(Fs.readFileSync(copy, "utf8"))
+    expect([...received].filter((method) => codexUnreadNotifications.includes(method))).toEqual([])
+    for (const method of ["item/completed", "thread/tokenUsage/updated", "turn/completed"]) {
+      expect(received).toContain(method)
+    }
+    // The same binary and mock, opting out of warnings only.
+    const sent = await directTurn(dir, fx.mock.url, ["warning"])
+    for (const method of ["turn/started", "item/started", "item/agentMessage/delta", "account/rateLimits/updated"]) {
+      expect(codexUnreadNotifications).toContain(method)
+      expect(sent).toContain(method)
+    }
+  }, 120_000)
+})
