@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName, ThreadId } from "@skein/domain"
 import { Chunk, Effect, Either, Exit, Fiber, Scope, Stream } from "effect"
-import { inTempRuntime, isAlive, waitFor } from "../support/runtime.js"
+import { inTempRuntime, isAlive, waitFor, wrapTurns } from "../support/runtime.js"
 import { TurnEvents } from "@skein/adapters"
 
 const alpha = "alpha" as ProviderName
@@ -321,17 +321,19 @@ describe("thread actors", () => {
     expect(together.items.map(([seq]) => seq)).toEqual(together.items.map((_, i) => i + 1))
     expect(together.items.map(([, type]) => type)).toContain("plan")
 
-    // The command's item is committed while the turn still runs, not held back for its end.
+    // Each command's item is committed while the turn still runs (once itemDelayMs has
+    // passed), not held back for its end.
     const trickle = await inTempRuntime((o) =>
       Effect.gen(function* () {
         const thread = yield* o.createThread({})
-        return yield* batchesOf(o, thread.id, "slow [[cmd:ls:0]] [[sleep:300]]")
+        return yield* batchesOf(o, thread.id, "slow [[cmd:ls:0]] [[sleep:300]] [[cmd:pwd:0]] [[sleep:300]]")
       })
     )
-    const commandAt = trickle.findIndex((b) => b.includes("item:command_execution"))
+    const commands = trickle.flatMap((b, i) => (b.includes("item:command_execution") ? [i] : []))
     const endAt = trickle.findIndex((b) => b.includes("RunEnded"))
-    expect(commandAt).toBeGreaterThanOrEqual(0)
-    expect(commandAt).toBeLessThan(endAt)
+    expect(commands).toHaveLength(2)
+    expect(commands[1]!).toBeLessThan(endAt)
+    expect(trickle[commands[0]!]!.filter((tag) => tag === "item:command_execution")).toHaveLength(1)
   })
 
   it("records an item in the turn's end commit when the end follows within itemDelayMs, and alone when it does not", async () => {
@@ -405,19 +407,15 @@ describe("thread actors", () => {
         }),
       {
         itemDelayMs: 60_000,
-        mapAdapter: (adapter) => ({
-          ...adapter,
-          openSession: (options) =>
-            Effect.map(adapter.openSession(options), (handle) => ({
-              ...handle,
-              runTurn: (input, onEvents) =>
-                handle.runTurn(input, (events) => {
-                  for (const e of events)
-                    if (e._tag === "Item" && e.item.type === "command_execution") reported.push(e.item.command)
-                  return onEvents(events)
-                })
-            }))
-        })
+        mapAdapter: wrapTurns(
+          "alpha",
+          (runTurn) => (input, onEvents) =>
+            runTurn(input, (events) => {
+              for (const e of events)
+                if (e._tag === "Item" && e.item.type === "command_execution") reported.push(e.item.command)
+              return onEvents(events)
+            })
+        )
       }
     )
   })

@@ -178,11 +178,16 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
    * Items reported and not recorded yet. An item waits at most `itemDelayMs` for what
    * follows it, so that items that come close together, and most often a turn's last
    * item and the turn's end, are recorded in one commit (one batch for live followers).
-   * The timer that records them (`flusher`) is the only other writer of `held`; it is
+   * The recording the timer starts (`flushing`) is the only other writer of `held`; it is
    * settled (stopped, or waited for while it records) before anything reads `held`.
    */
   let held: Array<TurnItemContent> = []
-  let flusher: Fiber.RuntimeFiber<void> | undefined
+  /** The pending wait, a plain timer: the turn's end, which usually comes first, only clears it. */
+  let timer: ReturnType<typeof setTimeout> | undefined
+  /** The recording the timer started, until it has ended. */
+  let flushing: OneShot.OneShot<void, never> | undefined
+  /** Set at the turn's end: no timer is armed after it. */
+  let closed = false
   /** Why recording held items failed, if it did: the run fails with it. */
   let flushFailure: SkeinError | undefined
   const flush = Effect.suspend(() => {
@@ -201,21 +206,28 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   })
   /** Stops the timer; once this returns, every item is either recorded or in `held`. */
   const settle = Effect.suspend(() => {
-    const timer = flusher
-    flusher = undefined
-    return timer === undefined ? Effect.void : Fiber.interrupt(timer)
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+    return flushing === undefined ? Effect.void : OneShot.wait(flushing)
   })
-  /** Records what is held after the delay, again while more comes meanwhile; a recording is not cut short. */
-  const timer: Effect.Effect<void> = Effect.sleep(Duration.millis(input.itemDelayMs)).pipe(
-    Effect.zipRight(Effect.uninterruptible(flush)),
-    Effect.zipRight(
-      Effect.suspend(() =>
-        held.length > 0 && flushFailure === undefined ? timer : Effect.sync(() => void (flusher = undefined))
+  /** Records what is held after the delay (again if more came meanwhile); a recording is not cut short. */
+  const arm = (runtime: Runtime.Runtime<never>) => {
+    if (timer !== undefined || flushing !== undefined || closed) return
+    timer = setTimeout(() => {
+      timer = undefined
+      const done = (flushing = OneShot.make<void, never>())
+      Runtime.runFork(runtime)(
+        Effect.uninterruptible(flush).pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              flushing = undefined
+              OneShot.succeed(done, undefined)
+              if (held.length > 0 && flushFailure === undefined) arm(runtime)
+            })
+          )
+        )
       )
-    )
-  )
-  const armFlusher = (runtime: Runtime.Runtime<never>) => {
-    if (flusher === undefined) flusher = Runtime.runFork(runtime)(timer)
+    }, input.itemDelayMs)
   }
   /** Items someone must answer before the turn goes on are recorded at once. */
   const waitsForAnswer = (item: TurnItemContent) => item.type === "approval_request"
@@ -270,6 +282,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
         }
       }
       if (ended) {
+        closed = true
         yield* settle
         tail = [...held, ...items]
         held = []
@@ -279,7 +292,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       held.push(...items)
       if (flushFailure !== undefined) return yield* Effect.fail(flushFailure)
       if (items.length === 0) return
-      if (input.itemDelayMs > 0 && !items.some(waitsForAnswer)) return armFlusher(yield* Effect.runtime<never>())
+      if (input.itemDelayMs > 0 && !items.some(waitsForAnswer)) return arm(yield* Effect.runtime<never>())
       yield* settle
       yield* flush
       if (flushFailure !== undefined) return yield* Effect.fail(flushFailure)
@@ -419,7 +432,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
 
   return bodyUnderStop.pipe(
     // However the turn ended, items still held go with FinishRun.
-    Effect.ensuring(settle),
+    Effect.ensuring(Effect.suspend(() => ((closed = true), settle))),
     Effect.exit,
     Effect.flatMap((exit) =>
       Effect.map(captureAfter(exit), (checkpoint) => {
