@@ -204,7 +204,11 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       )
     )
   })
-  /** Stops the timer; once this returns, every item is either recorded or in `held`. */
+  /**
+   * Stops the timer; once this returns, every item is either recorded or in `held`. (A
+   * recording starts with its RecordItems in the actor's mailbox, in the timer's own
+   * callback, so whatever the driver asks after it is handled after it.)
+   */
   const settle = Effect.suspend(() => {
     if (timer !== undefined) clearTimeout(timer)
     timer = undefined
@@ -431,8 +435,16 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       : Effect.succeed(null)
 
   return bodyUnderStop.pipe(
-    // However the turn ended, items still held go with FinishRun.
-    Effect.ensuring(Effect.suspend(() => ((closed = true), settle))),
+    // However the turn ended, items still held go with FinishRun. A recording under way
+    // is not waited for here (the driver may be interrupted because its actor is closing):
+    // its RecordItems is in the actor's mailbox already, ahead of FinishRun.
+    Effect.ensuring(
+      Effect.sync(() => {
+        closed = true
+        if (timer !== undefined) clearTimeout(timer)
+        timer = undefined
+      })
+    ),
     Effect.exit,
     Effect.flatMap((exit) =>
       Effect.map(captureAfter(exit), (checkpoint) => {
