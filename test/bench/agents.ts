@@ -6,7 +6,7 @@
  *   driver; `run.start` with wait) minus the same turn sent straight to a warm process
  *   of the binary (Codex: `turn/start` until `turn/completed`; Claude Code: a user line
  *   until its `result`). Goal: under 3 ms at p50. Measured in two rounds: the first 80
- *   turns after start, and 80 more after 3,000 scripted runs have brought the
+ *   turns after start, and 240 more after 3,000 scripted runs have brought the
  *   run path to where a long-running Skein has it (the goal's round); then, with no
  *   goal, 40 turns with a pause after each, as a user's turns come.
  * - Start-up of a provider session, from spawn until the first turn is accepted
@@ -26,14 +26,19 @@ import { Effect, Exit, Scope } from "effect"
 import { removeDir, tempDir, withRuntime, wrapTurns } from "../support/runtime.js"
 import { startMockThread, type MockThread } from "./mockThread.js"
 import { claudeEnv, claudePlaceholder, codexEnv, codexLauncher, requireBinaries } from "../agents/support.js"
-import { percentile } from "./stats.js"
+import { bootstrapInterval, percentile } from "./stats.js"
 
 /**
- * Turns of each kind per round. The binary's own turns spread over some 8-12 ms (p10-p90),
- * and with 40 the p50 of the paired differences ranged over 2 ms between runs (codex,
- * settled: 0.7-3.0 ms).
+ * Turns of each kind in the first round. The binary's own turns spread over some
+ * 10-18 ms (p10-p90), so the p50 of 80 paired differences moves by about a millisecond
+ * from one run to the next on the same code.
  */
 const TURNS = Number(process.env.SKEIN_BENCH_AGENT_TURNS ?? 80)
+/**
+ * Turns of each kind in the goal's round: three times as many, for a p50 about 1.7
+ * times steadier (its 95% bootstrap interval is printed beside it).
+ */
+const SETTLED_TURNS = Number(process.env.SKEIN_BENCH_AGENT_SETTLED_TURNS ?? 240)
 const STARTS = Number(process.env.SKEIN_BENCH_AGENT_STARTS ?? 6)
 /**
  * Scripted runs between the two rounds of turns. V8 compiles the run path a function at
@@ -332,7 +337,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
         for (let i = 0; i < WARM_RUNS; i++) {
           yield* o.startRun({ threadId: warm.id, provider: WARM_PROVIDER, message: "warm", wait: true })
         }
-        yield* alternate(settled)
+        yield* alternate(settled, SETTLED_TURNS)
         yield* alternate(paced, PACED_TURNS, PAUSE_MS)
       }),
     { configFile, mapAdapter: timed }
@@ -357,10 +362,11 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   console.log(
     `${kind}: after ${WARM_RUNS.toLocaleString("en-US")} more runs, a turn through Skein p50 ${fmt(median(p.skein))} ` +
       `(p90 ${fmt(percentile(p.skein, 90))}), the binary alone p50 ${fmt(median(p.raw))} (p90 ${fmt(percentile(p.raw, 90))}), ` +
-      `${TURNS} turns each, alternating`
+      `${SETTLED_TURNS} turns each, alternating`
   )
+  const [low, high] = bootstrapInterval(paired(p), median)
   console.log(
-    `${kind}: Skein adds ${fmt(median(paired(p)))} per turn at p50 of the paired differences (goal < 3 ms: ${verdict(median(paired(p)) < 3, `by ${fmt(median(paired(p)) - 3)}`)}; ` +
+    `${kind}: Skein adds ${fmt(median(paired(p)))} per turn at p50 of the paired differences (95% bootstrap interval ${low.toFixed(2)}-${high.toFixed(2)} ms; goal < 3 ms: ${verdict(median(paired(p)) < 3, `by ${fmt(median(paired(p)) - 3)}`)}; ` +
       `the binary's own turn-to-turn spread is ${fmt(percentile(p.raw, 90) - percentile(p.raw, 10))} p10-p90); ` +
       `run wall time minus the turn's time at the port: p50 ${fmt(median(own))}, p90 ${fmt(percentile(own, 90))}`
   )
