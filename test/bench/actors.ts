@@ -55,7 +55,11 @@ const runtime = (dir: string, onReceived: (runId: RunId, at: number) => void) =>
   )
 
 const alpha = "alpha" as ProviderName
-/** The pause before each run.start of the paused dispatch figure: longer than the WAL checkpointer's idle wait (20 ms). */
+/**
+ * The pause before each run.start of the paused dispatch figure: as between quick
+ * messages, shorter than the WAL checkpointer's idle wait (1 s), so what it shows is the
+ * run path on cold caches.
+ */
 const PAUSE_MS = 30
 /**
  * Warm-up samples (two runs each) before the dispatch p99 is measured: counted with

@@ -23,10 +23,10 @@ export interface RuntimeOptions {
   readonly interruptGraceMs: number
   /**
    * How long a run's reported items may wait to be recorded in one commit with what
-   * follows them, most often the turn's end (default 0: each batch as it comes).
-   * Waiting makes fewer commits (a Codex turn: two instead of three) but moves the last
-   * item's recording from mid-turn onto the turn's end, where the caller waits for it
-   * (measured: +0.15 ms per Codex turn at 50 ms). Approval requests never wait.
+   * follows them, most often the turn's end (default 50 ms; 0: each batch as it comes).
+   * A Codex turn is then two commits instead of three: its last item's commit no longer
+   * runs mid-turn beside the provider, though it moves onto the turn's end (+0.15 ms
+   * there). Approval requests never wait.
    */
   readonly itemDelayMs: number
   readonly handoffBudgetTokens: number
@@ -50,7 +50,7 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   passivateAfterMs: 60_000,
   sessionIdleMs: 120_000,
   interruptGraceMs: 500,
-  itemDelayMs: 0,
+  itemDelayMs: 50,
   handoffBudgetTokens: DEFAULT_HANDOFF_BUDGET_TOKENS,
   summarySource: { _tag: "local" },
   deadlines: defaultDeadlines,

@@ -41,6 +41,13 @@
  * starts the WAL over then, while the connection is idle (Sqlite.ts: a write that
  * changes nothing). That write is not one of the store's commits and schedules no
  * checkpoint.
+ *
+ * A pause is a second without commits (`idleMs`), not less: while a provider's turn
+ * runs, the thread commits nothing for tens of milliseconds at a time, and a pause
+ * counted from 20 ms put that synchronous write and sync on the main thread in the
+ * middle of nearly every turn, while the provider worked on the same cores (the event
+ * loop was busy 3.7 ms of a 52 ms Codex turn with it, 2.4 ms without). A user's pause
+ * between messages is seconds, so the next `run.start` still finds the WAL started over.
  */
 import { Effect, Runtime, type Scope } from "effect"
 import { createRequire } from "node:module"
@@ -61,7 +68,7 @@ const SQLITE_OWN_PAGES_WHILE_RUNNING = 10_000
 
 export const defaultOptions: WalCheckpointerOptions = {
   every: 32,
-  idleMs: 20,
+  idleMs: 1000,
   sqlitePages: SQLITE_OWN_PAGES_WHILE_RUNNING
 }
 
