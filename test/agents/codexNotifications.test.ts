@@ -9,12 +9,11 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import type { ProviderName } from "@skein/domain"
 import { codexUnreadNotifications } from "@skein/adapters"
-import * as NodeChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Effect } from "effect"
 import { withRuntime } from "../support/runtime.js"
-import { codexEnv, codexLauncher, processCensus, waitUntil } from "./support.js"
+import { codexEnv, codexLauncher, lineClient, processCensus, waitUntil } from "./support.js"
 import { makeFixture, replyOf, type AgentFixture } from "./suite.js"
 
 /** An executable that runs its arguments as a command and copies the command's stdout to `copy`. */
@@ -53,60 +52,37 @@ const notificationMethods = (text: string): Set<string> =>
   )
 
 /** One turn straight over the protocol, opting out of `optOut` only: the notifications Codex sent. */
-const directTurn = (dir: string, mockUrl: string, optOut: ReadonlyArray<string>) =>
-  new Promise<Set<string>>((resolve, reject) => {
-    const child = NodeChildProcess.spawn(codexLauncher, ["app-server"], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...codexEnv(dir, mockUrl) },
-      stdio: ["pipe", "pipe", "ignore"]
+const directTurn = async (dir: string, mockUrl: string, optOut: ReadonlyArray<string>): Promise<Set<string>> => {
+  const codex = lineClient(
+    codexLauncher,
+    ["app-server"],
+    { PATH: process.env.PATH ?? "/usr/bin:/bin", ...codexEnv(dir, mockUrl) },
+    dir
+  )
+  try {
+    let id = 0
+    const call = (method: string, params: unknown) => {
+      const mine = ++id
+      const reply = codex.next((m) => m.id === mine && m.method === undefined)
+      codex.send({ id: mine, method, params })
+      return reply
+    }
+    await call("initialize", {
+      clientInfo: { name: "test", title: "test", version: "0" },
+      capabilities: { experimentalApi: false, requestAttestation: false, optOutNotificationMethods: optOut }
     })
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL")
-      reject(new Error("codex did not complete the turn in time"))
-    }, 30_000)
-    let text = ""
-    let buffer = ""
-    const send = (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`)
-    child.stdout.setEncoding("utf8")
-    child.stdout.on("data", (chunk: string) => {
-      text += chunk
-      buffer += chunk
-      let newline = buffer.indexOf("\n")
-      while (newline >= 0) {
-        const message = JSON.parse(buffer.slice(0, newline)) as {
-          id?: number
-          method?: string
-          result?: { thread?: { id: string } }
-        }
-        buffer = buffer.slice(newline + 1)
-        newline = buffer.indexOf("\n")
-        if (message.id === 1 && message.method === undefined) {
-          send({ method: "initialized" })
-          send({ id: 2, method: "thread/start", params: { cwd: dir } })
-        } else if (message.id === 2 && message.method === undefined) {
-          const threadId = message.result!.thread!.id
-          send({
-            id: 3,
-            method: "turn/start",
-            params: { threadId, input: [{ type: "text", text: "hello", text_elements: [] }] }
-          })
-        } else if (message.method === "turn/completed") {
-          clearTimeout(timer)
-          child.once("exit", () => resolve(notificationMethods(text)))
-          child.stdin.end()
-          child.kill("SIGTERM")
-        }
-      }
-    })
-    send({
-      id: 1,
-      method: "initialize",
-      params: {
-        clientInfo: { name: "test", title: "test", version: "0" },
-        capabilities: { experimentalApi: false, requestAttestation: false, optOutNotificationMethods: optOut }
-      }
-    })
-  })
+    codex.send({ method: "initialized" })
+    const threadId = (await call("thread/start", { cwd: dir })).result.thread.id as string
+    const completed = codex.next((m) => m.method === "turn/completed")
+    await call("turn/start", { threadId, input: [{ type: "text", text: "hello", text_elements: [] }] })
+    await completed
+    return new Set(
+      codex.seen.filter((m) => m.id === undefined && typeof m.method === "string").map((m) => m.method as string)
+    )
+  } finally {
+    await codex.stop()
+  }
+}
 
 describe("codex: the notifications the driver opts out of", () => {
   let fx: AgentFixture | undefined

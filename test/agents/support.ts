@@ -3,6 +3,7 @@
  * pinned binaries are, an offline environment and config for each (pointed at a mock
  * model server on 127.0.0.1), and a census of the processes a test started, by PID.
  */
+import * as NodeChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -152,4 +153,62 @@ export const waitUntil = async (check: () => boolean, timeoutMs: number): Promis
     await new Promise((r) => setTimeout(r, 25))
   }
   return check()
+}
+
+/**
+ * A bare JSON-lines client over a child process, with nothing of Skein in it: what "the
+ * binary alone" costs in the agents bench, and how tests speak an agent's protocol
+ * directly. `seen` keeps every message it read, in order.
+ */
+export const lineClient = (command: string, args: ReadonlyArray<string>, env: Record<string, string>, cwd: string) => {
+  const child = NodeChildProcess.spawn(command, [...args], { env, cwd, stdio: ["pipe", "pipe", "pipe"] })
+  child.stderr.resume()
+  const waiters: Array<(message: any) => boolean> = []
+  const seen: Array<any> = []
+  let buffer = ""
+  child.stdout.setEncoding("utf8")
+  child.stdout.on("data", (chunk: string) => {
+    buffer += chunk
+    let newline = buffer.indexOf("\n")
+    while (newline >= 0) {
+      const line = buffer.slice(0, newline)
+      buffer = buffer.slice(newline + 1)
+      newline = buffer.indexOf("\n")
+      let message: any
+      try {
+        message = JSON.parse(line)
+      } catch {
+        continue
+      }
+      seen.push(message)
+      for (let i = 0; i < waiters.length; i++) {
+        if (waiters[i]!(message)) {
+          waiters.splice(i, 1)
+          break
+        }
+      }
+    }
+  })
+  return {
+    seen,
+    send: (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`),
+    next: (test: (message: any) => boolean, timeoutMs = 30_000) =>
+      new Promise<any>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("line client: no answer in time")), timeoutMs)
+        waiters.push((message) => {
+          if (!test(message)) return false
+          clearTimeout(timer)
+          resolve(message)
+          return true
+        })
+      }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve()
+        child.once("exit", () => resolve())
+        child.stdin.end()
+        child.kill("SIGTERM")
+        setTimeout(() => child.kill("SIGKILL"), 3000).unref()
+      })
+  }
 }

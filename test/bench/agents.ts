@@ -15,7 +15,6 @@
  * The mock model server runs on a thread of its own (mockThread.ts), as a real one runs
  * elsewhere: on this process's event loop its replies would queue behind Skein's work.
  */
-import * as NodeChildProcess from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -25,7 +24,14 @@ import { codexUnreadNotifications, providerRegistryLayer } from "@skein/adapters
 import { Effect, Exit, Scope } from "effect"
 import { removeDir, tempDir, withRuntime, wrapTurns } from "../support/runtime.js"
 import { startMockThread, type MockThread } from "./mockThread.js"
-import { claudeEnv, claudePlaceholder, codexEnv, codexLauncher, requireBinaries } from "../agents/support.js"
+import {
+  claudeEnv,
+  claudePlaceholder,
+  codexEnv,
+  codexLauncher,
+  lineClient,
+  requireBinaries
+} from "../agents/support.js"
 import { bootstrapInterval, percentile } from "./stats.js"
 
 /**
@@ -69,62 +75,11 @@ const emptyPhase = (): Phase => ({ raw: [], skein: [], rawCpu: [], skeinCpu: [],
 
 type Kind = "codex" | "claude"
 
-/** A bare line client over a child process: what "the binary alone" costs. */
-const rawChild = (command: string, args: ReadonlyArray<string>, env: Record<string, string>, cwd: string) => {
-  const child = NodeChildProcess.spawn(command, [...args], { env, cwd, stdio: ["pipe", "pipe", "pipe"] })
-  child.stderr.resume()
-  const waiters: Array<(message: any) => boolean> = []
-  let buffer = ""
-  child.stdout.setEncoding("utf8")
-  child.stdout.on("data", (chunk: string) => {
-    buffer += chunk
-    let newline = buffer.indexOf("\n")
-    while (newline >= 0) {
-      const line = buffer.slice(0, newline)
-      buffer = buffer.slice(newline + 1)
-      newline = buffer.indexOf("\n")
-      let message: any
-      try {
-        message = JSON.parse(line)
-      } catch {
-        continue
-      }
-      for (let i = 0; i < waiters.length; i++) {
-        if (waiters[i]!(message)) {
-          waiters.splice(i, 1)
-          break
-        }
-      }
-    }
-  })
-  return {
-    send: (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`),
-    next: (test: (message: any) => boolean, timeoutMs = 30_000) =>
-      new Promise<any>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error("raw child: no answer in time")), timeoutMs)
-        waiters.push((message) => {
-          if (!test(message)) return false
-          clearTimeout(timer)
-          resolve(message)
-          return true
-        })
-      }),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve()
-        child.once("exit", () => resolve())
-        child.stdin.end()
-        child.kill("SIGTERM")
-        setTimeout(() => child.kill("SIGKILL"), 3000).unref()
-      })
-  }
-}
-
 /** The binary alone: start-up until the first turn is accepted, and then a turn round trip, repeatable. */
 const direct = async (kind: Kind, binary: string, env: Record<string, string>, cwd: string) => {
   const t0 = performance.now()
   if (kind === "codex") {
-    const c = rawChild(binary, ["app-server"], env, cwd)
+    const c = lineClient(binary, ["app-server"], env, cwd)
     let id = 0
     const call = async (method: string, params: unknown) => {
       const mine = ++id
@@ -163,7 +118,7 @@ const direct = async (kind: Kind, binary: string, env: Record<string, string>, c
     }
   }
   const session = Crypto.randomUUID()
-  const c = rawChild(
+  const c = lineClient(
     binary,
     [
       "-p",

@@ -25,8 +25,9 @@ import type {
   TurnItemContent,
   GitFailed
 } from "@skein/domain"
-import { Array as Arr, Cause, Duration, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
 import type { CapturedCheckpoint } from "../lineage/WorkspaceCheckpoints.js"
+import * as ItemBatch from "./ItemBatch.js"
 import * as OneShot from "./OneShot.js"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
 import type { FinishRun, RunContext, RunOutcome, SummaryOutcome, ThreadMessage } from "./ThreadProtocol.js"
@@ -51,7 +52,7 @@ export interface DriveInput {
   /** Completed with the failure to record when the run must stop. */
   readonly stop: OneShot.OneShot<RunFailure, never>
   readonly graceMs: number
-  /** How long reported items may wait to be recorded with what follows them (see `onEvents`). */
+  /** How long reported items may wait to be recorded with what follows them (see ItemBatch). */
   readonly itemDelayMs: number
 }
 
@@ -168,73 +169,13 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       return { nativeRef, context }
     })
 
-  /** Items that came with the end of the turn: they go with FinishRun, in its commit. */
-  let tail: Array<TurnItemContent> = []
   let outcome: TurnResult["outcome"] = "completed"
   /** What the turn cost, as the provider reported it with the turn's end. */
   let usage: TurnUsage | undefined
-
-  /**
-   * Items reported and not recorded yet. An item waits at most `itemDelayMs` for what
-   * follows it, so that items that come close together, and most often a turn's last
-   * item and the turn's end, are recorded in one commit (one batch for live followers).
-   * The recording the timer starts (`flushing`) is the only other writer of `held`; it is
-   * settled (stopped, or waited for while it records) before anything reads `held`.
-   */
-  let held: Array<TurnItemContent> = []
-  /** The pending wait, a plain timer: the turn's end, which usually comes first, only clears it. */
-  let timer: ReturnType<typeof setTimeout> | undefined
-  /** The recording the timer started, until it has ended. */
-  let flushing: OneShot.OneShot<void, never> | undefined
-  /** Set at the turn's end: no timer is armed after it. */
-  let closed = false
-  /** Why recording held items failed, if it did: the run fails with it. */
-  let flushFailure: SkeinError | undefined
-  const flush = Effect.suspend(() => {
-    if (!Arr.isNonEmptyArray(held)) return Effect.void
-    const items = held
-    held = []
-    return ask("RecordItems", { runId: run.id, items }).pipe(
-      Effect.catchAll((error) =>
-        Effect.sync(() => {
-          // Kept, so that the run's end still carries them.
-          held = [...items, ...held]
-          flushFailure ??= error
-        })
-      )
-    )
-  })
-  /**
-   * Stops the timer; once this returns, every item is either recorded or in `held`. (A
-   * recording starts with its RecordItems in the actor's mailbox, in the timer's own
-   * callback, so whatever the driver asks after it is handled after it.)
-   */
-  const settle = Effect.suspend(() => {
-    if (timer !== undefined) clearTimeout(timer)
-    timer = undefined
-    return flushing === undefined ? Effect.void : OneShot.wait(flushing)
-  })
-  /** Records what is held after the delay (again if more came meanwhile); a recording is not cut short. */
-  const arm = (runtime: Runtime.Runtime<never>) => {
-    if (timer !== undefined || flushing !== undefined || closed) return
-    timer = setTimeout(() => {
-      timer = undefined
-      const done = (flushing = OneShot.make<void, never>())
-      Runtime.runFork(runtime)(
-        Effect.uninterruptible(flush).pipe(
-          Effect.ensuring(
-            Effect.sync(() => {
-              flushing = undefined
-              OneShot.succeed(done, undefined)
-              if (held.length > 0 && flushFailure === undefined) arm(runtime)
-            })
-          )
-        )
-      )
-    }, input.itemDelayMs)
-  }
-  /** Items someone must answer before the turn goes on are recorded at once. */
-  const waitsForAnswer = (item: TurnItemContent) => item.type === "approval_request"
+  /** The turn's items until they are recorded; what is left goes with FinishRun, in its commit. */
+  const items = ItemBatch.make(input.itemDelayMs, (batch) => ask("RecordItems", { runId: run.id, items: batch }))
+  /** Said on the run when its completed turn could not be checkpointed. */
+  let checkpointNote: TurnItemContent | null = null
 
   /** The app tool `spawn_subagent`: the child starts now; the call's output says where, or why not. */
   const spawnCall = (provider: string, prompt: string): Effect.Effect<TurnItemContent> =>
@@ -259,7 +200,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
 
   const onEvents = (events: ReadonlyArray<ProviderEvent>): Effect.Effect<void, SkeinError> =>
     Effect.gen(function* () {
-      const items: Array<TurnItemContent> = []
+      const reported: Array<TurnItemContent> = []
       let ended = false
       for (const event of events) {
         switch (event._tag) {
@@ -267,10 +208,10 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
             turnRef = event.turnRef
             break
           case "Item":
-            items.push(event.item)
+            reported.push(event.item)
             break
           case "SubagentRequested":
-            items.push(yield* spawnCall(event.provider, event.prompt))
+            reported.push(yield* spawnCall(event.provider, event.prompt))
             break
           case "TurnInterrupted":
             outcome = "interrupted"
@@ -285,21 +226,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
             break
         }
       }
-      if (ended) {
-        closed = true
-        yield* settle
-        tail = [...held, ...items]
-        held = []
-        if (flushFailure !== undefined) return yield* Effect.fail(flushFailure)
-        return
-      }
-      held.push(...items)
-      if (flushFailure !== undefined) return yield* Effect.fail(flushFailure)
-      if (items.length === 0) return
-      if (input.itemDelayMs > 0 && !items.some(waitsForAnswer)) return arm(yield* Effect.runtime<never>())
-      yield* settle
-      yield* flush
-      if (flushFailure !== undefined) return yield* Effect.fail(flushFailure)
+      return yield* ended ? items.end(reported) : items.add(reported)
     })
 
   const turn = (lease: SessionLease, initial: RunContext) =>
@@ -394,7 +321,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
         failure: failure && stopNote ? { ...failure, message: `${failure.message}; ${stopNote}` } : failure,
         turnRef,
         ...(usage === undefined ? {} : { usage }),
-        items: [...held, ...tail],
+        items: checkpointNote === null ? items.held() : [...items.held(), checkpointNote],
         checkpoint: outcome === "completed" ? checkpoint : null
       })
     if (Exit.isSuccess(exit)) {
@@ -424,10 +351,11 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
           Effect.map(Option.getOrNull),
           Effect.catchAll((error) =>
             Effect.sync(() => {
-              tail = [
-                ...tail,
-                { type: "error", message: `no git checkpoint: ${error.message}`, code: "checkpoint_failed" }
-              ]
+              checkpointNote = {
+                type: "error",
+                message: `no git checkpoint: ${error.message}`,
+                code: "checkpoint_failed"
+              }
               return null
             })
           )
@@ -435,16 +363,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       : Effect.succeed(null)
 
   return bodyUnderStop.pipe(
-    // However the turn ended, items still held go with FinishRun. A recording under way
-    // is not waited for here (the driver may be interrupted because its actor is closing):
-    // its RecordItems is in the actor's mailbox already, ahead of FinishRun.
-    Effect.ensuring(
-      Effect.sync(() => {
-        closed = true
-        if (timer !== undefined) clearTimeout(timer)
-        timer = undefined
-      })
-    ),
+    // However the turn ended, items still held go with FinishRun.
+    Effect.ensuring(Effect.sync(items.close)),
     Effect.exit,
     Effect.flatMap((exit) =>
       Effect.map(captureAfter(exit), (checkpoint) => {
