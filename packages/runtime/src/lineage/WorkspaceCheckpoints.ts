@@ -80,15 +80,18 @@ export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceC
       }
       return {
         capture: (input) =>
-          Effect.gen(function* () {
-            if (!(yield* isRepository(input.workspace))) return Option.none()
-            const previous = yield* input.previous
-            const taken = yield* captureWith({ ...input, previous }).pipe(Effect.mapError(failed(input.workspace)))
-            return Option.some({ gitRef: taken.ref, commit: taken.commit, tree: taken.tree, diff: taken.diff })
-          }).pipe(
-            Effect.catchTag("GitError", (error) => Effect.fail(failed(input.workspace)(error))),
-            Effect.provide(context)
-          ),
+          // Most workspaces are not repositories: known once, answered at once after.
+          repositories.get(input.workspace) === false
+            ? Effect.succeedNone
+            : Effect.gen(function* () {
+                if (!(yield* isRepository(input.workspace))) return Option.none()
+                const previous = yield* input.previous
+                const taken = yield* captureWith({ ...input, previous }).pipe(Effect.mapError(failed(input.workspace)))
+                return Option.some({ gitRef: taken.ref, commit: taken.commit, tree: taken.tree, diff: taken.diff })
+              }).pipe(
+                Effect.catchTag("GitError", (error) => Effect.fail(failed(input.workspace)(error))),
+                Effect.provide(context)
+              ),
         restore: (workspace, commit) =>
           GitCheckpoints.restore({ workspace, commit }).pipe(
             Effect.mapError(failed(workspace)),
