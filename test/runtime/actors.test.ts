@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName, ThreadId } from "@skein/domain"
-import { Chunk, Effect, Either, Exit, Fiber, Scope, Stream } from "effect"
+import { Chunk, Deferred, Effect, Either, Exit, Fiber, FiberId, Schedule, Scope, Stream } from "effect"
 import { inTempRuntime, isAlive, waitFor, wrapTurns } from "../support/runtime.js"
 import { TurnEvents } from "@skein/adapters"
 
@@ -414,6 +414,66 @@ describe("thread actors", () => {
               for (const e of events)
                 if (e._tag === "Item" && e.item.type === "command_execution") reported.push(e.item.command)
               return onEvents(events)
+            })
+        )
+      }
+    )
+  })
+
+  it("ends a run at its turn's end event, not when the provider's call returns; a defect after it changes nothing", async () => {
+    // The port's call returns only once the test lets it (or, for the third run, dies).
+    const unwinding = Deferred.unsafeMake<void>(FiberId.none)
+    let pending = 0
+    await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          const first = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "one", wait: true })
+          expect(first.status).toBe("completed")
+          expect(first.items.map((i) => i.type)).toContain("assistant_message")
+          // Its call has not returned: the caller did not wait for it, nor does the next run.
+          expect(pending).toBe(1)
+          const second = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "two", wait: true })
+          expect(second.status).toBe("completed")
+          expect(pending).toBe(2)
+          yield* Deferred.succeed(unwinding, undefined)
+          expect(yield* Effect.promise(() => waitFor(() => pending === 0, 5000))).toBe(true)
+          // A call that dies after its turn's end: the run stays as its end event made it.
+          const third = yield* o.startRun({
+            threadId: thread.id,
+            provider: alpha,
+            message: "three, whose call dies after its end"
+          })
+          const ended = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "four", wait: true }).pipe(
+            Effect.retry({
+              while: (error) => error._tag === "RunAlreadyActive",
+              times: 50,
+              schedule: Schedule.spaced("20 millis")
+            })
+          )
+          expect(ended.status).toBe("completed")
+          const runs = (yield* o.getThread(thread.id)).runs
+          expect(runs.map((r) => [r.id === third.id ? "third" : r.ordinal, r.status, r.failure])).toEqual([
+            [1, "completed", null],
+            [2, "completed", null],
+            ["third", "completed", null],
+            [4, "completed", null]
+          ])
+        }),
+      {
+        mapAdapter: wrapTurns(
+          "alpha",
+          (runTurn) => (input, onEvents) =>
+            Effect.suspend(() => {
+              pending++
+              return runTurn(input, onEvents).pipe(
+                Effect.zipRight(
+                  input.message.includes("dies after its end")
+                    ? Effect.dieMessage("after the end")
+                    : Deferred.await(unwinding)
+                ),
+                Effect.ensuring(Effect.sync(() => void pending--))
+              )
             })
         )
       }

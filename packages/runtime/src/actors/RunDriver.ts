@@ -8,6 +8,10 @@
  * guarded (typed failures, deadlines, process exits; see ProviderGuard), and the
  * driver's own defects end the run `failed` with reason `runtime_error`. A provider
  * call that timed out or died closes its session, so the next run starts a fresh one.
+ * A turn that ends (completed or interrupted) is finished from its end event, while
+ * the provider's call is still unwinding: the caller waiting for the run does not wait
+ * for that too. Only if that FinishRun fails does the driver try again once the turn's
+ * call has returned, from however it returned.
  *
  * Stopping (the user's interrupt, shutdown, or a fault found elsewhere, such as a
  * provider refusing an approval) asks the provider to stop its turn; a provider that
@@ -226,7 +230,12 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
             break
         }
       }
-      return yield* ended ? items.end(reported) : items.add(reported)
+      if (!ended) return yield* items.add(reported)
+      yield* items.end(reported)
+      // The turn is over: nothing is left for a stop to interrupt, and its end is
+      // recorded now. (If that fails, the driver records the end again after the call.)
+      sent = undefined
+      yield* Effect.ignore(finish(Exit.succeed({ outcome, turnRef })))
     })
 
   const turn = (lease: SessionLease, initial: RunContext) =>
@@ -341,39 +350,50 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
     return Option.none()
   }
 
+  /** The completed turn's checkpoint, once taken (a second FinishRun reuses it). */
+  let captured: CapturedCheckpoint | null | undefined
   /**
    * After a completed turn, the workspace's checkpoint: git when it is a repository.
    * A git failure leaves a logical checkpoint and says so on the run.
    */
   const captureAfter = (exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>) =>
-    Exit.isSuccess(exit) && exit.value.outcome === "completed"
-      ? input.checkpoint.pipe(
-          Effect.map(Option.getOrNull),
-          Effect.catchAll((error) =>
-            Effect.sync(() => {
-              checkpointNote = {
-                type: "error",
-                message: `no git checkpoint: ${error.message}`,
-                code: "checkpoint_failed"
-              }
-              return null
-            })
+    !Exit.isSuccess(exit) || exit.value.outcome !== "completed"
+      ? Effect.succeed(null)
+      : captured !== undefined
+        ? Effect.succeed(captured)
+        : input.checkpoint.pipe(
+            Effect.map(Option.getOrNull),
+            Effect.catchAll((error) =>
+              Effect.sync(() => {
+                checkpointNote = {
+                  type: "error",
+                  message: `no git checkpoint: ${error.message}`,
+                  code: "checkpoint_failed"
+                }
+                return null
+              })
+            ),
+            Effect.tap((checkpoint) => Effect.sync(() => void (captured = checkpoint)))
           )
-        )
-      : Effect.succeed(null)
+
+  /** Whether the run's FinishRun got through: nothing is recorded after it. */
+  let finished = false
+  /** Records the run's end from how its turn ended. */
+  function finish(exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>): Effect.Effect<void, SkeinError> {
+    return Effect.flatMap(captureAfter(exit), (checkpoint) => {
+      const stopped = input.stop.exit
+      const end = finishOf(exit, stopped !== undefined && Exit.isSuccess(stopped) ? stopped.value : null, checkpoint)
+      if (Option.isNone(end)) return Effect.void
+      return Effect.map(ask("FinishRun", end.value), () => void (finished = true))
+    })
+  }
 
   return bodyUnderStop.pipe(
     // However the turn ended, items still held go with FinishRun.
     Effect.ensuring(Effect.sync(items.close)),
     Effect.exit,
-    Effect.flatMap((exit) =>
-      Effect.map(captureAfter(exit), (checkpoint) => {
-        const stopped = input.stop.exit
-        return finishOf(exit, stopped !== undefined && Exit.isSuccess(stopped) ? stopped.value : null, checkpoint)
-      })
-    ),
-    // If this fails, the actor hears why from this fiber's exit (DriverExited), and ends
-    // the run itself.
-    Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (finish) => ask("FinishRun", finish) }))
+    // Unless the turn's end was recorded already. If this fails, the actor hears why from
+    // this fiber's exit (DriverExited), and ends the run itself.
+    Effect.flatMap((exit) => (finished ? Effect.void : finish(exit)))
   )
 }

@@ -379,6 +379,8 @@ export const makeThreadActor = (
           Effect.onExit((exit) =>
             Effect.suspend(() => {
               control.driverExited = true
+              // A run whose end is recorded is no longer `current`: nothing to tell.
+              if (current !== control) return Effect.void
               const detail = Exit.isSuccess(exit) ? "it ended early" : describeCause(exit.cause)
               return Effect.ignore(ask("DriverExited", { runId: plan.run.id, detail }))
             })
