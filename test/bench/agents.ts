@@ -20,7 +20,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ProviderAdapter, ProviderName } from "@skein/domain"
 import { makeId, ProviderRegistry } from "@skein/domain"
-import { codexUnreadNotifications, providerRegistryLayer } from "@skein/adapters"
+import { codexUnreadNotifications, providerRegistryLayer, TurnEvents } from "@skein/adapters"
 import { Effect, Exit, Scope } from "effect"
 import { removeDir, tempDir, withRuntime, wrapTurns } from "../support/runtime.js"
 import { startMockThread, type MockThread } from "./mockThread.js"
@@ -68,7 +68,7 @@ interface Phase {
   /** CPU milliseconds this process spent per turn (all its threads, the mock model's included). */
   readonly rawCpu: Array<number>
   readonly skeinCpu: Array<number>
-  /** Per run: how long the turn took at the port (from runTurn's start to its last event). */
+  /** Per run: how long the turn took at the port (from runTurn's start to its end event reaching the runtime). */
   readonly port: Array<number>
 }
 const emptyPhase = (): Phase => ({ raw: [], skein: [], rawCpu: [], skeinCpu: [], port: [] })
@@ -242,9 +242,12 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
     (runTurn) => (input, onEvents) =>
       Effect.suspend(() => {
         const [t0, into] = [performance.now(), phase]
-        return runTurn(input, onEvents).pipe(
-          Effect.ensuring(Effect.sync(() => void into?.port.push(performance.now() - t0)))
-        )
+        // Until the turn's end event reaches the runtime (which records the run's end from
+        // it, while the call still unwinds).
+        return runTurn(input, (events) => {
+          if (events.some(TurnEvents.isTerminal)) into?.port.push(performance.now() - t0)
+          return onEvents(events)
+        })
       })
   )
   await withRuntime(
