@@ -14,6 +14,9 @@
  *   `initialize` answer), through the driver against the binary alone. Goal: at most 1.1x.
  * The mock model server runs on a thread of its own (mockThread.ts), as a real one runs
  * elsewhere: on this process's event loop its replies would queue behind Skein's work.
+ * Beside the goal's figure (no goal): how long this process's main thread was busy while
+ * the binary worked on the turn, through Skein and alone. On two cores a binary that
+ * works hard during its turn (Codex) loses about that much CPU to this process.
  */
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -70,8 +73,15 @@ interface Phase {
   readonly skeinCpu: Array<number>
   /** Per run: how long the turn took at the port (from runTurn's start to its end event reaching the runtime). */
   readonly port: Array<number>
+  /**
+   * Milliseconds this process's main thread was busy while the binary worked on the turn
+   * (event-loop utilisation): through Skein, over the turn at the port; alone, over the
+   * direct client's turn.
+   */
+  readonly skeinBusy: Array<number>
+  readonly rawBusy: Array<number>
 }
-const emptyPhase = (): Phase => ({ raw: [], skein: [], rawCpu: [], skeinCpu: [], port: [] })
+const emptyPhase = (): Phase => ({ raw: [], skein: [], rawCpu: [], skeinCpu: [], port: [], skeinBusy: [], rawBusy: [] })
 
 type Kind = "codex" | "claude"
 
@@ -241,11 +251,14 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
     kind,
     (runTurn) => (input, onEvents) =>
       Effect.suspend(() => {
-        const [t0, into] = [performance.now(), phase]
+        const [t0, loop0, into] = [performance.now(), performance.eventLoopUtilization(), phase]
         // Until the turn's end event reaches the runtime (which records the run's end from
         // it, while the call still unwinds).
         return runTurn(input, (events) => {
-          if (events.some(TurnEvents.isTerminal)) into?.port.push(performance.now() - t0)
+          if (events.some(TurnEvents.isTerminal)) {
+            into?.port.push(performance.now() - t0)
+            into?.skeinBusy.push(performance.eventLoopUtilization(loop0).active)
+          }
           return onEvents(events)
         })
       })
@@ -259,9 +272,10 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
         yield* o.startRun({ threadId: thread.id, provider, message: "warm up", wait: true })
         const rawTurn = (into: Phase, i: number) =>
           Effect.promise(async () => {
-            const [r0, c0] = [performance.now(), process.cpuUsage()]
+            const [r0, c0, loop0] = [performance.now(), process.cpuUsage(), performance.eventLoopUtilization()]
             await raw.turn(`turn ${i}`)
             into.raw.push(performance.now() - r0)
+            into.rawBusy.push(performance.eventLoopUtilization(loop0).active)
             into.rawCpu.push(cpuSince(c0))
           })
         const skeinTurn = (into: Phase, i: number) =>
@@ -332,7 +346,9 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   // meanwhile (driver, store, V8's compiler and collector, the mock): CPU the binary
   // would otherwise have had on these two cores.
   console.log(
-    `${kind}: the turn at the port minus the binary alone: p50 ${fmt(median(p.port.map((t, i) => t - p.raw[i]!)))}; ${cpu(p)}`
+    `${kind}: the turn at the port minus the binary alone: p50 ${fmt(median(p.port.map((t, i) => t - p.raw[i]!)))}; ${cpu(p)}; ` +
+      `this process's main thread busy while the binary works: through Skein ${fmt(median(p.skeinBusy))}, ` +
+      `alone ${fmt(median(p.rawBusy))} (p50)`
   )
   console.log(
     `${kind}: the paired difference by order: after a turn of the binary alone ${fmt(byOrder(p, 0))}, ` +
