@@ -60,13 +60,7 @@ const directTurn = async (dir: string, mockUrl: string, optOut: ReadonlyArray<st
     dir
   )
   try {
-    let id = 0
-    const call = (method: string, params: unknown) => {
-      const mine = ++id
-      const reply = codex.next((m) => m.id === mine && m.method === undefined)
-      codex.send({ id: mine, method, params })
-      return reply
-    }
+    const call = codex.call
     await call("initialize", {
       clientInfo: { name: "test", title: "test", version: "0" },
       capabilities: { experimentalApi: false, requestAttestation: false, optOutNotificationMethods: optOut }

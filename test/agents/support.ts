@@ -189,19 +189,29 @@ export const lineClient = (command: string, args: ReadonlyArray<string>, env: Re
       }
     }
   })
+  const send = (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`)
+  const next = (test: (message: any) => boolean, timeoutMs = 30_000) =>
+    new Promise<any>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("line client: no answer in time")), timeoutMs)
+      waiters.push((message) => {
+        if (!test(message)) return false
+        clearTimeout(timer)
+        resolve(message)
+        return true
+      })
+    })
+  let lastId = 0
   return {
     seen,
-    send: (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`),
-    next: (test: (message: any) => boolean, timeoutMs = 30_000) =>
-      new Promise<any>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error("line client: no answer in time")), timeoutMs)
-        waiters.push((message) => {
-          if (!test(message)) return false
-          clearTimeout(timer)
-          resolve(message)
-          return true
-        })
-      }),
+    send,
+    next,
+    /** A JSON-RPC request (Codex's app-server): resolves with its reply, result or error. */
+    call: (method: string, params: unknown) => {
+      const id = ++lastId
+      const reply = next((m) => m.id === id && m.method === undefined)
+      send({ id, method, params })
+      return reply
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve()

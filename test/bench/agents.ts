@@ -90,13 +90,7 @@ const direct = async (kind: Kind, binary: string, env: Record<string, string>, c
   const t0 = performance.now()
   if (kind === "codex") {
     const c = lineClient(binary, ["app-server"], env, cwd)
-    let id = 0
-    const call = async (method: string, params: unknown) => {
-      const mine = ++id
-      const reply = c.next((m) => m.id === mine && m.method === undefined)
-      c.send({ id: mine, method, params })
-      return reply
-    }
+    const call = c.call
     // The same turn as the driver's: Codex sends the same notifications to both.
     await call("initialize", {
       clientInfo: { name: "bench", title: "bench", version: "0" },

@@ -235,7 +235,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       // The turn is over: nothing is left for a stop to interrupt, and its end is
       // recorded now. (If that fails, the driver records the end again after the call.)
       sent = undefined
-      yield* Effect.ignore(finish(Exit.succeed({ outcome, turnRef })))
+      yield* Effect.ignore(recordEnd(Exit.succeed({ outcome, turnRef })))
     })
 
   const turn = (lease: SessionLease, initial: RunContext) =>
@@ -378,15 +378,14 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
 
   /** Whether the run's FinishRun got through: nothing is recorded after it. */
   let finished = false
-  /** Records the run's end from how its turn ended. */
-  function finish(exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>): Effect.Effect<void, SkeinError> {
-    return Effect.flatMap(captureAfter(exit), (checkpoint) => {
+  /** Records the run's end (its one FinishRun) from how its turn ended. */
+  const recordEnd = (exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>): Effect.Effect<void, SkeinError> =>
+    Effect.flatMap(captureAfter(exit), (checkpoint) => {
       const stopped = input.stop.exit
       const end = finishOf(exit, stopped !== undefined && Exit.isSuccess(stopped) ? stopped.value : null, checkpoint)
       if (Option.isNone(end)) return Effect.void
       return Effect.map(ask("FinishRun", end.value), () => void (finished = true))
     })
-  }
 
   return bodyUnderStop.pipe(
     // However the turn ended, items still held go with FinishRun.
@@ -394,6 +393,6 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
     Effect.exit,
     // Unless the turn's end was recorded already. If this fails, the actor hears why from
     // this fiber's exit (DriverExited), and ends the run itself.
-    Effect.flatMap((exit) => (finished ? Effect.void : finish(exit)))
+    Effect.flatMap((exit) => (finished ? Effect.void : recordEnd(exit)))
   )
 }
