@@ -6,7 +6,7 @@
  *   driver; `run.start` with wait) minus the same turn sent straight to a warm process
  *   of the binary (Codex: `turn/start` until `turn/completed`; Claude Code: a user line
  *   until its `result`). Goal: under 3 ms at p50. Measured in two rounds: the first 80
- *   turns after start, and 240 more after 3,000 scripted runs have brought the
+ *   turns after start, and 600 more after 3,000 scripted runs have brought the
  *   run path to where a long-running Skein has it (the goal's round); then, with no
  *   goal, 40 turns with a pause after each, as a user's turns come.
  * - Start-up of a provider session, from spawn until the first turn is accepted
@@ -44,11 +44,17 @@ import { bootstrapInterval, percentile } from "./stats.js"
  */
 const TURNS = Number(process.env.SKEIN_BENCH_AGENT_TURNS ?? 80)
 /**
- * Turns of each kind in the goal's round: three times as many, for a p50 about 1.7
- * times steadier (its 95% bootstrap interval is printed beside it).
+ * Turns of each kind in the goal's round. The p50 of paired differences moves with the
+ * binary's own spread: at 240 pairs its 95% bootstrap interval was some 2.3 ms wide
+ * (standard error about 0.6 ms), enough to flip the verdict from one run to the next
+ * on the same code. At 600 the interval narrows by about 1.6 times, for some 70 s more.
  */
-const SETTLED_TURNS = Number(process.env.SKEIN_BENCH_AGENT_SETTLED_TURNS ?? 240)
-const STARTS = Number(process.env.SKEIN_BENCH_AGENT_STARTS ?? 6)
+const SETTLED_TURNS = Number(process.env.SKEIN_BENCH_AGENT_SETTLED_TURNS ?? 600)
+/**
+ * Start-ups of each kind. Their medians of 6 moved by some 10% from run to run (codex
+ * 0.90-1.11x, claude 0.92-1.15x on the same code), as far as the goal's margin.
+ */
+const STARTS = Number(process.env.SKEIN_BENCH_AGENT_STARTS ?? 12)
 /**
  * Scripted runs between the two rounds of turns. V8 compiles the run path a function at
  * a time as each gets hot, some only after thousands of runs, on background threads that
@@ -194,6 +200,10 @@ const verdict = (met: boolean, by: string) => (met ? "met" : `missed ${by}`)
 
 const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   const env = kind === "codex" ? codexEnv(dir, mock.url) : claudeEnv(dir, mock.url)
+  // The agent's workspace is not Skein's data directory, as in use (~/.skein against a
+  // project): Codex watches its working directory, and every commit writes there.
+  const workspace = Path.join(dir, "workspace")
+  Fs.mkdirSync(workspace)
   const configFile = Path.join(dir, `${kind}.json`)
   Fs.writeFileSync(
     configFile,
@@ -216,11 +226,11 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   const driven: Array<number> = []
   for (let i = 0; i < STARTS; i++) {
     const measureAlone = async () => {
-      const d = await direct(kind, binary, rawEnv, dir)
+      const d = await direct(kind, binary, rawEnv, workspace)
       alone.push(d.startup)
       await d.stop()
     }
-    const measureDriven = async () => void driven.push(await throughDriver(adapter, dir))
+    const measureDriven = async () => void driven.push(await throughDriver(adapter, workspace))
     if (i % 2 === 0) {
       await measureAlone()
       await measureDriven()
@@ -232,7 +242,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
 
   // Turns: a warm raw process and a warm Skein thread, alternating turn by turn; twice,
   // once just after start and once after Skein's run path has run WARM_RUNS times.
-  const raw = await direct(kind, binary, rawEnv, dir)
+  const raw = await direct(kind, binary, rawEnv, workspace)
   const early = emptyPhase()
   const settled = emptyPhase()
   const paced = emptyPhase()
@@ -261,7 +271,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
     dir,
     (o) =>
       Effect.gen(function* () {
-        const thread = yield* o.createThread({ workspace: dir })
+        const thread = yield* o.createThread({ workspace })
         const provider = kind as ProviderName
         yield* o.startRun({ threadId: thread.id, provider, message: "warm up", wait: true })
         const rawTurn = (into: Phase, i: number) =>
