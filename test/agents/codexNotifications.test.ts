@@ -39,16 +39,18 @@ const writeTeeLauncher = (dir: string, copy: string): string => {
   return file
 }
 
-/** The notification methods among JSON lines (messages with a method and no id). */
+/** The notification methods among messages (those with a method and no id). */
+const notificationsAmong = (messages: ReadonlyArray<{ readonly id?: unknown; readonly method?: unknown }>) =>
+  new Set(messages.filter((m) => m.id === undefined && typeof m.method === "string").map((m) => m.method as string))
+
+/** The notification methods among JSON lines. */
 const notificationMethods = (text: string): Set<string> =>
-  new Set(
+  notificationsAmong(
     text
       .split("\n")
       // The launcher also ran for the driver's `--version` probe, which prints a plain line.
       .filter((line) => line.startsWith("{"))
       .map((line) => JSON.parse(line) as { readonly id?: unknown; readonly method?: unknown })
-      .filter((m) => m.id === undefined && typeof m.method === "string")
-      .map((m) => m.method as string)
   )
 
 /** One turn straight over the protocol, opting out of `optOut` only: the notifications Codex sent. */
@@ -60,19 +62,16 @@ const directTurn = async (dir: string, mockUrl: string, optOut: ReadonlyArray<st
     dir
   )
   try {
-    const call = codex.call
-    await call("initialize", {
+    await codex.call("initialize", {
       clientInfo: { name: "test", title: "test", version: "0" },
       capabilities: { experimentalApi: false, requestAttestation: false, optOutNotificationMethods: optOut }
     })
     codex.send({ method: "initialized" })
-    const threadId = (await call("thread/start", { cwd: dir })).result.thread.id as string
+    const threadId = (await codex.call("thread/start", { cwd: dir })).result.thread.id as string
     const completed = codex.next((m) => m.method === "turn/completed")
-    await call("turn/start", { threadId, input: [{ type: "text", text: "hello", text_elements: [] }] })
+    await codex.call("turn/start", { threadId, input: [{ type: "text", text: "hello", text_elements: [] }] })
     await completed
-    return new Set(
-      codex.seen.filter((m) => m.id === undefined && typeof m.method === "string").map((m) => m.method as string)
-    )
+    return notificationsAmong(codex.seen)
   } finally {
     await codex.stop()
   }
