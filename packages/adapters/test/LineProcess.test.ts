@@ -4,7 +4,7 @@
  */
 import * as Fs from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, Scope, Stream } from "effect"
+import { Cause, Chunk, Effect, Exit, Scope, Stream } from "effect"
 import { LineProcess, scopedEnv } from "../src/process/LineProcess.js"
 import { isAlive } from "./support.js"
 
@@ -72,31 +72,33 @@ describe("LineProcess", () => {
     )
   )
 
-  it.live("forEachMessage hands every message to its reader in order, one at a time, and ends with stdout", () =>
+  it.live("readMessages hands every message to its reader at once, in order, and ends with stdout", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        // The child ends on its own (process.exit could cut its piped stdout short).
+        // The child ends on its own (process.exit could cut its piped stdout short). Its
+        // first lines come before anyone reads: they wait, and go first.
         const proc = yield* node(
-          `for (let i = 0; i < 500; i++) console.log(JSON.stringify({ i })); console.log("not json")`
+          `for (let i = 0; i < 500; i++) console.log(JSON.stringify({ i })); console.log("not json"); ` +
+            `setTimeout(() => { console.log('{"boom":true}'); console.log('{"i":500}') }, 100)`
         )
+        yield* Effect.sleep(50)
         const seen: Array<unknown> = []
-        let inside = 0
-        let overlapped = false
-        yield* proc.forEachMessage((message) =>
-          Effect.gen(function* () {
-            overlapped ||= inside > 0
-            inside++
-            yield* Effect.yieldNow()
-            seen.push(message)
-            inside--
-          })
-        )
-        expect(overlapped).toBe(false)
-        expect(seen).toEqual(Array.from({ length: 500 }, (_, i) => ({ i })))
-        // A reader's failure ends the loop with it.
-        const failing = yield* node(`console.log('{"a":1}'); setTimeout(() => {}, 10000)`)
-        const error = yield* Effect.flip(failing.forEachMessage(() => Effect.fail("stop")))
-        expect(error).toBe("stop")
+        const later: Array<string> = []
+        yield* proc.readMessages((message) => {
+          // A reader that throws loses that message only.
+          if ((message as { boom?: boolean }).boom) throw new Error("reader defect")
+          seen.push(message)
+          // What the reader starts runs after it, in order.
+          if ((message as { i: number }).i % 100 === 0) {
+            proc.later(Effect.sync(() => void later.push(`after ${(message as { i: number }).i}`)))
+          }
+        })
+        expect(seen).toEqual(Array.from({ length: 501 }, (_, i) => ({ i })))
+        yield* Effect.sleep(10)
+        expect(later).toEqual(["after 0", "after 100", "after 200", "after 300", "after 400", "after 500"])
+        // One reader only.
+        const twice = yield* Effect.exit(proc.readMessages(() => {}))
+        expect(Exit.isFailure(twice) && Cause.isDie(twice.cause)).toBe(true)
       })
     )
   )

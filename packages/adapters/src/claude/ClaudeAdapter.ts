@@ -273,7 +273,7 @@ const openSession = (
       toolName: string,
       input: unknown,
       description?: string
-    ) => {
+    ): void => {
       const question = permissionQuestion(toolName, input, description)
       const approvalId = makeId.approval()
       const decision = automaticDecision(policy)
@@ -281,29 +281,30 @@ const openSession = (
       if (decision !== null || turn === null) {
         const taken = decision ?? "decline"
         if (turn !== null) offer(turn, { type: "approval_request", approvalId, question, status: taken })
-        return cp.proc.send(controlSuccess(requestId, answerOf(taken, input))).pipe(Effect.ignore)
+        return cp.proc.later(cp.proc.send(controlSuccess(requestId, answerOf(taken, input))).pipe(Effect.ignore))
       }
       cp.approvals.set(approvalId, { requestId, input })
       offer(turn, { type: "approval_request", approvalId, question, status: "open" })
-      return Effect.void
     }
 
-    const onLine = (cp: ClaudeProcess, raw: unknown): Effect.Effect<void> => {
-      if (typeof raw !== "object" || raw === null) return Effect.void
+    const onLine = (cp: ClaudeProcess, raw: unknown): void => {
+      if (typeof raw !== "object" || raw === null) return
       const type = (raw as { type?: unknown }).type
       const subtype = (raw as { subtype?: unknown }).subtype
-      if (typeof type !== "string" || !knownLineTypes.has(type)) return Effect.void
-      if (type === "system" && subtype !== "task_notification") return Effect.void
+      if (typeof type !== "string" || !knownLineTypes.has(type)) return
+      if (type === "system" && subtype !== "task_notification") return
       const decoded = decodeLine(raw)
       if (Either.isLeft(decoded)) {
-        return Effect.logWarning(`${provider}: skipping a ${type} line that does not decode`, decoded.left.message)
+        return cp.proc.later(
+          Effect.logWarning(`${provider}: skipping a ${type} line that does not decode`, decoded.left.message)
+        )
       }
       const line = decoded.right
       const turn = cp.turn
       switch (line.type) {
         case "control_response": {
           const waiting = cp.control.get(line.response.request_id)
-          if (waiting === undefined) return Effect.void
+          if (waiting === undefined) return
           cp.control.delete(line.response.request_id)
           Deferred.unsafeDone(
             waiting,
@@ -313,18 +314,20 @@ const openSession = (
                   failure("error", `Claude Code refused a control request: ${line.response.error ?? "no reason given"}`)
                 )
           )
-          return Effect.void
+          return
         }
         case "control_request":
           if ("tool_name" in line.request) {
             const request = line.request as { tool_name: string; input: unknown; description?: string }
             return onPermission(cp, line.request_id, request.tool_name, request.input, request.description)
           }
-          return cp.proc
-            .send(controlError(line.request_id, `Skein does not handle ${line.request.subtype}`))
-            .pipe(Effect.ignore)
+          return cp.proc.later(
+            cp.proc
+              .send(controlError(line.request_id, `Skein does not handle ${line.request.subtype}`))
+              .pipe(Effect.ignore)
+          )
         case "assistant": {
-          if (turn === null || (line.parent_tool_use_id ?? null) !== null) return Effect.void
+          if (turn === null || (line.parent_tool_use_id ?? null) !== null) return
           if (line.uuid !== undefined) turn.last = line.uuid
           for (const block of line.message.content) {
             if (block.type === "text" && "text" in block && block.text.length > 0) {
@@ -337,12 +340,12 @@ const openSession = (
               if (SUBAGENT_TOOLS.has(block.name)) offer(turn, childStarted(block.id, use))
             }
           }
-          return Effect.void
+          return
         }
         case "user": {
-          if (turn === null || (line.parent_tool_use_id ?? null) !== null) return Effect.void
+          if (turn === null || (line.parent_tool_use_id ?? null) !== null) return
           if (line.uuid !== undefined) turn.last = line.uuid
-          if (typeof line.message.content === "string") return Effect.void
+          if (typeof line.message.content === "string") return
           for (const block of line.message.content) {
             if (block.type !== "tool_result" || !("tool_use_id" in block)) continue
             const use = turn.toolUses.get(block.tool_use_id)
@@ -357,11 +360,10 @@ const openSession = (
               offer(turn, toolItem(use, text, isError))
             }
           }
-          return Effect.void
+          return
         }
         case "system": {
-          if (turn === null || line.tool_use_id === undefined || turn.childrenDone.has(line.tool_use_id))
-            return Effect.void
+          if (turn === null || line.tool_use_id === undefined || turn.childrenDone.has(line.tool_use_id)) return
           turn.childrenDone.add(line.tool_use_id)
           offer(
             turn,
@@ -371,10 +373,10 @@ const openSession = (
               nativeThreadRef: line.task_id ?? null
             })
           )
-          return Effect.void
+          return
         }
         case "result":
-          return Effect.sync(() => endTurn(cp, line))
+          return endTurn(cp, line)
       }
     }
 
@@ -447,7 +449,7 @@ const openSession = (
           }
           // The reader: when stdout ends, the process is gone; a turn on it fails as a crash.
           yield* proc
-            .forEachMessage((raw) => onLine(cp, raw))
+            .readMessages((raw) => onLine(cp, raw))
             .pipe(
               Effect.zipRight(proc.exited),
               Effect.zipRight(proc.describeExit),

@@ -252,14 +252,14 @@ const openSession = (
       return turnId === null || turn.id === null || turn.id === turnId ? turn : undefined
     }
 
-    const onNotification = (method: string, params: unknown): Effect.Effect<void> => {
-      if (!(method in Notifications)) return Effect.void
+    const warn = (message: string, detail?: unknown) =>
+      proc.later(detail === undefined ? Effect.logWarning(message) : Effect.logWarning(message, detail))
+
+    const onNotification = (method: string, params: unknown): void => {
+      if (!(method in Notifications)) return
       const decoded = notificationDecoders[method as keyof typeof Notifications](params)
       if (Either.isLeft(decoded)) {
-        return Effect.logWarning(
-          `${provider}: skipping a ${method} notification that does not decode`,
-          decoded.left.message
-        )
+        return warn(`${provider}: skipping a ${method} notification that does not decode`, decoded.left.message)
       }
       const value = decoded.right
       switch (method) {
@@ -267,13 +267,13 @@ const openSession = (
           const { item, threadId, turnId } = value as (typeof Notifications)["item/completed"]["Type"]
           const turn = turnOf(threadId, turnId)
           if (turn !== undefined) offerItems(turn, turnItemsOf(item))
-          return Effect.void
+          return
         }
         case "turn/plan/updated": {
           const plan = value as (typeof Notifications)["turn/plan/updated"]["Type"]
           const turn = turnOf(plan.threadId, plan.turnId)
           if (turn !== undefined) offerItems(turn, [planItemOf(plan)])
-          return Effect.void
+          return
         }
         case "thread/tokenUsage/updated": {
           const usage = value as (typeof Notifications)["thread/tokenUsage/updated"]["Type"]
@@ -286,22 +286,24 @@ const openSession = (
               cachedInputTokens: last.cachedInputTokens
             }
           }
-          return Effect.void
+          return
         }
         case "error": {
           const notice = value as (typeof Notifications)["error"]["Type"]
-          return Effect.logDebug(`${provider}: Codex reported an error on ${notice.threadId}`, notice.error.message)
+          return proc.later(
+            Effect.logDebug(`${provider}: Codex reported an error on ${notice.threadId}`, notice.error.message)
+          )
         }
         case "turn/completed": {
           const { threadId, turn: done } = value as (typeof Notifications)["turn/completed"]["Type"]
           const turn = turnOf(threadId, done.id)
-          if (turn === undefined || done.status === "inProgress") return Effect.void
+          if (turn === undefined || done.status === "inProgress") return
           endTurn(threadId, turn)
           if (done.status === "failed") {
             const message = done.error?.message ?? "the turn failed"
             turn.mailbox.unsafeOffer({ _tag: "Item", item: { type: "error", message, code: null } })
             turn.mailbox.unsafeDone(Exit.fail(failure("error", `Codex failed the turn: ${message}`)))
-            return Effect.void
+            return
           }
           turn.mailbox.unsafeOffer(
             done.status === "interrupted"
@@ -309,16 +311,17 @@ const openSession = (
               : { _tag: "TurnCompleted", turnRef: done.id, ...(turn.usage ? { usage: turn.usage } : {}) }
           )
           turn.mailbox.unsafeDone(Exit.void)
-          return Effect.void
+          return
         }
       }
-      return Effect.void
     }
 
-    const onServerRequest = (id: number | string, method: string, params: unknown): Effect.Effect<void> => {
+    const onServerRequest = (id: number | string, method: string, params: unknown): void => {
       if (!(method in ApprovalRequests)) {
         // Codex waits for an answer to every request: refuse the ones Skein does not handle.
-        return reply(id, { error: { code: -32601, message: `Skein does not handle ${method}` } }).pipe(Effect.ignore)
+        return proc.later(
+          reply(id, { error: { code: -32601, message: `Skein does not handle ${method}` } }).pipe(Effect.ignore)
+        )
       }
       const decoded: Either.Either<
         | (typeof ApprovalRequests)["item/commandExecution/requestApproval"]["Type"]
@@ -326,10 +329,8 @@ const openSession = (
         ParseResult.ParseError
       > = approvalDecoders[method as ApprovalMethod](params)
       if (Either.isLeft(decoded)) {
-        return Effect.zipRight(
-          Effect.logWarning(`${provider}: declining a ${method} request that does not decode`, decoded.left.message),
-          reply(id, { result: { decision: "decline" } }).pipe(Effect.ignore)
-        )
+        warn(`${provider}: declining a ${method} request that does not decode`, decoded.left.message)
+        return proc.later(reply(id, { result: { decision: "decline" } }).pipe(Effect.ignore))
       }
       const request = decoded.right
       const question =
@@ -349,14 +350,13 @@ const openSession = (
             item: { type: "approval_request", approvalId, question: asked, status: taken }
           })
         }
-        return reply(id, { result: { decision: taken } }).pipe(Effect.ignore)
+        return proc.later(reply(id, { result: { decision: taken } }).pipe(Effect.ignore))
       }
       approvals.set(approvalId, { rpcId: id, threadId: request.threadId })
       turn.mailbox.unsafeOffer({
         _tag: "Item",
         item: { type: "approval_request", approvalId, question: asked, status: "open" }
       })
-      return Effect.void
     }
 
     const onReply = (raw: { readonly id: number | string }, outcome: Exit.Exit<unknown, ProviderFailure>) => {
@@ -373,37 +373,37 @@ const openSession = (
     const decodeError = Schema.decodeUnknownEither(RpcError)
     const decodeResult = Schema.decodeUnknownEither(RpcResult)
 
-    const onMessage = (raw: unknown): Effect.Effect<void> => {
-      if (typeof raw !== "object" || raw === null) {
-        return Effect.logWarning(`${provider}: skipping a message that is not an object`, raw)
-      }
+    const onMessage = (raw: unknown): void => {
+      if (typeof raw !== "object" || raw === null)
+        return warn(`${provider}: skipping a message that is not an object`, raw)
       if ("method" in raw) {
         if ("id" in raw) {
           const request = decodeRequest(raw)
           return Either.isRight(request)
             ? onServerRequest(request.right.id, request.right.method, request.right.params)
-            : Effect.logWarning(`${provider}: skipping a malformed server request`, request.left.message)
+            : warn(`${provider}: skipping a malformed server request`, request.left.message)
         }
         const notification = decodeNotification(raw)
         return Either.isRight(notification)
           ? onNotification(notification.right.method, notification.right.params)
-          : Effect.logWarning(`${provider}: skipping a malformed notification`, notification.left.message)
+          : warn(`${provider}: skipping a malformed notification`, notification.left.message)
       }
       if ("error" in raw) {
         const error = decodeError(raw)
-        if (Either.isLeft(error)) return Effect.logWarning(`${provider}: skipping a malformed error reply`)
+        if (Either.isLeft(error)) return warn(`${provider}: skipping a malformed error reply`)
         const method = typeof error.right.id === "number" ? pending.get(error.right.id)?.method : undefined
-        return Effect.sync(() =>
-          onReply(error.right, Exit.fail(failure("error", `${method ?? "a request"}: ${error.right.error.message}`)))
+        return onReply(
+          error.right,
+          Exit.fail(failure("error", `${method ?? "a request"}: ${error.right.error.message}`))
         )
       }
       const result = decodeResult(raw)
-      if (Either.isLeft(result)) return Effect.logWarning(`${provider}: skipping a malformed reply`)
-      return Effect.sync(() => onReply(result.right, Exit.succeed(result.right.result)))
+      if (Either.isLeft(result)) return warn(`${provider}: skipping a malformed reply`)
+      onReply(result.right, Exit.succeed(result.right.result))
     }
 
     // The reader: when stdout ends the process is gone, and with it every pending reply and turn.
-    yield* proc.forEachMessage(onMessage).pipe(
+    yield* proc.readMessages(onMessage).pipe(
       Effect.zipRight(proc.exited),
       Effect.zipRight(proc.describeExit),
       Effect.flatMap((how) =>

@@ -9,8 +9,8 @@
  */
 import * as NodeChildProcess from "node:child_process"
 import * as Os from "node:os"
-import { Chunk, Deferred, Effect, Exit, Mailbox, Option, Runtime } from "effect"
-import type { Scope, Stream } from "effect"
+import { Deferred, Effect, Exit, Mailbox, Option, Runtime, Stream } from "effect"
+import type { Scope } from "effect"
 import { ProviderFailure } from "@skein/domain"
 
 export interface ExitStatus {
@@ -36,15 +36,22 @@ export interface LineProcess {
   readonly send: (message: unknown) => Effect.Effect<void, ProviderFailure>
   /**
    * The child's stdout lines parsed as JSON, in order; lines that are not JSON are
-   * skipped (logged at debug level). Ends when stdout closes. One consumer only.
+   * skipped (logged). Ends when stdout closes. Use either this or `readMessages`, once.
    */
   readonly messages: Stream.Stream<unknown>
   /**
-   * The same messages handed to `f` one at a time, in order, until stdout closes (the
-   * way an adapter's reader consumes them: a loop over the mailbox costs a fraction of
-   * a Stream's per-element work). Use either this or `messages`, once.
+   * Hands each message to `handle` as its line arrives, synchronously, from the
+   * stream's own callback, in order (whatever came before the call first). Completes
+   * when stdout has closed, after the last message. `handle` must not wait: what it has
+   * to run as an Effect (an answer to the child, a log line) it passes to `later`,
+   * which starts each in a fiber of its own, in the order given. A `handle` that throws
+   * is logged and the reader goes on with the next message. An adapter's reader works
+   * this way because a fiber woken for every line cost a Codex turn some 0.1 ms of
+   * CPU per line, taken from the agent working on the turn beside it.
    */
-  readonly forEachMessage: <E>(f: (message: unknown) => Effect.Effect<void, E>) => Effect.Effect<void, E>
+  readonly readMessages: (handle: (message: unknown) => void) => Effect.Effect<void>
+  /** Runs `effect` in a fiber of its own, after what was passed before (see `readMessages`). */
+  readonly later: (effect: Effect.Effect<void>) => void
   /** The last few kilobytes the child wrote to stderr. */
   readonly stderrTail: Effect.Effect<string>
   /** Completes when the child has exited, for whatever reason. */
@@ -91,8 +98,19 @@ export const scopedEnv = (
 const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, ProviderFailure, Scope.Scope> =>
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
-    const logWarning = (message: string) => Runtime.runFork(runtime)(Effect.logWarning(message))
-    const messages = yield* Mailbox.make<unknown>()
+    const later = (effect: Effect.Effect<void>) => void Runtime.runFork(runtime)(effect)
+    const logWarning = (message: string) => later(Effect.logWarning(message))
+    /** Who reads the messages; until one does, they wait in `backlog`. */
+    let reader: ((message: unknown) => void) | undefined
+    let backlog: Array<unknown> = []
+    const stdoutClosed = yield* Deferred.make<void>()
+    const hand = (message: unknown) => {
+      try {
+        reader!(message)
+      } catch (error) {
+        logWarning(`${options.provider}: the reader of the process's messages failed on one: ${String(error)}`)
+      }
+    }
     const exit = yield* Deferred.make<ExitStatus>()
     let stderr = ""
     const graceMs = options.graceMs ?? 2000
@@ -147,7 +165,7 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
           Deferred.unsafeDone(exit, Exit.succeed({ code, signal }))
         })
         child.on("close", () => {
-          messages.unsafeDone(Exit.void)
+          Deferred.unsafeDone(stdoutClosed, Exit.void)
         })
         child.stderr.setEncoding("utf8")
         child.stderr.on("data", (chunk: string) => {
@@ -157,11 +175,15 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
         const onLine = (raw: string) => {
           const line = raw.trim()
           if (line.length === 0) return
+          let message: unknown
           try {
-            messages.unsafeOffer(JSON.parse(line))
+            message = JSON.parse(line)
           } catch {
             logWarning(`${options.provider}: ignoring a stdout line that is not JSON: ${line.slice(0, 200)}`)
+            return
           }
+          if (reader === undefined) backlog.push(message)
+          else hand(message)
         }
         child.stdout.setEncoding("utf8")
         child.stdout.on("data", (chunk: string) => {
@@ -223,18 +245,31 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
           })
       )
 
+    const readMessages = (handle: (message: unknown) => void): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (reader !== undefined) return Effect.dieMessage("LineProcess: its messages have a reader already")
+        reader = handle
+        const earlier = backlog
+        backlog = []
+        for (const message of earlier) hand(message)
+        return Deferred.await(stdoutClosed)
+      })
+
     return {
       pid: child.pid ?? -1,
       send,
-      messages: Mailbox.toStream(messages),
-      forEachMessage: <E>(f: (message: unknown) => Effect.Effect<void, E>) => {
-        const loop: Effect.Effect<void, E> = Effect.flatMap(messages.takeAll, ([chunk, done]) => {
-          const all = Chunk.toReadonlyArray(chunk)
-          const each = all.length === 1 ? f(all[0]) : Effect.forEach(all, f, { discard: true })
-          return done ? each : Effect.zipRight(each, loop)
+      messages: Stream.unwrapScoped(
+        Effect.gen(function* () {
+          const mailbox = yield* Mailbox.make<unknown>()
+          yield* readMessages((message) => mailbox.unsafeOffer(message)).pipe(
+            Effect.ensuring(mailbox.end),
+            Effect.forkScoped
+          )
+          return Mailbox.toStream(mailbox)
         })
-        return loop
-      },
+      ),
+      readMessages,
+      later,
       stderrTail: Effect.sync(() => stderr),
       exited: Deferred.await(exit),
       describeExit

@@ -97,36 +97,33 @@ const openSession = (
 
     yield* Effect.addFinalizer(() => close(() => failure("error", "the provider session was closed")))
 
-    const handleIncoming = (raw: unknown) =>
-      Effect.gen(function* () {
-        const decoded = Schema.decodeUnknownOption(Incoming)(raw)
-        if (Option.isNone(decoded)) {
-          return yield* Effect.logDebug(`${provider}: ignoring an unexpected message`, raw)
-        }
-        const message = decoded.value
-        if ("id" in message) {
-          const entry = pending.get(message.id)
-          if (entry === undefined) return
-          pending.delete(message.id)
-          entry.done(
-            "error" in message
-              ? Exit.fail(failure(message.error.kind, message.error.message))
-              : Exit.succeed(message.result)
-          )
-          return
-        }
-        const { event, nativeRef } = message.params
-        const mailbox = turns.get(nativeRef)
-        if (mailbox === undefined) return
-        mailbox.unsafeOffer(event)
-        if (TurnEvents.isTerminal(event)) {
-          turns.delete(nativeRef)
-          mailbox.unsafeDone(Exit.void)
-        }
-      })
+    const handleIncoming = (raw: unknown): void => {
+      const decoded = Schema.decodeUnknownOption(Incoming)(raw)
+      if (Option.isNone(decoded)) return proc.later(Effect.logDebug(`${provider}: ignoring an unexpected message`, raw))
+      const message = decoded.value
+      if ("id" in message) {
+        const entry = pending.get(message.id)
+        if (entry === undefined) return
+        pending.delete(message.id)
+        entry.done(
+          "error" in message
+            ? Exit.fail(failure(message.error.kind, message.error.message))
+            : Exit.succeed(message.result)
+        )
+        return
+      }
+      const { event, nativeRef } = message.params
+      const mailbox = turns.get(nativeRef)
+      if (mailbox === undefined) return
+      mailbox.unsafeOffer(event)
+      if (TurnEvents.isTerminal(event)) {
+        turns.delete(nativeRef)
+        mailbox.unsafeDone(Exit.void)
+      }
+    }
 
     // The dispatcher: when stdout ends the process is gone, and so is every pending reply.
-    yield* proc.forEachMessage(handleIncoming).pipe(
+    yield* proc.readMessages(handleIncoming).pipe(
       Effect.zipRight(proc.exited),
       Effect.zipRight(proc.describeExit),
       Effect.flatMap((how) =>
