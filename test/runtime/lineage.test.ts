@@ -6,13 +6,24 @@
  * writes nothing; a fork survives a SIGKILL before its first run.
  */
 import type { ProviderName, RunView, SkeinError, ThreadId } from "@skein/domain"
+import { ThreadUpdated } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
+import { Effect, Either, Layer, ManagedRuntime, Option } from "effect"
 import { spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
-import type { Orchestrator } from "@skein/runtime"
-import { inTempRuntime, isAlive, removeDir, tempDir, waitFor, withRuntime } from "../support/runtime.js"
+import { join } from "node:path"
+import { Database, EventStore, Orchestrator } from "@skein/runtime"
+import {
+  captureLogs,
+  inTempRuntime,
+  isAlive,
+  removeDir,
+  runtimeLayer,
+  tempDir,
+  waitFor,
+  withRuntime
+} from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
@@ -322,6 +333,62 @@ describe("subagents", () => {
         expect((yield* o.listThreads({ parentThreadId: parent.id })).map((t) => t.id)).toEqual([child.id])
       })
     )
+  }, 60_000)
+
+  it("a result whose way back failed reaches the parent's next run from storage, while the parent's actor lives on", async () => {
+    const dir = tempDir()
+    const logs = captureLogs()
+    // A second writer on the same database: its append makes the parent actor's next commit stale.
+    const other = ManagedRuntime.make(
+      EventStore.layer.pipe(Layer.provideMerge(Database.layer({ filename: join(dir, "skein.db") })))
+    )
+    try {
+      await Effect.runPromise(
+        Effect.gen(function* () {
+          const o = yield* Orchestrator
+          const parent = yield* o.createThread({ title: "parent" })
+          // The parent's actor has looked in storage for children's results, and found none.
+          yield* o.startRun({ threadId: parent.id, provider: alpha, message: "plan the work", wait: true })
+          yield* Effect.promise(() =>
+            other.runPromise(
+              Effect.gen(function* () {
+                const store = yield* EventStore
+                const loaded = Option.getOrThrow(yield* store.loadThread(parent.id))
+                yield* store.append({
+                  threadId: parent.id,
+                  events: [new ThreadUpdated({ thread: { ...loaded.thread, title: "renamed elsewhere" } })]
+                })
+              })
+            )
+          )
+          const { run, thread: child } = yield* o.spawnSubagent({
+            parentThreadId: parent.id,
+            provider: beta,
+            prompt: "look it up [[decide:use PEACH]]"
+          })
+          yield* waitEnd(o, child.id, run.id)
+          // Its way back meets the stale actor (SequenceConflict): lost, and logged.
+          for (let i = 0; i < 500 && !logs.lines.some((l) => l.includes("returning its result failed")); i++) {
+            yield* Effect.sleep("10 millis")
+          }
+          expect(logs.lines.some((l) => l.includes(`subagent ${child.id}: returning its result failed`))).toBe(true)
+          expect((yield* o.getThread(parent.id)).transfers.some((t) => t.type === "subagent_result")).toBe(false)
+          // The parent's next run looks in storage again, since a child was spawned meanwhile.
+          const next = yield* o.startRun({
+            threadId: parent.id,
+            provider: alpha,
+            message: "[[recall:PEACH]]",
+            wait: true
+          })
+          expect(replyOf(next)).toContain("recall:PEACH=yes")
+          const result = (yield* o.getThread(parent.id)).transfers.find((t) => t.type === "subagent_result")
+          expect(result).toMatchObject({ status: "consumed", consumedByRunId: next.id, sourceThreadId: child.id })
+        }).pipe(Effect.provide(Layer.merge(runtimeLayer(dir), logs.layer)))
+      )
+    } finally {
+      await other.dispose()
+      removeDir(dir)
+    }
   }, 60_000)
 
   it("the [[subagent:P:PROMPT]] app tool starts a child whose result the parent's next run receives", async () => {

@@ -6,21 +6,12 @@
  */
 import type { ProviderAdapter, ProviderEvent, ProviderName } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, Logger } from "effect"
+import { Effect, Either, Layer } from "effect"
 import { Orchestrator } from "@skein/runtime"
 import { makeFaultAdapter, makeFaultPlan } from "../support/FaultAdapter.js"
-import { removeDir, runtimeLayer, tempDir, wrapTurns } from "../support/runtime.js"
+import { captureLogs, removeDir, runtimeLayer, tempDir, wrapTurns } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
-
-/** Every log line, with its cause, as text. */
-const captureLogs = () => {
-  const lines: Array<string> = []
-  const logger = Logger.make(({ cause, logLevel, message }) => {
-    lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)} ${String(cause)}`)
-  })
-  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
-}
 
 /** alpha, except that while `broken.now` reading its capabilities throws (an adapter bug). */
 const brittle =

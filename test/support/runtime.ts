@@ -7,7 +7,7 @@ import type { RuntimeOverrides } from "@skein/runtime"
 import type { ProviderAdapter, ProviderSessionHandle } from "@skein/domain"
 import { ProviderRegistry } from "@skein/domain"
 import { makeRuntimeLayer, Orchestrator, ThreadActors } from "@skein/runtime"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Logger } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -15,6 +15,15 @@ import { join } from "node:path"
 export const tempDir = (prefix = "skein-test-"): string => mkdtempSync(join(tmpdir(), prefix))
 
 export const removeDir = (dir: string): void => rmSync(dir, { recursive: true, force: true })
+
+/** Every log line, with its cause, as text; `layer` puts the logger in place. */
+export const captureLogs = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ cause, logLevel, message }) => {
+    lines.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)} ${String(cause)}`)
+  })
+  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
+}
 
 /**
  * For `mapAdapter`: the instance named `name` with each session's `runTurn` replaced by

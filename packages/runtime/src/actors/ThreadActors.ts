@@ -50,6 +50,7 @@ export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<Thr
           spawnSubagent(
             {
               store,
+              childSpawned: (parentId) => actors.peek(parentId)?.childSpawned(),
               providerExists: (name) => Effect.asVoid(sessions.adapter(name)),
               startRun: ({ message, provider, threadId }) =>
                 use(threadId, (actor) => actor.ask("StartRun", { threadId, provider, message })),

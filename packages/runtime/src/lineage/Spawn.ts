@@ -32,6 +32,8 @@ export interface SpawnDeps {
   ) => Effect.Effect<unknown, SkeinError>
   /** Where the watch for the child's result lives (outlives the caller). */
   readonly scope: Scope.Scope
+  /** The child's log is written: the parent's live actor, if any, looks for its result in storage again. */
+  readonly childSpawned: (parentId: ThreadId) => void
 }
 
 export interface SpawnInput {
@@ -147,6 +149,7 @@ export const spawnSubagent = (
       })
       child = planned.thread
     }
+    deps.childSpawned(input.parentThreadId)
     // The child's run: started here, or found when this is a retry.
     const existing = yield* store.lookup.runByOrdinal(child.id, 1)
     const run = Option.isSome(existing)

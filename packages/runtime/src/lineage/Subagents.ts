@@ -11,19 +11,25 @@ import type { EventStoreShape } from "../store/EventStore.js"
 import type { ThreadState } from "../store/ThreadState.js"
 import { subagentResultTransfer } from "./Lineage.js"
 
-/** Pending subagent_result transfers for children whose result this parent lacks. */
+/**
+ * Pending subagent_result transfers for children whose result this parent lacks, and
+ * how many such children are still waiting (their first run has not ended yet, or was
+ * rolled back).
+ */
 export const childResults = (
   store: EventStoreShape,
   state: ThreadState,
   now: string
-): Effect.Effect<ReadonlyArray<ThreadEvent>, StorageError> =>
+): Effect.Effect<{ readonly events: ReadonlyArray<ThreadEvent>; readonly waiting: number }, StorageError> =>
   Effect.gen(function* () {
     // Subagent children (not observe-only) with no subagent_result in this log yet, whatever its status.
     const children = yield* store.lookup.subagentsWithoutResult(state.thread.id)
     const events: Array<ThreadEvent> = []
+    let waiting = 0
     for (const child of children) {
       const first = yield* store.lookup.runByOrdinal(child.id, 1)
       if (Option.isNone(first) || !isTerminalRunStatus(first.value.status) || first.value.status === "rolled_back") {
+        waiting++
         continue
       }
       events.push(
@@ -38,5 +44,5 @@ export const childResults = (
         })
       )
     }
-    return events
+    return { events, waiting }
   })
