@@ -8,18 +8,18 @@
 import type { ProviderName, RunView, SkeinError, ThreadId } from "@skein/domain"
 import { ThreadUpdated } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, ManagedRuntime, Option } from "effect"
+import { Effect, Either, Layer, Option } from "effect"
 import { spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
-import { join } from "node:path"
-import { Database, EventStore, Orchestrator } from "@skein/runtime"
+import { EventStore, Orchestrator } from "@skein/runtime"
 import {
   captureLogs,
   inTempRuntime,
   isAlive,
   removeDir,
   runtimeLayer,
+  storeOn,
   tempDir,
   waitFor,
   withRuntime
@@ -339,9 +339,7 @@ describe("subagents", () => {
     const dir = tempDir()
     const logs = captureLogs()
     // A second writer on the same database: its append makes the parent actor's next commit stale.
-    const other = ManagedRuntime.make(
-      EventStore.layer.pipe(Layer.provideMerge(Database.layer({ filename: join(dir, "skein.db") })))
-    )
+    const other = storeOn(dir)
     try {
       await Effect.runPromise(
         Effect.gen(function* () {

@@ -4,15 +4,13 @@
  * through the store) whose actor passivates after every message, so that each
  * run.start activates it from its compact state and reads what it lacks on demand.
  */
-import { providerRegistryLayer } from "@skein/adapters"
 import { describe, expect, it } from "@effect/vitest"
 import type { ContextTransfer, ProviderName, RunView, ThreadId } from "@skein/domain"
 import { ProviderRegistry, ThreadView } from "@skein/domain"
-import { ContextPlanning, Database, EventStore, runtimeOptions } from "@skein/runtime"
-import { Effect, Layer, ManagedRuntime, Option, Schema } from "effect"
-import { join } from "node:path"
+import { ContextPlanning, EventStore, runtimeOptions } from "@skein/runtime"
+import { Effect, Option, Schema } from "effect"
 import { providersOf, seedRuns } from "../support/seed.js"
-import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
+import { removeDir, storeOn, tempDir, withRuntime } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
@@ -20,14 +18,6 @@ const beta = "beta" as ProviderName
 /** No provider thread is retired for its age here: the seeded ones carry native refs the provider knows. */
 const overrides = { staleness: { maxForeignRuns: 100_000, maxChainedHandoffs: 100_000, deltaBudgetFraction: 1 } }
 const options = runtimeOptions(overrides)
-
-/** The store beside a runtime on the same database file (reads while the runtime runs). */
-const storeOn = (dir: string) =>
-  ManagedRuntime.make(
-    Layer.mergeAll(EventStore.layer, providerRegistryLayer({ dataDir: dir })).pipe(
-      Layer.provideMerge(Database.layer({ filename: join(dir, "skein.db") }))
-    )
-  )
 
 describe("long threads", () => {
   it("activated from its compact state for every run, a long thread's actor decides as its complete state does", async () => {

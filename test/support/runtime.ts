@@ -6,8 +6,8 @@ import { providerRegistryLayer } from "@skein/adapters"
 import type { RuntimeOverrides } from "@skein/runtime"
 import type { ProviderAdapter, ProviderSessionHandle } from "@skein/domain"
 import { ProviderRegistry } from "@skein/domain"
-import { makeRuntimeLayer, Orchestrator, ThreadActors } from "@skein/runtime"
-import { Effect, Layer, Logger } from "effect"
+import { Database, EventStore, makeRuntimeLayer, Orchestrator, ThreadActors } from "@skein/runtime"
+import { Effect, Layer, Logger, ManagedRuntime } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -68,6 +68,20 @@ export const runtimeLayer = (
     Layer.orDie
   )
 }
+
+/**
+ * The store (and the configured providers) beside a runtime on the same database file in
+ * `dir`: reads while the runtime runs, or a second writer. Dispose of it when done.
+ */
+export const storeOn = (
+  dir: string,
+  dbName = "skein.db"
+): ManagedRuntime.ManagedRuntime<EventStore | ProviderRegistry, unknown> =>
+  ManagedRuntime.make(
+    Layer.mergeAll(EventStore.layer, providerRegistryLayer({ dataDir: dir })).pipe(
+      Layer.provide(Database.layer({ filename: join(dir, dbName) }))
+    )
+  )
 
 /** Run a program against a fresh runtime in `dir`; the runtime closes (and its sessions stop) afterwards. */
 export const withRuntime = <A, E>(
