@@ -15,8 +15,10 @@
  * The mock model server runs on a thread of its own (mockThread.ts), as a real one runs
  * elsewhere: on this process's event loop its replies would queue behind Skein's work.
  * Beside the goal's figure (no goal): how long this process's main thread was busy while
- * the binary worked on the turn, through Skein and alone. On two cores a binary that
- * works hard during its turn (Codex) loses about that much CPU to this process.
+ * the binary worked on the turn, through Skein and alone; this process's CPU per turn;
+ * and a calibration of what a millisecond of that CPU costs a turn of the binary alone.
+ * On two cores a binary that works hard during its turn (Codex) loses about that much
+ * CPU to this process: Skein's added latency is then about its CPU per turn.
  */
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -71,6 +73,15 @@ const WARM_RUNS = 3000
  */
 const PACED_TURNS = 40
 const PAUSE_MS = 40
+/**
+ * A calibration, no goal: pairs of turns of the binary alone, one of each pair with this
+ * process kept busy for CALIBRATION_BUSY_MS once the turn is accepted. How much longer
+ * those turns take says what a millisecond of this process's CPU costs a turn of the
+ * binary on this machine at this hour: on two cores, Skein's own CPU per turn shows in
+ * its added latency as far as the binary and the mock model keep both cores busy.
+ */
+const CALIBRATION_TURNS = Number(process.env.SKEIN_BENCH_AGENT_CALIBRATION_TURNS ?? 300)
+const CALIBRATION_BUSY_MS = 2
 const WARM_PROVIDER = "warmup" as ProviderName
 
 /** One round of alternating turns: wall and CPU milliseconds per turn, and the time at the port. */
@@ -94,7 +105,19 @@ const emptyPhase = (): Phase => ({ raw: [], skein: [], rawCpu: [], skeinCpu: [],
 
 type Kind = "codex" | "claude"
 
-/** The binary alone: start-up until the first turn is accepted, and then a turn round trip, repeatable. */
+/** Keeps this process's main thread busy for `ms`, as Skein's own work during a turn would. */
+const busy = (ms: number) => {
+  const until = performance.now() + ms
+  while (performance.now() < until) {
+    // Spinning.
+  }
+}
+
+/**
+ * The binary alone: start-up until the first turn is accepted, and then a turn round
+ * trip, repeatable; `busyMs` keeps this process busy for that long once the turn is
+ * accepted (the calibration round).
+ */
 const direct = async (kind: Kind, binary: string, env: Record<string, string>, cwd: string) => {
   const t0 = performance.now()
   if (kind === "codex") {
@@ -122,9 +145,10 @@ const direct = async (kind: Kind, binary: string, env: Record<string, string>, c
     await first.done
     return {
       startup,
-      turn: async (text: string) => {
+      turn: async (text: string, busyMs = 0) => {
         const t = turn(text)
         await t.accepted
+        busy(busyMs)
         await t.done
       },
       stop: c.stop
@@ -165,7 +189,15 @@ const direct = async (kind: Kind, binary: string, env: Record<string, string>, c
   const first = turn("first turn")
   const startup = performance.now() - t0
   await first
-  return { startup, turn: async (text: string) => void (await turn(text)), stop: c.stop }
+  return {
+    startup,
+    turn: async (text: string, busyMs = 0) => {
+      const done = turn(text)
+      busy(busyMs)
+      await done
+    },
+    stop: c.stop
+  }
 }
 
 /** Through the driver: openSession, startThread, runTurn until TurnStarted. */
@@ -321,6 +353,26 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
       }),
     { configFile, mapAdapter: timed }
   )
+  // With Skein's runtime closed: the binary alone, with and without this process busy.
+  const calibration: Array<number> = []
+  for (let i = 0; i < CALIBRATION_TURNS; i++) {
+    const timedTurn = async (busyMs: number) => {
+      const t0 = performance.now()
+      await raw.turn(`calibration ${i}`, busyMs)
+      return performance.now() - t0
+    }
+    // Alternating which goes first, as in the rounds above.
+    let loaded: number
+    let plain: number
+    if (i % 2 === 0) {
+      loaded = await timedTurn(CALIBRATION_BUSY_MS)
+      plain = await timedTurn(0)
+    } else {
+      plain = await timedTurn(0)
+      loaded = await timedTurn(CALIBRATION_BUSY_MS)
+    }
+    calibration.push(loaded - plain)
+  }
   await raw.stop()
 
   const paired = (p: Phase) => p.skein.map((s, i) => s - p.raw[i]!)
@@ -358,6 +410,10 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
       `alone ${fmt(median(p.rawBusy))} (p50)`
   )
   console.log(
+    `${kind}: this process's CPU per turn (all threads), through Skein minus the binary alone: p50 of the paired differences ` +
+      `${fmt(median(p.skeinCpu.map((c, i) => c - p.rawCpu[i]!)))}`
+  )
+  console.log(
     `${kind}: the paired difference by order: after a turn of the binary alone ${fmt(byOrder(p, 0))}, ` +
       `after a turn through Skein ${fmt(byOrder(p, 1))} (their mean ${fmt(orderMean(p))})`
   )
@@ -371,6 +427,12 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   const [ratioLow, ratioHigh] = bootstrapInterval(
     driven.map((_, i) => i),
     (pairs) => median(pairs.map((i) => driven[i]!)) / median(pairs.map((i) => alone[i]!))
+  )
+  const [calLow, calHigh] = bootstrapInterval(calibration, median)
+  console.log(
+    `${kind}: calibration (${CALIBRATION_TURNS} pairs of turns of the binary alone; no goal): this process busy ${fmt(CALIBRATION_BUSY_MS)} ` +
+      `once the turn is accepted makes the turn ${fmt(median(calibration))} longer at p50 (95% bootstrap interval ${calLow.toFixed(2)}-${calHigh.toFixed(2)} ms): ` +
+      `${(median(calibration) / CALIBRATION_BUSY_MS).toFixed(2)} ms of turn per ms of this process's CPU`
   )
   console.log(
     `${kind}: start-up to the first turn accepted: through Skein ${fmt(median(driven))}, binary alone ${fmt(median(alone))}, ` +
