@@ -218,7 +218,12 @@ export const agentSuite = (kind: AgentKind) => {
             const exists = yield* Effect.promise(() =>
               waitUntil(() => Fs.existsSync(target), decision === "accept" ? 5_000 : 0)
             )
-            expect({ exists, executed }).toMatchObject({ exists: decision === "accept" })
+            // Should the file be wrong, the failure says what the agent reported of the command
+            // and what the model heard back from it.
+            expect(
+              exists,
+              `${decision}: the agent reported ${JSON.stringify(executed)}; the model heard ${JSON.stringify(replyOf(done))}`
+            ).toBe(decision === "accept")
           }
         })
       )
