@@ -422,17 +422,17 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
       `at p50 of the paired differences (by order, mean ${fmt(orderMean(paced))}); run wall time minus the turn's time at the port: ` +
       `p50 ${fmt(median(paced.skein.map((s, i) => s - paced.port[i]!)))}`
   )
-  const ratio = median(driven) / median(alone)
-  // Start-ups were measured in pairs (one of each, alternating which went first): resampled as pairs.
-  const [ratioLow, ratioHigh] = bootstrapInterval(
-    driven.map((_, i) => i),
-    (pairs) => median(pairs.map((i) => driven[i]!)) / median(pairs.map((i) => alone[i]!))
-  )
   const [calLow, calHigh] = bootstrapInterval(calibration, median)
   console.log(
     `${kind}: calibration (${CALIBRATION_TURNS} pairs of turns of the binary alone; no goal): this process busy ${fmt(CALIBRATION_BUSY_MS)} ` +
       `once the turn is accepted makes the turn ${fmt(median(calibration))} longer at p50 (95% bootstrap interval ${calLow.toFixed(2)}-${calHigh.toFixed(2)} ms): ` +
       `${(median(calibration) / CALIBRATION_BUSY_MS).toFixed(2)} ms of turn per ms of this process's CPU`
+  )
+  const ratio = median(driven) / median(alone)
+  // Start-ups were measured in pairs (one of each, alternating which went first): resampled as pairs.
+  const [ratioLow, ratioHigh] = bootstrapInterval(
+    driven.map((_, i) => i),
+    (pairs) => median(pairs.map((i) => driven[i]!)) / median(pairs.map((i) => alone[i]!))
   )
   console.log(
     `${kind}: start-up to the first turn accepted: through Skein ${fmt(median(driven))}, binary alone ${fmt(median(alone))}, ` +
