@@ -81,7 +81,12 @@ const PAUSE_MS = 40
  * its added latency as far as the binary and the mock model keep both cores busy.
  */
 const CALIBRATION_TURNS = Number(process.env.SKEIN_BENCH_AGENT_CALIBRATION_TURNS ?? 300)
-const CALIBRATION_BUSY_MS = 2
+/**
+ * About as much CPU as Skein spends on a turn. With 2 ms the p50 of 300 paired
+ * differences had an interval some 2-3 ms wide (the binary's turns spread over 20-30 ms),
+ * as wide as the effect; the interval's width does not grow with the spin.
+ */
+const CALIBRATION_BUSY_MS = 4
 const WARM_PROVIDER = "warmup" as ProviderName
 
 /** One round of alternating turns: wall and CPU milliseconds per turn, and the time at the port. */
