@@ -6,6 +6,8 @@ export default defineConfig({
     exclude: ["**/node_modules/**", "**/dist/**"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    pool: "forks"
+    pool: "forks",
+    // Every test's temporary directories in one, removed after the run.
+    globalSetup: ["test/support/tempRoot.ts"]
   }
 })
