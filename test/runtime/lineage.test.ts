@@ -366,10 +366,8 @@ describe("subagents", () => {
           })
           yield* waitEnd(o, child.id, run.id)
           // Its way back meets the stale actor (SequenceConflict): lost, and logged.
-          for (let i = 0; i < 500 && !logs.lines.some((l) => l.includes("returning its result failed")); i++) {
-            yield* Effect.sleep("10 millis")
-          }
-          expect(logs.lines.some((l) => l.includes(`subagent ${child.id}: returning its result failed`))).toBe(true)
+          const lost = `subagent ${child.id}: returning its result failed`
+          expect(yield* Effect.promise(() => waitFor(() => logs.lines.some((l) => l.includes(lost)), 5_000))).toBe(true)
           expect((yield* o.getThread(parent.id)).transfers.some((t) => t.type === "subagent_result")).toBe(false)
           // The parent's next run looks in storage again, since a child was spawned meanwhile.
           const next = yield* o.startRun({

@@ -73,13 +73,10 @@ export const runtimeLayer = (
  * The store (and the configured providers) beside a runtime on the same database file in
  * `dir`: reads while the runtime runs, or a second writer. Dispose of it when done.
  */
-export const storeOn = (
-  dir: string,
-  dbName = "skein.db"
-): ManagedRuntime.ManagedRuntime<EventStore | ProviderRegistry, unknown> =>
+export const storeOn = (dir: string): ManagedRuntime.ManagedRuntime<EventStore | ProviderRegistry, unknown> =>
   ManagedRuntime.make(
     Layer.mergeAll(EventStore.layer, providerRegistryLayer({ dataDir: dir })).pipe(
-      Layer.provide(Database.layer({ filename: join(dir, dbName) }))
+      Layer.provide(Database.layer({ filename: join(dir, "skein.db") }))
     )
   )
 
