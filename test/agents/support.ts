@@ -202,6 +202,7 @@ export const lineClient = (command: string, args: ReadonlyArray<string>, env: Re
     })
   let lastId = 0
   return {
+    pid: child.pid,
     seen,
     send,
     next,

@@ -16,12 +16,13 @@
  * elsewhere: on this process's event loop its replies would queue behind Skein's work.
  * Beside the goal's figure (no goal): how long this process's main thread was busy while
  * the binary worked on the turn, through Skein and alone; this process's CPU per turn;
- * and a calibration of what a millisecond of that CPU costs a turn of the binary alone.
- * On two cores a binary that works hard during its turn (Codex) loses about that much
+ * the binary's own CPU per turn (from /proc); and a calibration of what a millisecond
+ * of this process's CPU costs a turn of the binary alone. On two cores a binary that works hard during its turn (Codex) loses about that much
  * CPU to this process: Skein's added latency is then about its CPU per turn.
  */
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import type { ProviderAdapter, ProviderName } from "@skein/domain"
 import { makeId, ProviderRegistry } from "@skein/domain"
@@ -88,6 +89,11 @@ const CALIBRATION_TURNS = Number(process.env.SKEIN_BENCH_AGENT_CALIBRATION_TURNS
  */
 const CALIBRATION_BUSY_MS = 4
 const WARM_PROVIDER = "warmup" as ProviderName
+/** Which binaries to measure (`SKEIN_BENCH_AGENT_KINDS=codex`: one, in half the time). */
+const KINDS = (process.env.SKEIN_BENCH_AGENT_KINDS ?? "codex,claude").split(",").map((kind) => {
+  if (kind !== "codex" && kind !== "claude") throw new Error(`SKEIN_BENCH_AGENT_KINDS: no binary called ${kind}`)
+  return kind as Kind
+})
 
 /** One round of alternating turns: wall and CPU milliseconds per turn, and the time at the port. */
 interface Phase {
@@ -156,6 +162,7 @@ const direct = async (kind: Kind, binary: string, env: Record<string, string>, c
         busy(busyMs)
         await t.done
       },
+      pid: c.pid,
       stop: c.stop
     }
   }
@@ -201,6 +208,7 @@ const direct = async (kind: Kind, binary: string, env: Record<string, string>, c
       busy(busyMs)
       await done
     },
+    pid: c.pid,
     stop: c.stop
   }
 }
@@ -232,6 +240,21 @@ const throughDriver = async (adapter: ProviderAdapter, cwd: string) => {
   )
   await Effect.runPromise(Scope.close(scope, Exit.void))
   return startup
+}
+
+/**
+ * CPU milliseconds a process has used so far, all its threads (Linux: utime + stime in
+ * /proc, in clock ticks of 10 ms, USER_HZ being 100); null where there is no /proc.
+ */
+const processCpuMs = (pid: number | undefined): number | null => {
+  if (pid === undefined) return null
+  try {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return null
+  }
 }
 
 const median = (samples: ReadonlyArray<number>) => percentile(samples, 50)
@@ -287,6 +310,8 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   const settled = emptyPhase()
   const paced = emptyPhase()
   let phase: Phase | null = null
+  /** CPU milliseconds the binary alone used over the goal's round (its process, all threads). */
+  let binaryCpu: number | null = null
   const cpuSince = (start: NodeJS.CpuUsage) => {
     const used = process.cpuUsage(start)
     return (used.user + used.system) / 1000
@@ -353,7 +378,10 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
         for (let i = 0; i < WARM_RUNS; i++) {
           yield* o.startRun({ threadId: warm.id, provider: WARM_PROVIDER, message: "warm", wait: true })
         }
+        const binaryCpu0 = processCpuMs(raw.pid)
         yield* alternate(settled, SETTLED_TURNS)
+        const binaryCpu1 = processCpuMs(raw.pid)
+        if (binaryCpu0 !== null && binaryCpu1 !== null) binaryCpu = binaryCpu1 - binaryCpu0
         yield* alternate(paced, PACED_TURNS, PAUSE_MS)
       }),
     { configFile, mapAdapter: timed }
@@ -418,6 +446,14 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
     `${kind}: this process's CPU per turn (all threads), through Skein minus the binary alone: p50 of the paired differences ` +
       `${fmt(median(p.skeinCpu.map((c, i) => c - p.rawCpu[i]!)))}`
   )
+  if (binaryCpu !== null) {
+    // How much of the machine the binary itself takes while it works: what is left for Skein.
+    const turnsWall = p.raw.reduce((sum, ms) => sum + ms, 0)
+    console.log(
+      `${kind}: the binary alone used ${fmt(binaryCpu / SETTLED_TURNS)} of CPU per turn (its process, all threads), ` +
+        `${(binaryCpu / turnsWall).toFixed(2)} cores on average over its turns, of ${Os.availableParallelism()} here`
+    )
+  }
   console.log(
     `${kind}: the paired difference by order: after a turn of the binary alone ${fmt(byOrder(p, 0))}, ` +
       `after a turn through Skein ${fmt(byOrder(p, 1))} (their mean ${fmt(orderMean(p))})`
@@ -448,7 +484,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
 export const run = async () => {
   requireBinaries()
   console.log("real agents: Skein's cost over driving each binary directly (mock model servers, offline)")
-  for (const kind of ["codex", "claude"] as const) {
+  for (const kind of KINDS) {
     const dir = Fs.realpathSync(tempDir(`skein-bench-${kind}-`))
     const mock = await startMockThread(kind)
     try {
