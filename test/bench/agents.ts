@@ -17,8 +17,9 @@
  * Beside the goal's figure (no goal): how long this process's main thread was busy while
  * the binary worked on the turn, through Skein and alone; this process's CPU per turn;
  * the binary's own CPU per turn (from /proc); and a calibration of what a millisecond
- * of this process's CPU costs a turn of the binary alone. On two cores a binary that works hard during its turn (Codex) loses about that much
- * CPU to this process: Skein's added latency is then about its CPU per turn.
+ * of this process's CPU costs a turn of the binary alone. On two cores a Codex turn
+ * loses about that much to this process's CPU, so that Skein's added latency on Codex is
+ * about its CPU per turn; Claude Code's turns lose little, though it works as hard.
  */
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -447,7 +448,8 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
       `${fmt(median(p.skeinCpu.map((c, i) => c - p.rawCpu[i]!)))}`
   )
   if (binaryCpu !== null) {
-    // How much of the machine the binary itself takes while it works: what is left for Skein.
+    // How much of the machine the binary itself takes. What it does after a turn's end
+    // falls in the next turn, its own or Skein's, so "over its turns" is an upper bound.
     const turnsWall = p.raw.reduce((sum, ms) => sum + ms, 0)
     console.log(
       `${kind}: the binary alone used ${fmt(binaryCpu / SETTLED_TURNS)} of CPU per turn (its process, all threads), ` +
