@@ -17,10 +17,13 @@
  * Beside the goal's figure (no goal): how long this process's main thread was busy while
  * the binary worked on the turn, through Skein and alone; this process's CPU per turn;
  * the binary's own CPU per turn (from /proc); and a calibration of what a millisecond
- * of this process's CPU costs a turn of the binary alone. On two cores a Codex turn
- * loses about that much to this process's CPU, so that Skein's added latency on Codex is
- * about its CPU per turn; Claude Code's turns lose little, though it works as hard.
+ * of this process's CPU costs a turn of the binary alone, as the processes run and then
+ * with the binary's threads and this process's on CPUs of their own. On two cores a
+ * Codex turn loses about that much to this process's CPU, so that Skein's added latency
+ * on Codex is about its CPU per turn; Claude Code's turns lose little, though it works
+ * as hard.
  */
+import { execFileSync } from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -89,6 +92,14 @@ const CALIBRATION_TURNS = Number(process.env.SKEIN_BENCH_AGENT_CALIBRATION_TURNS
  * as wide as the effect; the interval's width does not grow with the spin.
  */
 const CALIBRATION_BUSY_MS = 4
+/**
+ * The calibration again with the binary's threads on one CPU and this process's on the
+ * other (no goal): whether the binary's turn loses this process's CPU for want of cores
+ * or because the scheduler puts its threads where this process runs. A scratch client
+ * measured 4.15 ms for the 4 ms spin unpinned and 0.27 ms pinned (200 pairs each): an
+ * effect that large shows in fewer pairs than the calibration's own.
+ */
+const PINNED_CALIBRATION_TURNS = Number(process.env.SKEIN_BENCH_AGENT_PINNED_CALIBRATION_TURNS ?? 120)
 const WARM_PROVIDER = "warmup" as ProviderName
 /** Which binaries to measure (`SKEIN_BENCH_AGENT_KINDS=codex`: one, in half the time). */
 const KINDS = (process.env.SKEIN_BENCH_AGENT_KINDS ?? "codex,claude").split(",").map((kind) => {
@@ -258,6 +269,19 @@ const processCpuMs = (pid: number | undefined): number | null => {
   }
 }
 
+/**
+ * Puts every thread of process `pid` on the CPUs `cpus` (taskset's list, e.g. `0` or
+ * `0-1`); threads it starts later inherit that. False where taskset is missing or refuses.
+ */
+const pinThreads = (pid: number, cpus: string): boolean => {
+  try {
+    execFileSync("taskset", ["-a", "-p", "-c", cpus, String(pid)], { stdio: "ignore" })
+    return true
+  } catch {
+    return false
+  }
+}
+
 const median = (samples: ReadonlyArray<number>) => percentile(samples, 50)
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`
 const verdict = (met: boolean, by: string) => (met ? "met" : `missed ${by}`)
@@ -388,24 +412,41 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
     { configFile, mapAdapter: timed }
   )
   // With Skein's runtime closed: the binary alone, with and without this process busy.
-  const calibration: Array<number> = []
-  for (let i = 0; i < CALIBRATION_TURNS; i++) {
-    const timedTurn = async (busyMs: number) => {
-      const t0 = performance.now()
-      await raw.turn(`calibration ${i}`, busyMs)
-      return performance.now() - t0
+  /** Pairs of turns of the binary alone, one of each with this process busy: how much longer that one took. */
+  const calibrate = async (pairs: number, label: string) => {
+    const differences: Array<number> = []
+    for (let i = 0; i < pairs; i++) {
+      const timedTurn = async (busyMs: number) => {
+        const t0 = performance.now()
+        await raw.turn(`${label} ${i}`, busyMs)
+        return performance.now() - t0
+      }
+      // Alternating which goes first, as in the rounds above.
+      let loaded: number
+      let plain: number
+      if (i % 2 === 0) {
+        loaded = await timedTurn(CALIBRATION_BUSY_MS)
+        plain = await timedTurn(0)
+      } else {
+        plain = await timedTurn(0)
+        loaded = await timedTurn(CALIBRATION_BUSY_MS)
+      }
+      differences.push(loaded - plain)
     }
-    // Alternating which goes first, as in the rounds above.
-    let loaded: number
-    let plain: number
-    if (i % 2 === 0) {
-      loaded = await timedTurn(CALIBRATION_BUSY_MS)
-      plain = await timedTurn(0)
-    } else {
-      plain = await timedTurn(0)
-      loaded = await timedTurn(CALIBRATION_BUSY_MS)
+    return differences
+  }
+  const calibration = await calibrate(CALIBRATION_TURNS, "calibration")
+  // The same with the binary on a core of its own and this process on the other, where
+  // taskset can place them.
+  const cores = Os.cpus().length
+  let pinned: Array<number> | null = null
+  if (cores >= 2 && raw.pid !== undefined && pinThreads(process.pid, "1")) {
+    try {
+      if (pinThreads(raw.pid, "0")) pinned = await calibrate(PINNED_CALIBRATION_TURNS, "pinned calibration")
+    } finally {
+      // Back on every CPU, for the next binary's round.
+      pinThreads(process.pid, `0-${cores - 1}`)
     }
-    calibration.push(loaded - plain)
   }
   await raw.stop()
 
@@ -471,6 +512,18 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
       `once the turn is accepted makes the turn ${fmt(median(calibration))} longer at p50 (95% bootstrap interval ${calLow.toFixed(2)}-${calHigh.toFixed(2)} ms): ` +
       `${(median(calibration) / CALIBRATION_BUSY_MS).toFixed(2)} ms of turn per ms of this process's CPU`
   )
+  if (pinned !== null) {
+    const [low, high] = bootstrapInterval(pinned, median)
+    console.log(
+      `${kind}: the same with the binary's threads on CPU 0 and this process's on CPU 1 (taskset; ${PINNED_CALIBRATION_TURNS} pairs; no goal): ` +
+        `the turn ${fmt(median(pinned))} longer at p50 (95% bootstrap interval ${low.toFixed(2)}-${high.toFixed(2)} ms): ` +
+        `${(median(pinned) / CALIBRATION_BUSY_MS).toFixed(2)} ms of turn per ms of this process's CPU`
+    )
+  } else {
+    console.log(
+      `${kind}: the calibration with the binary on a CPU of its own: not measured (it needs two CPUs and taskset)`
+    )
+  }
   const ratio = median(driven) / median(alone)
   // Start-ups were measured in pairs (one of each, alternating which went first): resampled as pairs.
   const [ratioLow, ratioHigh] = bootstrapInterval(
