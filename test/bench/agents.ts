@@ -83,7 +83,8 @@ const PAUSE_MS = 40
  * process kept busy for CALIBRATION_BUSY_MS once the turn is accepted. How much longer
  * those turns take says what a millisecond of this process's CPU costs a turn of the
  * binary on this machine at this hour: on two cores, Skein's own CPU per turn shows in
- * its added latency as far as the binary and the mock model keep both cores busy.
+ * its added latency as far as the scheduler puts the binary's threads where this
+ * process runs (see the pinned calibration below).
  */
 const CALIBRATION_TURNS = Number(process.env.SKEIN_BENCH_AGENT_CALIBRATION_TURNS ?? 300)
 /**
@@ -506,18 +507,22 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
       `at p50 of the paired differences (by order, mean ${fmt(orderMean(paced))}); run wall time minus the turn's time at the port: ` +
       `p50 ${fmt(median(paced.skein.map((s, i) => s - paced.port[i]!)))}`
   )
-  const [calLow, calHigh] = bootstrapInterval(calibration, median)
+  /** How much longer the busy turns took, at p50 with its interval, and per ms of the spin. */
+  const lengthened = (differences: ReadonlyArray<number>) => {
+    const [low, high] = bootstrapInterval(differences, median)
+    return (
+      `the turn ${fmt(median(differences))} longer at p50 (95% bootstrap interval ${low.toFixed(2)}-${high.toFixed(2)} ms): ` +
+      `${(median(differences) / CALIBRATION_BUSY_MS).toFixed(2)} ms of turn per ms of this process's CPU`
+    )
+  }
   console.log(
     `${kind}: calibration (${CALIBRATION_TURNS} pairs of turns of the binary alone; no goal): this process busy ${fmt(CALIBRATION_BUSY_MS)} ` +
-      `once the turn is accepted makes the turn ${fmt(median(calibration))} longer at p50 (95% bootstrap interval ${calLow.toFixed(2)}-${calHigh.toFixed(2)} ms): ` +
-      `${(median(calibration) / CALIBRATION_BUSY_MS).toFixed(2)} ms of turn per ms of this process's CPU`
+      `once the turn is accepted makes ${lengthened(calibration)}`
   )
   if (pinned !== null) {
-    const [low, high] = bootstrapInterval(pinned, median)
     console.log(
       `${kind}: the same with the binary's threads on CPU 0 and this process's on CPU 1 (taskset; ${PINNED_CALIBRATION_TURNS} pairs; no goal): ` +
-        `the turn ${fmt(median(pinned))} longer at p50 (95% bootstrap interval ${low.toFixed(2)}-${high.toFixed(2)} ms): ` +
-        `${(median(pinned) / CALIBRATION_BUSY_MS).toFixed(2)} ms of turn per ms of this process's CPU`
+        lengthened(pinned)
     )
   } else {
     console.log(
