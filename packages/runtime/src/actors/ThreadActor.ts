@@ -767,6 +767,8 @@ export const makeThreadActor = (
       behaviour,
       // What a message read for its decision does not stay: an idle actor holds the compact state.
       afterEach: () => trimThread(state),
+      // A run in flight reports soon (its items, its end): its worker waits for them.
+      keepWorker: () => current !== null,
       onStopped,
       stopped: () => new ActorStopped({ threadId }),
       failed: (tag, cause) => new ActorFailed({ threadId, command: tag, detail: describeCause(cause) })

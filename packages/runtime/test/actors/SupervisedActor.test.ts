@@ -134,6 +134,45 @@ describe("SupervisedActor", () => {
   )
 
   it.live(
+    "while keepWorker holds, its worker waits for the next message; once it no longer holds, the worker leaves",
+    () =>
+      Effect.gen(function* () {
+        let keep = true
+        let made = 0
+        const actor = yield* SupervisedActor.make<typeof Double, Stopped | Failed>({
+          name: "kept",
+          behaviour: () => {
+            made++
+            return { handlers: { Double: ({ n }) => Effect.succeed(n * 2) }, restart: () => Effect.void }
+          },
+          keepWorker: () => keep,
+          stopped: () => new Stopped(),
+          failed: (tag) => new Failed({ tag, detail: "" })
+        })
+        expect(yield* actor.ask("Double", { n: 1 })).toBe(2)
+        // Messages well apart are served by the same worker (the same behaviour).
+        for (let n = 2; n <= 4; n++) {
+          yield* Effect.sleep("5 millis")
+          expect(yield* actor.ask("Double", { n })).toBe(n * 2)
+        }
+        expect(made).toBe(1)
+        // Once it no longer holds, the worker leaves after its next message; a later one starts another.
+        keep = false
+        expect(yield* actor.ask("Double", { n: 5 })).toBe(10)
+        yield* Effect.sleep("5 millis")
+        expect(yield* actor.ask("Double", { n: 6 })).toBe(12)
+        expect(made).toBe(2)
+        // Stopping interrupts a waiting worker: later callers hear `stopped`, and `done` completes.
+        keep = true
+        expect(yield* actor.ask("Double", { n: 7 })).toBe(14)
+        yield* Effect.sleep("5 millis")
+        yield* actor.stop
+        yield* actor.done
+        expect(yield* Effect.exit(actor.ask("Double", { n: 8 }))).toEqual(Exit.fail(new Stopped()))
+      }).pipe(Effect.scoped)
+  )
+
+  it.live(
     "a defect outside every handler (its behaviour, afterEach) fails the waiting callers and never wedges the actor",
     () =>
       Effect.gen(function* () {
