@@ -6,7 +6,7 @@
  */
 import type { ProviderAdapter, ProviderEvent, ProviderName } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer } from "effect"
+import { Chunk, Effect, Either, Layer, Stream } from "effect"
 import { Orchestrator } from "@skein/runtime"
 import { makeFaultAdapter, makeFaultPlan } from "../support/FaultAdapter.js"
 import { captureLogs, removeDir, runtimeLayer, tempDir, wrapTurns } from "../support/runtime.js"
@@ -39,6 +39,21 @@ const malformed = wrapTurns(
               event._tag === "TurnStarted"
                 ? [event, { _tag: "Item", item: { type: "plan", steps: "not a list" } } as unknown as ProviderEvent]
                 : [event]
+            )
+          )
+        )
+      : runTurn(input, onEvents)
+)
+
+/** alpha, ending the turn with a turn ref that is not a string when the message asks for it (an adapter bug). */
+const badTurnRef = wrapTurns(
+  alpha,
+  (runTurn) => (input, onEvents) =>
+    input.message.includes("[[badref]]")
+      ? runTurn(input, (events) =>
+          onEvents(
+            events.map((event) =>
+              event._tag === "TurnCompleted" ? ({ ...event, turnRef: 42 } as unknown as ProviderEvent) : event
             )
           )
         )
@@ -113,6 +128,25 @@ describe("thread actor supervision", () => {
       })
     )
     expect(logs.some((l) => l.includes("ERROR") && /(RecordItems|FinishRun) died/.test(l))).toBe(true)
+  })
+})
+
+describe("what a provider reports is checked before it is stored", () => {
+  it("a turn ref that is not a string is left out of the run's end, and the thread still reads back", async () => {
+    await inRuntime({ mapAdapter: badTurnRef }, (o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        const bad = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "one [[badref]]", wait: true })
+        expect(bad.status).toBe("completed")
+        // Read back from the log: every event the run's end wrote decodes.
+        const logged = yield* Stream.runCollect(
+          o.events(thread.id, 0).pipe(Stream.takeUntil((e) => e.event._tag === "RunEnded" && e.event.run.id === bad.id))
+        )
+        expect(Chunk.toReadonlyArray(logged).at(-1)?.event._tag).toBe("RunEnded")
+        const next = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "two", wait: true })
+        expect([next.ordinal, next.status]).toEqual([2, "completed"])
+      })
+    )
   })
 })
 

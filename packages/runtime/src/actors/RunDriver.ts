@@ -61,6 +61,12 @@ export interface DriveInput {
 }
 
 const isUsage = Schema.is(TurnUsage)
+/**
+ * The provider's turn ref as the run's end can store it (a string), else null: the
+ * events of a run's end are built unchecked (ThreadPlanner), so what the provider
+ * reported for them is checked here.
+ */
+const turnRefOf = (ref: unknown): string | null => (typeof ref === "string" ? ref : null)
 
 /** A stop that is not a failure of the run: it ends `interrupted`, anything else `failed`. */
 const isInterruption = (failure: RunFailure) => failure.reason === "user_interrupt" || failure.reason === "shutdown"
@@ -209,7 +215,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       for (const event of events) {
         switch (event._tag) {
           case "TurnStarted":
-            turnRef = event.turnRef
+            turnRef = turnRefOf(event.turnRef)
             break
           case "Item":
             reported.push(event.item)
@@ -219,11 +225,11 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
             break
           case "TurnInterrupted":
             outcome = "interrupted"
-            turnRef = event.turnRef
+            turnRef = turnRefOf(event.turnRef)
             ended = true
             break
           case "TurnCompleted":
-            turnRef = event.turnRef
+            turnRef = turnRefOf(event.turnRef)
             // A count the run could not store (not a whole number, say) is left out, not fatal.
             usage = event.usage !== undefined && isUsage(event.usage) ? event.usage : undefined
             ended = true

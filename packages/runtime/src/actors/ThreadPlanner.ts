@@ -59,6 +59,15 @@ import {
 } from "../store/ThreadState.js"
 import type { RunContext, SummaryOutcome } from "./ThreadProtocol.js"
 
+/**
+ * For `new E(props, unchecked)`: an event built only from the thread's stored state and
+ * values the runtime made itself, whose constructor check would find nothing (the
+ * store's encoding does not check an event's fields again). A run's end builds three
+ * such events, and checking them cost 0.1 ms of a real agent's turn on cold caches.
+ * Whatever a caller or a provider supplied (a run's message, reported items) is checked.
+ */
+const unchecked = true
+
 /** What the runtime knows of a provider instance when planning. */
 export interface ProviderInfo {
   readonly name: ProviderName
@@ -773,14 +782,17 @@ export const planFinish = (
     if (kept) {
       // One row's worth, however long the provider thread's history.
       events.push(
-        new ProviderThreadServed({
-          providerThreadId: pt.id,
-          runOrdinal: run.ordinal,
-          handoffId: handoff?.id ?? null,
-          turnRef: input.turnRef,
-          status: "idle",
-          updatedAt: now
-        })
+        new ProviderThreadServed(
+          {
+            providerThreadId: pt.id,
+            runOrdinal: run.ordinal,
+            handoffId: handoff?.id ?? null,
+            turnRef: input.turnRef,
+            status: "idle",
+            updatedAt: now
+          },
+          unchecked
+        )
       )
     } else {
       const whole = fullProviderThread(state, pt.id)!
@@ -805,7 +817,7 @@ export const planFinish = (
     completedAt: now,
     ...(input.usage === undefined ? {} : { usage: input.usage })
   }
-  events.push(new RunEnded({ run: ended }))
+  events.push(new RunEnded({ run: ended }, unchecked))
   if (input.outcome === "completed") {
     const checkpoint: Checkpoint = {
       id: makeId.checkpoint(),
@@ -824,7 +836,7 @@ export const planFinish = (
       status: "ready",
       createdAt: now
     }
-    events.push(new CheckpointRecorded({ checkpoint }))
+    events.push(new CheckpointRecorded({ checkpoint }, unchecked))
   }
   return events
 }
