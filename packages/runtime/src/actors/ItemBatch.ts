@@ -100,6 +100,14 @@ export const make = (
     end: (items) =>
       Effect.suspend(() => {
         closed = true
+        if (timer !== undefined) clearTimeout(timer)
+        timer = undefined
+        // Usually no recording is under way: the end is then a plain step (a run's way
+        // back runs on cold caches, where each combinator costs a few microseconds).
+        if (flushing === undefined) {
+          held.push(...items)
+          return failure === undefined ? Effect.void : Effect.fail(failure)
+        }
         return settle.pipe(Effect.zipRight(Effect.sync(() => void held.push(...items))), Effect.zipRight(failed))
       }),
     close: () => {

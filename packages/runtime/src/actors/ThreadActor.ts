@@ -161,6 +161,10 @@ const supersede = (stale: ReadonlyArray<ContextTransfer>, _now: string): Array<T
 
 const interrupted: RunFailure = { reason: "user_interrupt", message: "The run was interrupted" }
 
+/** A provider's own subagent, reported as an item of the run (see `observeChildren`). */
+const isChildAgentItem = (event: ThreadEvent): boolean =>
+  event._tag === "TurnItemRecorded" && event.item.type === "child_agent"
+
 /** One line for a log or a record: the failure or defect, not a stack. */
 const describeCause = (cause: Cause.Cause<unknown>): string => {
   const failure = Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause))
@@ -342,19 +346,27 @@ export const makeThreadActor = (
        * Child agents the provider ran natively that have ended with a thread of their own
        * get an observe-only app thread (a new log, written here once): the item names it.
        */
-      const observeChildren = (runId: RunId, events: ReadonlyArray<ThreadEvent>) =>
-        Effect.forEach(events, (event) => {
-          const run =
-            event._tag === "TurnItemRecorded" && event.item.type === "child_agent" ? runById(state, runId) : undefined
-          if (event._tag !== "TurnItemRecorded" || event.item.type !== "child_agent" || run === undefined) {
-            return Effect.succeed(event)
-          }
-          const observed = planObservedChild(state, run, event.item, now())
-          if (observed === null) return Effect.succeed(event)
-          return store
-            .append({ threadId: observed.threadId, events: observed.events, expectedSequence: 0 })
-            .pipe(Effect.as(new TurnItemRecorded({ item: observed.item }) as ThreadEvent))
-        })
+      const observeChildren = (
+        runId: RunId,
+        events: ReadonlyArray<ThreadEvent>
+      ): Effect.Effect<ReadonlyArray<ThreadEvent>, SkeinError> =>
+        // Most runs end with no child agent item: nothing to walk.
+        !events.some(isChildAgentItem)
+          ? Effect.succeed(events)
+          : Effect.forEach(events, (event) => {
+              const run =
+                event._tag === "TurnItemRecorded" && event.item.type === "child_agent"
+                  ? runById(state, runId)
+                  : undefined
+              if (event._tag !== "TurnItemRecorded" || event.item.type !== "child_agent" || run === undefined) {
+                return Effect.succeed(event)
+              }
+              const observed = planObservedChild(state, run, event.item, now())
+              if (observed === null) return Effect.succeed(event)
+              return store
+                .append({ threadId: observed.threadId, events: observed.events, expectedSequence: 0 })
+                .pipe(Effect.as(new TurnItemRecorded({ item: observed.item }) as ThreadEvent))
+            })
 
       const launch = (plan: StartPlan, control: ActiveRun) =>
         driveRun({
