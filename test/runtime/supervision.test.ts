@@ -28,36 +28,28 @@ const brittle =
     return wrapped
   }
 
-/** alpha, reporting a malformed item (not a TurnItem at all) when the message asks for it. */
-const malformed = wrapTurns(
-  alpha,
-  (runTurn) => (input, onEvents) =>
-    input.message.includes("[[malformed]]")
-      ? runTurn(input, (events) =>
-          onEvents(
-            events.flatMap((event) =>
-              event._tag === "TurnStarted"
-                ? [event, { _tag: "Item", item: { type: "plan", steps: "not a list" } } as unknown as ProviderEvent]
-                : [event]
-            )
-          )
-        )
-      : runTurn(input, onEvents)
+/** alpha, its events rewritten by `rewrite` on turns whose message holds `marker` (an adapter bug). */
+const faultyTurns = (marker: string, rewrite: (events: ReadonlyArray<ProviderEvent>) => ReadonlyArray<ProviderEvent>) =>
+  wrapTurns(
+    alpha,
+    (runTurn) => (input, onEvents) =>
+      input.message.includes(marker) ? runTurn(input, (events) => onEvents(rewrite(events))) : runTurn(input, onEvents)
+  )
+
+/** A malformed item (not a TurnItem at all) after the turn's start. */
+const malformed = faultyTurns("[[malformed]]", (events) =>
+  events.flatMap((event) =>
+    event._tag === "TurnStarted"
+      ? [event, { _tag: "Item", item: { type: "plan", steps: "not a list" } } as unknown as ProviderEvent]
+      : [event]
+  )
 )
 
-/** alpha, ending the turn with a turn ref that is not a string when the message asks for it (an adapter bug). */
-const badTurnRef = wrapTurns(
-  alpha,
-  (runTurn) => (input, onEvents) =>
-    input.message.includes("[[badref]]")
-      ? runTurn(input, (events) =>
-          onEvents(
-            events.map((event) =>
-              event._tag === "TurnCompleted" ? ({ ...event, turnRef: 42 } as unknown as ProviderEvent) : event
-            )
-          )
-        )
-      : runTurn(input, onEvents)
+/** The turn's end with a turn ref that is not a string. */
+const badTurnRef = faultyTurns("[[badref]]", (events) =>
+  events.map((event) =>
+    event._tag === "TurnCompleted" ? ({ ...event, turnRef: 42 } as unknown as ProviderEvent) : event
+  )
 )
 
 const inRuntime = async <A>(

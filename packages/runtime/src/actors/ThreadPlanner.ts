@@ -61,10 +61,11 @@ import type { RunContext, SummaryOutcome } from "./ThreadProtocol.js"
 
 /**
  * For `new E(props, unchecked)`: an event built only from the thread's stored state and
- * values the runtime made itself, whose constructor check would find nothing (the
- * store's encoding does not check an event's fields again). A run's end builds three
- * such events, and checking them cost 0.1 ms of a real agent's turn on cold caches.
- * Whatever a caller or a provider supplied (a run's message, reported items) is checked.
+ * values the runtime made or checked itself (the run driver checks the provider's turn
+ * ref and usage), whose constructor check would find nothing. The store does not check
+ * an event's fields again, so whatever a caller or a provider supplied (a run's
+ * message, reported items) stays checked here. A run's end builds three such events;
+ * checking them cost 0.1 ms of a real agent's turn on cold caches.
  */
 const unchecked = true
 
