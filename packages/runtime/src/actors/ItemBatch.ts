@@ -61,10 +61,13 @@ export const make = (
     )
   })
   const failed = Effect.suspend(() => (failure === undefined ? Effect.void : Effect.fail(failure)))
-  /** Stops the timer; once this returns, every item is either recorded or held. */
-  const settle = Effect.suspend(() => {
+  const stopTimer = () => {
     if (timer !== undefined) clearTimeout(timer)
     timer = undefined
+  }
+  /** Stops the timer; once this returns, every item is either recorded or held. */
+  const settle = Effect.suspend(() => {
+    stopTimer()
     return flushing === undefined ? Effect.void : OneShot.wait(flushing)
   })
   /** Records what is held after the delay (again if more came meanwhile); a recording is not cut short. */
@@ -100,20 +103,18 @@ export const make = (
     end: (items) =>
       Effect.suspend(() => {
         closed = true
-        if (timer !== undefined) clearTimeout(timer)
-        timer = undefined
         // Usually no recording is under way: the end is then a plain step (a run's way
         // back runs on cold caches, where each combinator costs a few microseconds).
         if (flushing === undefined) {
+          stopTimer()
           held.push(...items)
-          return failure === undefined ? Effect.void : Effect.fail(failure)
+          return failed
         }
         return settle.pipe(Effect.zipRight(Effect.sync(() => void held.push(...items))), Effect.zipRight(failed))
       }),
     close: () => {
       closed = true
-      if (timer !== undefined) clearTimeout(timer)
-      timer = undefined
+      stopTimer()
     },
     held: () => held
   }

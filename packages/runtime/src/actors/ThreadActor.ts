@@ -162,7 +162,9 @@ const supersede = (stale: ReadonlyArray<ContextTransfer>, _now: string): Array<T
 const interrupted: RunFailure = { reason: "user_interrupt", message: "The run was interrupted" }
 
 /** A provider's own subagent, reported as an item of the run (see `observeChildren`). */
-const isChildAgentItem = (event: ThreadEvent): boolean =>
+const isChildAgentItem = (
+  event: ThreadEvent
+): event is TurnItemRecorded & { readonly item: Extract<TurnItem, { readonly type: "child_agent" }> } =>
   event._tag === "TurnItemRecorded" && event.item.type === "child_agent"
 
 /** One line for a log or a record: the failure or defect, not a stack. */
@@ -354,13 +356,9 @@ export const makeThreadActor = (
         !events.some(isChildAgentItem)
           ? Effect.succeed(events)
           : Effect.forEach(events, (event) => {
-              const run =
-                event._tag === "TurnItemRecorded" && event.item.type === "child_agent"
-                  ? runById(state, runId)
-                  : undefined
-              if (event._tag !== "TurnItemRecorded" || event.item.type !== "child_agent" || run === undefined) {
-                return Effect.succeed(event)
-              }
+              if (!isChildAgentItem(event)) return Effect.succeed(event)
+              const run = runById(state, runId)
+              if (run === undefined) return Effect.succeed(event)
               const observed = planObservedChild(state, run, event.item, now())
               if (observed === null) return Effect.succeed(event)
               return store
