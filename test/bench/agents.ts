@@ -19,9 +19,10 @@
  * the binary's own CPU per turn (from /proc); and a calibration of what a millisecond
  * of this process's CPU costs a turn of the binary alone, as the processes run and then
  * with the binary's threads and this process's on CPUs of their own. On two cores a
- * Codex turn loses about that much to this process's CPU, so that Skein's added latency
- * on Codex is about its CPU per turn; Claude Code's turns lose little, though it works
- * as hard.
+ * long stretch of this process's CPU costs a Codex turn about as much; Claude Code's
+ * turns lose little to it, though it works as hard. Skein's own work during a turn
+ * comes in short bursts, and the run's own path (wall time minus the turn at the port)
+ * is most of the figure: see docs/ARCHITECTURE.md, "Cost per turn".
  */
 import { execFileSync } from "node:child_process"
 import * as Crypto from "node:crypto"
