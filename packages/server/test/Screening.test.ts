@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
+import { boundedText } from "@skein/domain"
 import {
-  boundedText,
   exceedsNesting,
   MAX_DEPTH,
   refuseFrame,
