@@ -127,7 +127,8 @@ describe("long thread views", () => {
       )
       const info = providersOf((await store.runPromise(ProviderRegistry)).adapters)
       await store.runPromise(seedRuns(threadId, 230, (o) => (o % 10 === 0 ? info("beta") : info("alpha"))))
-      const big = `big-${"0123456789abcdef".repeat(65_536)}`
+      // As long as a message may be (1 MiB of characters, the `Message` schema's limit).
+      const big = `big-${"0123456789abcdef".repeat(65_536)}`.slice(0, 1_048_576)
       await withRuntime(dir, (o) =>
         Effect.gen(function* () {
           yield* o.startRun({ threadId, provider: beta, message: big, wait: true })

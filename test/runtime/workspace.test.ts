@@ -53,10 +53,11 @@ describe("workspaces", () => {
               workspace
             })
           }
-          // A host in plain JavaScript passing what is not a string gets the same typed refusal.
+          // A host in plain JavaScript passing what is not a string is refused by the
+          // method's schema, as an RPC client would be (test/runtime/input.test.ts).
           for (const workspace of [null, 42, { path: base }] as Array<unknown>) {
             const result = yield* Effect.either(o.createThread({ workspace: workspace as string }))
-            expect(Either.isLeft(result) && result.left._tag, String(workspace)).toBe("InvalidWorkspace")
+            expect(Either.isLeft(result) && result.left._tag, String(workspace)).toBe("InvalidInput")
           }
           // A symlink that lives inside the roots but leads out of them is judged by where it leads.
           const sneaky = yield* Effect.either(o.createThread({ workspace: Path.join(base, "projects", "sneaky") }))

@@ -33,6 +33,7 @@ import * as OneShot from "./actors/OneShot.js"
 import { ProviderSessions } from "./actors/ProviderSessions.js"
 import { payloadHash } from "./actors/Receipts.js"
 import { ThreadActors } from "./actors/ThreadActors.js"
+import { checked } from "./InputCheck.js"
 import { Orchestrator } from "./Orchestrator.js"
 import type { OrchestratorShape } from "./Orchestrator.js"
 import { recoverInterruptedRuns } from "./Recovery.js"
@@ -416,27 +417,41 @@ export const makeOrchestrator = Effect.gen(function* () {
     ).pipe(Effect.timeout(Duration.seconds(4)), Effect.ignore)
   })
 
+  // Every input is checked against its RPC method's payload schema first (InputCheck):
+  // an embedding host's calls get what the server's decoding gives RPC clients.
   return {
-    createThread,
-    getThread: threadView,
-    listThreads: (filter) => store.listThreads(filter),
-    events,
-    follow,
-    startRun,
-    interruptRun,
-    forkThread,
-    mergeBack,
-    rollback,
-    spawnSubagent: (input) => actors.spawnSubagent({ ...input, createdBy: "user" }),
+    createThread: (input) => Effect.flatMap(checked("thread.create", input), createThread),
+    getThread: (threadId, options) =>
+      Effect.zipRight(checked("thread.get", { threadId, ...options }), threadView(threadId, options)),
+    listThreads: (filter) => Effect.flatMap(checked("thread.list", filter), store.listThreads),
+    events: (threadId, fromSequence) =>
+      Stream.unwrap(Effect.as(checked("thread.events", { threadId, fromSequence }), events(threadId, fromSequence))),
+    follow: (threadId, fromSequence, onEvents) =>
+      Effect.zipRight(checked("thread.events", { threadId, fromSequence }), follow(threadId, fromSequence, onEvents)),
+    startRun: (input) => Effect.flatMap(checked("run.start", input), startRun),
+    interruptRun: (input) => Effect.flatMap(checked("run.interrupt", input), interruptRun),
+    forkThread: (input) => Effect.flatMap(checked("thread.fork", input), forkThread),
+    mergeBack: (input) => Effect.flatMap(checked("thread.mergeBack", input), mergeBack),
+    rollback: (input) => Effect.flatMap(checked("thread.rollback", input), rollback),
+    spawnSubagent: (input) =>
+      Effect.flatMap(checked("subagent.spawn", input), (valid) =>
+        actors.spawnSubagent({ ...valid, createdBy: "user" })
+      ),
     getHandoff: (handoffId) =>
-      store
-        .getHandoff(handoffId)
-        .pipe(
-          Effect.flatMap(
-            Option.match({ onNone: () => Effect.fail(new HandoffNotFound({ handoffId })), onSome: Effect.succeed })
+      Effect.zipRight(
+        checked("handoff.get", { handoffId }),
+        store
+          .getHandoff(handoffId)
+          .pipe(
+            Effect.flatMap(
+              Option.match({ onNone: () => Effect.fail(new HandoffNotFound({ handoffId })), onSome: Effect.succeed })
+            )
           )
-        ),
-    respondApproval: (input) => actors.use(input.threadId, (actor) => actor.respondApproval(input)),
+      ),
+    respondApproval: (input) =>
+      Effect.flatMap(checked("approval.respond", input), (valid) =>
+        actors.use(valid.threadId, (actor) => actor.respondApproval(valid))
+      ),
     listProviders,
     shutdown
   } satisfies OrchestratorShape
