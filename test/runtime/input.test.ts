@@ -4,13 +4,18 @@
  * payload schema, as the server holds what RPC clients send: a bad one is refused
  * with `InvalidInput` naming the method and the field, before anything runs, so the
  * log, the threads and the runs are as they were; the error's text stays short
- * whatever was sent.
+ * whatever was sent. The runtime's own options are checked the same way, when its
+ * layer is built: out of range, the runtime does not start and writes nothing.
  */
 import type { ProviderName, SkeinError, ThreadId } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
-import { EventStore } from "@skein/runtime"
-import { Effect, Either, Stream } from "effect"
-import { inTempRuntime, storeOn } from "../support/runtime.js"
+import { providerRegistryLayer } from "@skein/adapters"
+import { EventStore, makeRuntimeLayer } from "@skein/runtime"
+import type { RuntimeOverrides } from "@skein/runtime"
+import { Cause, Effect, Either, Exit, Layer, Stream } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { inTempRuntime, removeDir, storeOn, tempDir } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
 /** Any value, as a host in plain JavaScript may pass it. */
@@ -99,5 +104,47 @@ describe("what a host passes the Orchestrator", () => {
         yield* Effect.promise(() => reader.dispose())
       })
     )
+  })
+
+  it("the runtime's options are checked when its layer is built: out of range, nothing starts", async () => {
+    const dir = tempDir()
+    try {
+      const dbPath = Path.join(dir, "skein.db")
+      const build = (options: RuntimeOverrides) =>
+        Effect.runPromiseExit(
+          Effect.scoped(
+            Layer.build(
+              makeRuntimeLayer({ dbPath, ...options }).pipe(Layer.provide(providerRegistryLayer({ dataDir: dir })))
+            )
+          )
+        )
+      const refused: Array<readonly [RuntimeOverrides, string]> = [
+        [{ itemDelayMs: -1 }, "itemDelayMs"],
+        [{ passivateAfterMs: Number.NaN }, "passivateAfterMs"],
+        // Longer than a Node timer waits: it would fire at once.
+        [{ sessionIdleMs: 10_000_000_000 }, "sessionIdleMs"],
+        [{ handoffBudgetTokens: 10 }, "handoffBudgetTokens"],
+        [{ deadlines: { callMs: -5 } }, "callMs"],
+        [{ staleness: { maxForeignRuns: -1, maxChainedHandoffs: 8, deltaBudgetFraction: 1 } }, "maxForeignRuns"],
+        [loose({ summarySource: { _tag: "elsewhere" } }), "summarySource"],
+        [loose({ workspaceRoots: "/srv" }), "workspaceRoots"]
+      ]
+      for (const [options, field] of refused) {
+        const exit = await build(options)
+        const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : undefined
+        expect(error?._tag === "Some" && error.value, field).toMatchObject({ _tag: "InvalidInput" })
+        const detail = error?._tag === "Some" ? (error.value as { readonly detail: string }).detail : ""
+        expect(detail.startsWith("runtime options: "), detail).toBe(true)
+        expect(detail, field).toContain(`["${field}"]`)
+        expect(Fs.existsSync(dbPath), `${field}: a database was created`).toBe(false)
+      }
+      // In range, the runtime starts.
+      expect(Exit.isSuccess(await build({ itemDelayMs: 0, passivateAfterMs: 0, deadlines: { callMs: 5_000 } }))).toBe(
+        true
+      )
+      expect(Fs.existsSync(dbPath)).toBe(true)
+    } finally {
+      removeDir(dir)
+    }
   })
 })

@@ -4,6 +4,7 @@
  */
 import type {
   AppThread,
+  InvalidInput,
   ProviderInstanceInfo,
   Run,
   RunId,
@@ -480,11 +481,12 @@ export const orchestratorLayer: Layer.Layer<
 /** Everything a host needs: SQLite at `dbPath`, the actor runtime and the Orchestrator. */
 export const makeRuntimeLayer = (
   options: { readonly dbPath: string } & RuntimeOverrides
-): Layer.Layer<Orchestrator | ThreadActors, StorageError, ProviderRegistry> => {
+): Layer.Layer<Orchestrator | ThreadActors, StorageError | InvalidInput, ProviderRegistry> => {
   const { dbPath, ...tunables } = options
-  const config = RuntimeConfig.layer(tunables)
+  // The options are checked first: options out of range leave no database behind.
   return orchestratorLayer.pipe(
     Layer.provide(EventStore.layer),
-    Layer.provide(Layer.merge(Database.layer({ filename: dbPath }), config))
+    Layer.provide(Database.layer({ filename: dbPath })),
+    Layer.provide(RuntimeConfig.layer(tunables))
   )
 }

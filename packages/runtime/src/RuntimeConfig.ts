@@ -1,9 +1,15 @@
-/** Tunables of the runtime, with defaults a host can override. */
-import { DEFAULT_HANDOFF_BUDGET_TOKENS } from "@skein/domain"
-import { Context, Layer } from "effect"
+/**
+ * Tunables of the runtime, with defaults a host can override. What a host overrides is
+ * checked when the runtime's layer is built: a duration that is negative, not a
+ * number, or longer than a Node timer can wait (longer ones fire at once), a handoff
+ * budget out of range, or a staleness threshold out of its range is `InvalidInput`
+ * naming the option, and the runtime does not start.
+ */
+import { DEFAULT_HANDOFF_BUDGET_TOKENS, formatParseError, HandoffBudgetTokens, InvalidInput } from "@skein/domain"
+import { Context, Effect, Either, Layer, Schema } from "effect"
 import type { ProviderDeadlines } from "./actors/ProviderGuard.js"
 import { defaultDeadlines } from "./actors/ProviderGuard.js"
-import type { StalenessPolicy } from "./context/Staleness.js"
+import { StalenessPolicy } from "./context/Staleness.js"
 import { defaultStalenessPolicy } from "./context/Staleness.js"
 
 export type { ProviderDeadlines } from "./actors/ProviderGuard.js"
@@ -69,6 +75,48 @@ export const runtimeOptions = (overrides: RuntimeOverrides = {}): RuntimeOptions
   deadlines: { ...defaultDeadlines, ...overrides.deadlines }
 })
 
+/** The longest delay a Node timer waits (2^31 - 1 ms, some 24.8 days); a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647
+const Millis = Schema.Number.pipe(Schema.finite(), Schema.between(0, MAX_TIMER_MS))
+const optional = Schema.optional
+
+/** What a host may override, as a schema: the check of `RuntimeConfig.layer`. */
+const Overrides = Schema.Struct({
+  passivateAfterMs: optional(Millis),
+  sessionIdleMs: optional(Millis),
+  interruptGraceMs: optional(Millis),
+  itemDelayMs: optional(Millis),
+  handoffBudgetTokens: optional(HandoffBudgetTokens),
+  summarySource: optional(
+    Schema.Union(
+      Schema.TaggedStruct("local", {}),
+      Schema.TaggedStruct("leaving", {}),
+      Schema.TaggedStruct("entering", {}),
+      Schema.TaggedStruct("provider", { provider: Schema.String })
+    )
+  ),
+  deadlines: optional(
+    Schema.Struct({
+      openMs: optional(Millis),
+      callMs: optional(Millis),
+      interruptMs: optional(Millis),
+      firstEventMs: optional(Millis),
+      idleMs: optional(Millis),
+      summaryMs: optional(Millis)
+    })
+  ),
+  staleness: optional(Schema.typeSchema(StalenessPolicy)),
+  workspaceRoots: optional(Schema.NullOr(Schema.Array(Schema.String)))
+}).annotations({ identifier: "RuntimeOverrides" })
+const checkOverrides = Schema.validateEither(Overrides)
+
 export class RuntimeConfig extends Context.Tag("@skein/runtime/RuntimeConfig")<RuntimeConfig, RuntimeOptions>() {
-  static layer = (options: RuntimeOverrides = {}) => Layer.succeed(RuntimeConfig, runtimeOptions(options))
+  static layer = (options: RuntimeOverrides = {}): Layer.Layer<RuntimeConfig, InvalidInput> =>
+    Layer.effect(
+      RuntimeConfig,
+      Either.match(checkOverrides(options), {
+        onLeft: (error) => Effect.fail(new InvalidInput({ detail: `runtime options: ${formatParseError(error)}` })),
+        onRight: () => Effect.succeed(runtimeOptions(options))
+      })
+    )
 }
