@@ -80,7 +80,10 @@ const MAX_TIMER_MS = 2_147_483_647
 const Millis = Schema.Number.pipe(Schema.finite(), Schema.between(0, MAX_TIMER_MS))
 const optional = Schema.optional
 
-/** What a host may override, as a schema: the check of `RuntimeConfig.layer`. */
+/**
+ * What a host may override, as a schema: the check of `RuntimeConfig.layer`. One field
+ * per option of `RuntimeOptions` (the compiler holds it to that).
+ */
 const Overrides = Schema.Struct({
   passivateAfterMs: optional(Millis),
   sessionIdleMs: optional(Millis),
@@ -107,7 +110,7 @@ const Overrides = Schema.Struct({
   ),
   staleness: optional(Schema.typeSchema(StalenessPolicy)),
   workspaceRoots: optional(Schema.NullOr(Schema.Array(Schema.String)))
-}).annotations({ identifier: "RuntimeOverrides" })
+} satisfies Record<keyof RuntimeOptions, Schema.Struct.Field>).annotations({ identifier: "RuntimeOverrides" })
 const checkOverrides = Schema.validateEither(Overrides)
 
 export class RuntimeConfig extends Context.Tag("@skein/runtime/RuntimeConfig")<RuntimeConfig, RuntimeOptions>() {
