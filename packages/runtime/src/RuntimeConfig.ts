@@ -14,11 +14,13 @@ import { defaultStalenessPolicy } from "./context/Staleness.js"
 
 export type { ProviderDeadlines } from "./actors/ProviderGuard.js"
 
-export type SummarySource =
-  | { readonly _tag: "local" }
-  | { readonly _tag: "leaving" }
-  | { readonly _tag: "entering" }
-  | { readonly _tag: "provider"; readonly provider: string }
+export const SummarySource = Schema.Union(
+  Schema.TaggedStruct("local", {}),
+  Schema.TaggedStruct("leaving", {}),
+  Schema.TaggedStruct("entering", {}),
+  Schema.TaggedStruct("provider", { provider: Schema.String })
+)
+export type SummarySource = typeof SummarySource.Type
 
 export interface RuntimeOptions {
   /** Idle time after which a thread actor passivates (default 60 s). */
@@ -82,7 +84,7 @@ const optional = Schema.optional
 
 /**
  * What a host may override, as a schema: the check of `RuntimeConfig.layer`. One field
- * per option of `RuntimeOptions` (the compiler holds it to that).
+ * per option of `RuntimeOptions`, and one per deadline (the compiler holds it to that).
  */
 const Overrides = Schema.Struct({
   passivateAfterMs: optional(Millis),
@@ -90,14 +92,7 @@ const Overrides = Schema.Struct({
   interruptGraceMs: optional(Millis),
   itemDelayMs: optional(Millis),
   handoffBudgetTokens: optional(HandoffBudgetTokens),
-  summarySource: optional(
-    Schema.Union(
-      Schema.TaggedStruct("local", {}),
-      Schema.TaggedStruct("leaving", {}),
-      Schema.TaggedStruct("entering", {}),
-      Schema.TaggedStruct("provider", { provider: Schema.String })
-    )
-  ),
+  summarySource: optional(SummarySource),
   deadlines: optional(
     Schema.Struct({
       openMs: optional(Millis),
@@ -106,7 +101,7 @@ const Overrides = Schema.Struct({
       firstEventMs: optional(Millis),
       idleMs: optional(Millis),
       summaryMs: optional(Millis)
-    })
+    } satisfies Record<keyof ProviderDeadlines, Schema.Struct.Field>)
   ),
   staleness: optional(Schema.typeSchema(StalenessPolicy)),
   workspaceRoots: optional(Schema.NullOr(Schema.Array(Schema.String)))
