@@ -1,11 +1,12 @@
 /**
  * The end-to-end suite each real agent passes, through the Orchestrator (actors,
  * SQLite, the driver, the real binary, a mock model server that records every
- * request): two turns, an interrupt mid-turn, an approval accepted and one declined,
- * a kill mid-turn, a restart of Skein between runs, a native fork at run 1 of 2 and a
- * rollback of the last run (through the runtime, and through the adapter). Assertions about what the model saw
- * are made on the mock's captured requests. After the suite, no process it started
- * is alive (by PID).
+ * request): two turns, an interrupt mid-turn, two threads' turns at once on one
+ * session (an interrupt of one, a kill under both), an approval accepted and one
+ * declined, a kill mid-turn, a restart of Skein between runs, a native fork at run 1
+ * of 2 and a rollback of the last run (through the runtime, and through the adapter).
+ * Assertions about what the model saw are made on the mock's captured requests. After
+ * the suite, no process it started is alive (by PID).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { ProviderEvent, ProviderName, RunView, ThreadId, TurnInput } from "@skein/domain"
@@ -114,6 +115,15 @@ export const agentSuite = (kind: AgentKind) => {
   const deadlines = { openMs: 60_000, callMs: 30_000, firstEventMs: 60_000, idleMs: 60_000, interruptMs: 10_000 }
   const run = <A, E>(program: (o: O) => Effect.Effect<A, E>, dbName = "skein.db") =>
     withRuntime(fx.dir, (o) => program(o), { configFile: fx.configFile, dbName, deadlines, interruptGraceMs: 3_000 })
+  /** The agent's processes alive now, among those the suite has seen. */
+  const agentPids = () =>
+    census.seen().filter((pid) => {
+      try {
+        return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(kind === "codex" ? "app-server" : "stream-json")
+      } catch {
+        return false
+      }
+    })
   /** The newest model request whose prompt contains `text`. */
   const requestWith = (text: string, from = 0) =>
     fx
@@ -190,6 +200,62 @@ export const agentSuite = (kind: AgentKind) => {
       )
     })
 
+    it("two threads in one workspace at once: each turn hears only its own thread; interrupting one leaves the other", async () => {
+      await run((o) =>
+        Effect.gen(function* () {
+          const [a, b] = yield* Effect.all([
+            o.createThread({ workspace: fx.dir }),
+            o.createThread({ workspace: fx.dir })
+          ])
+          const from = fx.mock.requests.length
+          // Both turns in flight at once, on the same instance and workspace.
+          yield* Effect.all(
+            [
+              o.startRun({ threadId: a.id, provider, message: "the fruit is APPLE [[slow:3000]]" }),
+              o.startRun({ threadId: b.id, provider, message: "the fruit is BANANA [[slow:3000]]" })
+            ],
+            { concurrency: "unbounded" }
+          )
+          yield* Effect.promise(() =>
+            Promise.all([
+              fx.mock.waitFor((r) => fx.latestPrompt(r).includes("APPLE"), 30_000, from),
+              fx.mock.waitFor((r) => fx.latestPrompt(r).includes("BANANA"), 30_000, from)
+            ])
+          )
+          census.sample()
+          const runsOf = (threadId: ThreadId) => Effect.map(o.getThread(threadId), (view) => view.runs)
+          expect((yield* runsOf(a.id)).map((r) => r.status)).toEqual(["running"])
+          expect((yield* runsOf(b.id)).map((r) => r.status)).toEqual(["running"])
+          // One session of the instance serves both threads of the workspace.
+          const [info] = (yield* o.listProviders).filter((p) => p.name === kind)
+          expect(info!.sessions.map((s) => s.workspace)).toEqual([fx.dir])
+          const stopped = yield* o.interruptRun({ threadId: a.id })
+          expect(stopped.status).toBe("interrupted")
+          const other = yield* untilRun(o, b.id, (r) => r.status !== "running" && r.status !== "queued")
+          expect(other.status).toBe("completed")
+          expect(replyOf(other)).toContain("ok: the fruit is BANANA")
+          // Again at once, to the end: each thread's next request holds its own history only.
+          const [nextA, nextB] = yield* Effect.all(
+            [
+              o.startRun({ threadId: a.id, provider, message: "which fruit, A?", wait: true }),
+              o.startRun({ threadId: b.id, provider, message: "which fruit, B?", wait: true })
+            ],
+            { concurrency: "unbounded" }
+          )
+          expect([nextA.status, nextB.status]).toEqual(["completed", "completed"])
+          expect(replyOf(nextA)).toContain("ok: which fruit, A?")
+          expect(replyOf(nextB)).toContain("ok: which fruit, B?")
+          expect([nextA.contextResolution, nextB.contextResolution]).toEqual(["none", "none"])
+          const seenByA = fx.allInputText(requestWith("which fruit, A?", from)!)
+          const seenByB = fx.allInputText(requestWith("which fruit, B?", from)!)
+          expect(seenByA).toContain("APPLE")
+          expect(seenByA).not.toContain("BANANA")
+          expect(seenByB).toContain("BANANA")
+          expect(seenByB).not.toContain("APPLE")
+        })
+      )
+    })
+
     it("an approval accepted and one declined, answered with approval.respond", async () => {
       await run((o) =>
         Effect.gen(function* () {
@@ -238,17 +304,9 @@ export const agentSuite = (kind: AgentKind) => {
           yield* o.startRun({ threadId: thread.id, provider, message: "slowly [[slow:20000]]" })
           yield* Effect.promise(() => fx.mock.waitFor((r) => fx.latestPrompt(r).includes("slowly"), 30_000, from))
           census.sample()
-          const agentPids = census.seen().filter((pid) => {
-            try {
-              return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(
-                kind === "codex" ? "app-server" : "stream-json"
-              )
-            } catch {
-              return false
-            }
-          })
-          expect(agentPids.length).toBeGreaterThan(0)
-          for (const pid of agentPids) process.kill(pid, "SIGKILL")
+          const killed = agentPids()
+          expect(killed.length).toBeGreaterThan(0)
+          for (const pid of killed) process.kill(pid, "SIGKILL")
           const failed = yield* untilRun(o, thread.id, (r) => r.status === "failed")
           expect(failed.failure?.reason).toBe("provider_crash")
           expect(failed.failure?.message).toContain("SIGKILL")
@@ -262,6 +320,68 @@ export const agentSuite = (kind: AgentKind) => {
             const meta = JSON.parse(String(requestWith("which fruit?")!.headers["x-codex-turn-metadata"]))
             expect(meta.history_initialization).toBe("cold_resume")
           }
+        })
+      )
+    })
+
+    it("killing the process under two threads' turns fails both; each thread's next run resumes natively", async () => {
+      await run((o) =>
+        Effect.gen(function* () {
+          const [a, b] = yield* Effect.all([
+            o.createThread({ workspace: fx.dir }),
+            o.createThread({ workspace: fx.dir })
+          ])
+          yield* Effect.all(
+            [
+              o.startRun({ threadId: a.id, provider, message: "the tree is OAK", wait: true }),
+              o.startRun({ threadId: b.id, provider, message: "the tree is ELM", wait: true })
+            ],
+            { concurrency: "unbounded" }
+          )
+          const from = fx.mock.requests.length
+          yield* Effect.all(
+            [
+              o.startRun({ threadId: a.id, provider, message: "slowly A [[slow:20000]]" }),
+              o.startRun({ threadId: b.id, provider, message: "slowly B [[slow:20000]]" })
+            ],
+            { concurrency: "unbounded" }
+          )
+          yield* Effect.promise(() =>
+            Promise.all(
+              ["slowly A", "slowly B"].map((text) =>
+                fx.mock.waitFor((r) => fx.latestPrompt(r).includes(text), 30_000, from)
+              )
+            )
+          )
+          census.sample()
+          const killed = agentPids()
+          expect(killed.length).toBeGreaterThan(0)
+          for (const pid of killed) process.kill(pid, "SIGKILL")
+          for (const thread of [a, b]) {
+            const failed = yield* untilRun(o, thread.id, (r) => r.status === "failed")
+            expect(failed.failure?.reason).toBe("provider_crash")
+          }
+          const [nextA, nextB] = yield* Effect.all(
+            [
+              o.startRun({ threadId: a.id, provider, message: "which tree, A?", wait: true }),
+              o.startRun({ threadId: b.id, provider, message: "which tree, B?", wait: true })
+            ],
+            { concurrency: "unbounded" }
+          )
+          expect([nextA.status, nextB.status]).toEqual(["completed", "completed"])
+          for (const [thread, mine, theirs, question] of [
+            [a, "OAK", "ELM", "which tree, A?"],
+            [b, "ELM", "OAK", "which tree, B?"]
+          ] as const) {
+            const view = yield* o.getThread(thread.id)
+            expect(view.providerThreads).toHaveLength(1)
+            const seen = fx.allInputText(requestWith(question, from)!)
+            expect(seen).toContain(mine)
+            expect(seen).not.toContain(theirs)
+          }
+          // The new processes are not the killed ones.
+          census.sample()
+          expect(agentPids().filter((pid) => killed.includes(pid))).toEqual([])
         })
       )
     })
