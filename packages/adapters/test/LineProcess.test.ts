@@ -1,8 +1,11 @@
 /**
  * LineProcess against real `node` children. Every child is ended by its scope;
- * each test checks by PID that none is left.
+ * each test checks by PID that none is left. The last tests host LineProcess in a
+ * process of their own, to kill that process with its scopes open.
  */
+import * as NodeChildProcess from "node:child_process"
 import * as Fs from "node:fs"
+import { createInterface } from "node:readline"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Effect, Exit, Scope, Stream } from "effect"
 import { LineProcess, scopedEnv } from "../src/process/LineProcess.js"
@@ -190,4 +193,113 @@ describe("LineProcess", () => {
       }
     })
   )
+
+  it.live("a host killed with SIGKILL leaves no child behind: its group is ended, a child's own child included", () =>
+    Effect.promise(async () => {
+      // A child that does not exit when its stdin closes, with a child of its own.
+      const stubborn = `const c = require("child_process").spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+        console.log(JSON.stringify({ grandchild: c.pid }));
+        process.stdin.on("end", () => {}).resume();
+        setInterval(() => {}, 1000)`
+      const { host, pids } = await hostWith(stubborn, "wait")
+      expect(pids.every(running)).toBe(true)
+      host.kill("SIGKILL")
+      expect(await until(() => !pids.some(running), 10_000), `still running: ${pids.filter(running)}`).toBe(true)
+    })
+  )
+
+  it.live(
+    "the watcher keeps no host alive: a host whose scopes are closed exits on its own, and the watcher with it",
+    () =>
+      Effect.promise(async () => {
+        const { host, pids, watchers } = await hostWith(ECHO, "close")
+        const exited = await until(() => host.exitCode !== null, 10_000)
+        expect(exited).toBe(true)
+        expect(host.exitCode).toBe(0)
+        expect(watchers.length).toBe(1)
+        expect(await until(() => ![...pids, ...watchers].some(running), 5_000)).toBe(true)
+      })
+  )
 })
+
+const until = async (check: () => boolean, timeoutMs: number): Promise<boolean> => {
+  const deadline = Date.now() + timeoutMs
+  while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+  return check()
+}
+
+/** The processes started under `root` (from /proc), with their command lines. */
+const descendantsOf = (root: number): Array<{ readonly pid: number; readonly cmdline: string }> => {
+  const children = new Map<number, Array<number>>()
+  for (const entry of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = Fs.readFileSync(`/proc/${entry}/stat`, "utf8")
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const out: Array<{ pid: number; cmdline: string }> = []
+  const walk = (pid: number) => {
+    for (const child of children.get(pid) ?? []) {
+      let cmdline = ""
+      try {
+        cmdline = Fs.readFileSync(`/proc/${child}/cmdline`, "utf8")
+      } catch {
+        // Gone meanwhile.
+      }
+      out.push({ pid: child, cmdline })
+      walk(child)
+    }
+  }
+  walk(root)
+  return out
+}
+
+/**
+ * A Node process that spawns \`script\` through the compiled LineProcess (npm test builds
+ * it first) and prints one line once the child's first message is in (or, for ECHO,
+ * once it answered), then waits to be killed ("wait") or closes the child's scope and
+ * returns ("close"). Resolves with the host, its descendants' PIDs apart from the
+ * orphan watcher's, and the watcher's.
+ */
+const hostWith = async (script: string, mode: "wait" | "close") => {
+  const lineProcess = new URL("../dist/src/process/LineProcess.js", import.meta.url).href
+  const program = `
+    import { Effect, Exit, Scope, Stream } from "effect"
+    import { LineProcess } from ${JSON.stringify(lineProcess)}
+    const scope = Effect.runSync(Scope.make())
+    const proc = await Effect.runPromise(Scope.extend(LineProcess.spawn({
+      command: process.execPath, args: ["-e", ${JSON.stringify(script)}], env: {}, provider: "test"
+    }), scope))
+    await Effect.runPromise(proc.send({ hello: 1 }))
+    await Effect.runPromise(Stream.runHead(proc.messages))
+    console.log("ready")
+    if (${JSON.stringify(mode)} === "close") {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    } else setInterval(() => {}, 1000)
+  `
+  const host = NodeChildProcess.spawn(process.execPath, ["--input-type=module", "-e", program], {
+    cwd: new URL("..", import.meta.url).pathname,
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let stderr = ""
+  host.stderr.on("data", (d) => (stderr += String(d)))
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the host did not report in time: ${stderr}`)), 20_000)
+    createInterface({ input: host.stdout }).once("line", () => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })
+  const under = descendantsOf(host.pid!)
+  const isWatcher = (cmdline: string) => cmdline.includes("const groups = new Set()")
+  return {
+    host,
+    pids: under.filter((p) => !isWatcher(p.cmdline)).map((p) => p.pid),
+    watchers: under.filter((p) => isWatcher(p.cmdline)).map((p) => p.pid)
+  }
+}

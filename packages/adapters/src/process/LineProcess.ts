@@ -5,13 +5,15 @@
  * of a process group of its own, so that whatever it starts (an agent's shell
  * commands, its helpers) goes with it. Closing the scope ends stdin, sends SIGTERM to
  * the group and, after a grace period, SIGKILL; a group whose leader already exited
- * gets SIGKILL at once, so no descendant outlives the scope.
+ * gets SIGKILL at once, so no descendant outlives the scope. Should this process die
+ * with the scope still open, the group is ended all the same (OrphanWatcher.ts).
  */
 import * as NodeChildProcess from "node:child_process"
 import * as Os from "node:os"
 import { Deferred, Effect, Exit, Mailbox, Option, Runtime, Stream } from "effect"
 import type { Scope } from "effect"
 import { ProviderFailure } from "@skein/domain"
+import { watchGroup } from "./OrphanWatcher.js"
 
 export interface ExitStatus {
   readonly code: number | null
@@ -114,6 +116,8 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
     const exit = yield* Deferred.make<ExitStatus>()
     let stderr = ""
     const graceMs = options.graceMs ?? 2000
+    /** Takes the child's group off the orphan watcher's list, once the scope has ended it. */
+    let unwatch: () => void = () => {}
 
     const describeStatus = (status: ExitStatus | null): string => {
       const how =
@@ -145,6 +149,7 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
         let started = false
         child.once("spawn", () => {
           started = true
+          unwatch = watchGroup(child.pid!)
           resume(Effect.succeed(child))
         })
         child.on("error", (error) => {
@@ -199,7 +204,10 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
           onLine(buffer)
           buffer = ""
         })
-        return Effect.sync(() => signalGroup(child, "SIGKILL"))
+        return Effect.sync(() => {
+          signalGroup(child, "SIGKILL")
+          unwatch()
+        })
       }),
       (child) =>
         Effect.gen(function* () {
@@ -216,7 +224,7 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
           if (stopped._tag === "None") {
             yield* Deferred.await(exit).pipe(Effect.interruptible, Effect.timeout(5000), Effect.ignore)
           }
-        })
+        }).pipe(Effect.ensuring(Effect.sync(() => unwatch())))
     )
 
     const send = (message: unknown): Effect.Effect<void, ProviderFailure> =>
