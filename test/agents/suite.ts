@@ -14,8 +14,11 @@ import { makeId, ProviderRegistry } from "@skein/domain"
 import { providerRegistryLayer, TurnEvents } from "@skein/adapters"
 import type { Orchestrator } from "@skein/runtime"
 import { Effect, Scope, Exit } from "effect"
+import * as NodeChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { createInterface } from "node:readline"
+import { fileURLToPath } from "node:url"
 import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
 import type { CapturedRequest, MockServer } from "./mocks/MockServer.js"
 import {
@@ -23,6 +26,8 @@ import {
   claudePlaceholder,
   codexEnv,
   codexLauncher,
+  descendants,
+  exeOf,
   processCensus,
   requireBinaries,
   waitUntil
@@ -31,6 +36,9 @@ import * as Responses from "./mocks/ResponsesMock.js"
 import * as Messages from "./mocks/MessagesMock.js"
 
 export type AgentKind = "codex" | "claude"
+
+/** The compiled runtime host of the crash tests (npm test runs tsc -b first). */
+const hostScript = fileURLToPath(new URL("../../test/dist/support/host.js", import.meta.url))
 
 type O = Orchestrator["Type"]
 
@@ -411,6 +419,59 @@ export const agentSuite = (kind: AgentKind) => {
           }),
         db
       )
+    })
+
+    it("Skein killed (SIGKILL) mid-turn: the agent's processes end with it; after a restart the run is interrupted and the next resumes natively", async () => {
+      const from = fx.mock.requests.length
+      const host = NodeChildProcess.spawn(process.execPath, [hostScript, fx.dir, "agent", fx.configFile, kind], {
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stderr = ""
+      host.stderr.on("data", (d) => (stderr += String(d)))
+      try {
+        const line = await new Promise<string>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`the host did not report in time: ${stderr}`)), 60_000)
+          createInterface({ input: host.stdout }).once("line", (l) => {
+            clearTimeout(timer)
+            resolve(l)
+          })
+        })
+        const info = JSON.parse(line) as { readonly threadId: ThreadId; readonly runId: string }
+        await fx.mock.waitFor((r) => fx.latestPrompt(r).includes("slowly"), 30_000, from)
+        census.sample()
+        // The agent's processes under the host, mid-turn.
+        const agents = descendants(host.pid!).filter((pid) => !(exeOf(pid) ?? "/node").endsWith("/node"))
+        expect(agents.length).toBeGreaterThan(0)
+        host.kill("SIGKILL")
+        // Orphaned, each ends on its own once the dead host's pipes close.
+        const ended = await waitUntil(() => agents.every((pid) => exeOf(pid) === null), 10_000)
+        expect(ended ? [] : agents.filter((pid) => exeOf(pid) !== null)).toEqual([])
+        await run(
+          (o) =>
+            Effect.gen(function* () {
+              const before = yield* o.getThread(info.threadId)
+              expect(before.runs.map((r) => r.status)).toEqual(["completed", "interrupted"])
+              expect(before.runs[1]!.id).toBe(info.runId)
+              expect(before.runs[1]!.failure?.reason).toBe("runtime_restart")
+              const next = yield* o.startRun({ threadId: info.threadId, provider, message: "which bird?", wait: true })
+              expect(next.status).toBe("completed")
+              // The same native thread, resumed; the run Skein could not see to its end
+              // is told again, as a delta (whatever the agent kept of it).
+              expect(next.providerThreadId).toBe(before.runs[0]!.providerThreadId)
+              expect(next.contextResolution).toBe("delta")
+              const view = yield* o.getThread(info.threadId)
+              const handoff = view.handoffs.find((h) => h.id === next.contextHandoffId)!
+              expect(handoff.strategy).toBe("delta_since_target_last_seen")
+              expect(handoff.coveredRunOrdinals).toEqual({ from: 2, to: 2 })
+              expect(view.providerThreads).toHaveLength(1)
+              expect(view.providerThreads[0]!.coverage.nativeRunOrdinals).toEqual([1, 3])
+              expect(fx.allInputText(requestWith("which bird?", from)!)).toContain("the bird is ROBIN")
+            }),
+          "agent.db"
+        )
+      } finally {
+        if (host.exitCode === null && host.signalCode === null) host.kill("SIGKILL")
+      }
     })
 
     it("fork at run 1 of 2 through the runtime: served natively; the model sees run 1 and not run 2", async () => {

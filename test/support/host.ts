@@ -2,7 +2,10 @@
  * A runtime host in its own process, for crash tests: opens the runtime on the
  * database in argv[2], creates a thread, starts a long run, prints one JSON line with
  * the thread, run and process ids, then waits to be killed. With argv[3] = "fork" it
- * instead completes one run, forks the thread, prints the fork's ids and waits.
+ * instead completes one run, forks the thread, prints the fork's ids and waits. With
+ * argv[3] = "agent", argv[4] a provider config file and argv[5] an instance of it, on
+ * `agent.db` in that directory: one run completes, then a slow one starts, and the line
+ * is printed once it is running (the test waits for its request at the mock model).
  */
 import type { ProviderName } from "@skein/domain"
 import { Effect } from "effect"
@@ -31,7 +34,21 @@ const forkThenWait = () =>
       yield* Effect.never
     })
   )
+const agentTurnThenWait = (configFile: string, provider: ProviderName) =>
+  withRuntime(
+    dir,
+    (o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ workspace: dir })
+        yield* o.startRun({ threadId: thread.id, provider, message: "the bird is ROBIN", wait: true })
+        const run = yield* o.startRun({ threadId: thread.id, provider, message: "slowly [[slow:30000]]" })
+        process.stdout.write(JSON.stringify({ threadId: thread.id, runId: run.id, pid: process.pid }) + "\n")
+        yield* Effect.never
+      }),
+    { configFile, dbName: "agent.db" }
+  )
 if (mode === "fork") await forkThenWait()
+else if (mode === "agent") await agentTurnThenWait(process.argv[4]!, process.argv[5]! as ProviderName)
 else
   await withRuntime(dir, (o) =>
     Effect.gen(function* () {
