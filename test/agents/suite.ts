@@ -132,6 +132,25 @@ export const agentSuite = (kind: AgentKind) => {
         return false
       }
     })
+  /** A run on each of two threads, started at once (with `wait`, each to its end). */
+  const runsAtOnce = (
+    o: O,
+    [one, first]: readonly [ThreadId, string],
+    [other, second]: readonly [ThreadId, string],
+    wait = false
+  ) =>
+    Effect.all(
+      [
+        o.startRun({ threadId: one, provider, message: first, wait }),
+        o.startRun({ threadId: other, provider, message: second, wait })
+      ],
+      { concurrency: "unbounded" }
+    )
+  /** Until the mock has had a request whose prompt holds each of `texts`. */
+  const promptsSeen = (texts: ReadonlyArray<string>, from: number) =>
+    Effect.promise(() =>
+      Promise.all(texts.map((text) => fx.mock.waitFor((r) => fx.latestPrompt(r).includes(text), 30_000, from)))
+    )
   /** The newest model request whose prompt contains `text`. */
   const requestWith = (text: string, from = 0) =>
     fx
@@ -217,19 +236,8 @@ export const agentSuite = (kind: AgentKind) => {
           ])
           const from = fx.mock.requests.length
           // Both turns in flight at once, on the same instance and workspace.
-          yield* Effect.all(
-            [
-              o.startRun({ threadId: a.id, provider, message: "the fruit is APPLE [[slow:3000]]" }),
-              o.startRun({ threadId: b.id, provider, message: "the fruit is BANANA [[slow:3000]]" })
-            ],
-            { concurrency: "unbounded" }
-          )
-          yield* Effect.promise(() =>
-            Promise.all([
-              fx.mock.waitFor((r) => fx.latestPrompt(r).includes("APPLE"), 30_000, from),
-              fx.mock.waitFor((r) => fx.latestPrompt(r).includes("BANANA"), 30_000, from)
-            ])
-          )
+          yield* runsAtOnce(o, [a.id, "the fruit is APPLE [[slow:3000]]"], [b.id, "the fruit is BANANA [[slow:3000]]"])
+          yield* promptsSeen(["APPLE", "BANANA"], from)
           census.sample()
           const runsOf = (threadId: ThreadId) => Effect.map(o.getThread(threadId), (view) => view.runs)
           expect((yield* runsOf(a.id)).map((r) => r.status)).toEqual(["running"])
@@ -243,13 +251,7 @@ export const agentSuite = (kind: AgentKind) => {
           expect(other.status).toBe("completed")
           expect(replyOf(other)).toContain("ok: the fruit is BANANA")
           // Again at once, to the end: each thread's next request holds its own history only.
-          const [nextA, nextB] = yield* Effect.all(
-            [
-              o.startRun({ threadId: a.id, provider, message: "which fruit, A?", wait: true }),
-              o.startRun({ threadId: b.id, provider, message: "which fruit, B?", wait: true })
-            ],
-            { concurrency: "unbounded" }
-          )
+          const [nextA, nextB] = yield* runsAtOnce(o, [a.id, "which fruit, A?"], [b.id, "which fruit, B?"], true)
           expect([nextA.status, nextB.status]).toEqual(["completed", "completed"])
           expect(replyOf(nextA)).toContain("ok: which fruit, A?")
           expect(replyOf(nextB)).toContain("ok: which fruit, B?")
@@ -339,28 +341,10 @@ export const agentSuite = (kind: AgentKind) => {
             o.createThread({ workspace: fx.dir }),
             o.createThread({ workspace: fx.dir })
           ])
-          yield* Effect.all(
-            [
-              o.startRun({ threadId: a.id, provider, message: "the tree is OAK", wait: true }),
-              o.startRun({ threadId: b.id, provider, message: "the tree is ELM", wait: true })
-            ],
-            { concurrency: "unbounded" }
-          )
+          yield* runsAtOnce(o, [a.id, "the tree is OAK"], [b.id, "the tree is ELM"], true)
           const from = fx.mock.requests.length
-          yield* Effect.all(
-            [
-              o.startRun({ threadId: a.id, provider, message: "slowly A [[slow:20000]]" }),
-              o.startRun({ threadId: b.id, provider, message: "slowly B [[slow:20000]]" })
-            ],
-            { concurrency: "unbounded" }
-          )
-          yield* Effect.promise(() =>
-            Promise.all(
-              ["slowly A", "slowly B"].map((text) =>
-                fx.mock.waitFor((r) => fx.latestPrompt(r).includes(text), 30_000, from)
-              )
-            )
-          )
+          yield* runsAtOnce(o, [a.id, "slowly A [[slow:20000]]"], [b.id, "slowly B [[slow:20000]]"])
+          yield* promptsSeen(["slowly A", "slowly B"], from)
           census.sample()
           const killed = agentPids()
           expect(killed.length).toBeGreaterThan(0)
@@ -369,13 +353,7 @@ export const agentSuite = (kind: AgentKind) => {
             const failed = yield* untilRun(o, thread.id, (r) => r.status === "failed")
             expect(failed.failure?.reason).toBe("provider_crash")
           }
-          const [nextA, nextB] = yield* Effect.all(
-            [
-              o.startRun({ threadId: a.id, provider, message: "which tree, A?", wait: true }),
-              o.startRun({ threadId: b.id, provider, message: "which tree, B?", wait: true })
-            ],
-            { concurrency: "unbounded" }
-          )
+          const [nextA, nextB] = yield* runsAtOnce(o, [a.id, "which tree, A?"], [b.id, "which tree, B?"], true)
           expect([nextA.status, nextB.status]).toEqual(["completed", "completed"])
           for (const [thread, mine, theirs, question] of [
             [a, "OAK", "ELM", "which tree, A?"],

@@ -201,10 +201,12 @@ describe("LineProcess", () => {
         console.log(JSON.stringify({ grandchild: c.pid }));
         process.stdin.on("end", () => {}).resume();
         setInterval(() => {}, 1000)`
-      const { host, pids } = await hostWith(stubborn, "wait")
-      expect(pids.every(running)).toBe(true)
+      const { host, child, first, watcher } = await hostWith(stubborn, "wait")
+      const pids = [child, (first as { grandchild: number }).grandchild]
+      expect([...pids, watcher].every(running)).toBe(true)
       host.kill("SIGKILL")
       expect(await until(() => !pids.some(running), 10_000), `still running: ${pids.filter(running)}`).toBe(true)
+      expect(await until(() => !running(watcher), 5_000)).toBe(true)
     })
   )
 
@@ -212,12 +214,10 @@ describe("LineProcess", () => {
     "the watcher keeps no host alive: a host whose scopes are closed exits on its own, and the watcher with it",
     () =>
       Effect.promise(async () => {
-        const { host, pids, watchers } = await hostWith(ECHO, "close")
-        const exited = await until(() => host.exitCode !== null, 10_000)
-        expect(exited).toBe(true)
+        const { host, child, watcher } = await hostWith(ECHO, "close")
+        expect(await until(() => host.exitCode !== null, 10_000)).toBe(true)
         expect(host.exitCode).toBe(0)
-        expect(watchers.length).toBe(1)
-        expect(await until(() => ![...pids, ...watchers].some(running), 5_000)).toBe(true)
+        expect(await until(() => !running(child) && !running(watcher), 5_000)).toBe(true)
       })
   )
 })
@@ -228,55 +228,25 @@ const until = async (check: () => boolean, timeoutMs: number): Promise<boolean> 
   return check()
 }
 
-/** The processes started under `root` (from /proc), with their command lines. */
-const descendantsOf = (root: number): Array<{ readonly pid: number; readonly cmdline: string }> => {
-  const children = new Map<number, Array<number>>()
-  for (const entry of Fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = Fs.readFileSync(`/proc/${entry}/stat`, "utf8")
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const out: Array<{ pid: number; cmdline: string }> = []
-  const walk = (pid: number) => {
-    for (const child of children.get(pid) ?? []) {
-      let cmdline = ""
-      try {
-        cmdline = Fs.readFileSync(`/proc/${child}/cmdline`, "utf8")
-      } catch {
-        // Gone meanwhile.
-      }
-      out.push({ pid: child, cmdline })
-      walk(child)
-    }
-  }
-  walk(root)
-  return out
-}
-
 /**
- * A Node process that spawns \`script\` through the compiled LineProcess (npm test builds
- * it first) and prints one line once the child's first message is in (or, for ECHO,
- * once it answered), then waits to be killed ("wait") or closes the child's scope and
- * returns ("close"). Resolves with the host, its descendants' PIDs apart from the
- * orphan watcher's, and the watcher's.
+ * A Node process that spawns `script` through the compiled LineProcess (npm test builds
+ * it first), sends it one line and prints, once the child's first message is in, the
+ * child's PID, that message and the orphan watcher's PID; then it waits to be killed
+ * ("wait"), or closes the child's scope and returns ("close").
  */
 const hostWith = async (script: string, mode: "wait" | "close") => {
-  const lineProcess = new URL("../dist/src/process/LineProcess.js", import.meta.url).href
+  const dist = (file: string) => JSON.stringify(new URL(`../dist/src/process/${file}`, import.meta.url).href)
   const program = `
     import { Effect, Exit, Scope, Stream } from "effect"
-    import { LineProcess } from ${JSON.stringify(lineProcess)}
+    import { LineProcess } from ${dist("LineProcess.js")}
+    import { watcherPid } from ${dist("OrphanWatcher.js")}
     const scope = Effect.runSync(Scope.make())
     const proc = await Effect.runPromise(Scope.extend(LineProcess.spawn({
       command: process.execPath, args: ["-e", ${JSON.stringify(script)}], env: {}, provider: "test"
     }), scope))
     await Effect.runPromise(proc.send({ hello: 1 }))
-    await Effect.runPromise(Stream.runHead(proc.messages))
-    console.log("ready")
+    const first = await Effect.runPromise(Stream.runHead(proc.messages))
+    console.log(JSON.stringify({ child: proc.pid, first: first.value, watcher: watcherPid() }))
     if (${JSON.stringify(mode)} === "close") {
       await new Promise((resolve) => setTimeout(resolve, 200))
       await Effect.runPromise(Scope.close(scope, Exit.void))
@@ -288,18 +258,13 @@ const hostWith = async (script: string, mode: "wait" | "close") => {
   })
   let stderr = ""
   host.stderr.on("data", (d) => (stderr += String(d)))
-  await new Promise<void>((resolve, reject) => {
+  const line = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the host did not report in time: ${stderr}`)), 20_000)
-    createInterface({ input: host.stdout }).once("line", () => {
+    createInterface({ input: host.stdout }).once("line", (l) => {
       clearTimeout(timer)
-      resolve()
+      resolve(l)
     })
   })
-  const under = descendantsOf(host.pid!)
-  const isWatcher = (cmdline: string) => cmdline.includes("const groups = new Set()")
-  return {
-    host,
-    pids: under.filter((p) => !isWatcher(p.cmdline)).map((p) => p.pid),
-    watchers: under.filter((p) => isWatcher(p.cmdline)).map((p) => p.pid)
-  }
+  const reported = JSON.parse(line) as { readonly child: number; readonly first: unknown; readonly watcher: number }
+  return { host, ...reported }
 }

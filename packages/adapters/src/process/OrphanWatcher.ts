@@ -65,6 +65,7 @@ process.stdin.on("error", end)
 const GRACE_MS = 2000
 
 interface Watcher {
+  readonly pid: number | undefined
   readonly tell: (line: string) => void
 }
 
@@ -104,6 +105,7 @@ const startWatcher = (): Watcher | null => {
   child.unref()
   stdin.unref()
   return {
+    pid: child.pid,
     tell: (line) => {
       if (usable) stdin.write(line)
     }
@@ -126,3 +128,6 @@ export const watchGroup = (pid: number): (() => void) => {
     watcher?.tell(`-${pid}\n`)
   }
 }
+
+/** The watcher's PID, once it runs (for diagnostics and tests). */
+export const watcherPid = (): number | null => watcher?.pid ?? null
