@@ -82,8 +82,9 @@ const startWatcher = (): Watcher | null => {
       stdio: ["pipe", "ignore", "ignore"],
       shell: false,
       detached: true,
-      // Nothing of this process's environment is needed to send signals.
-      env: {}
+      // Nothing of this process's environment is needed to send signals. (Electron's
+      // executable runs as Node only when told to.)
+      env: process.versions.electron === undefined ? {} : { ELECTRON_RUN_AS_NODE: "1" }
     })
   } catch (error) {
     warn(error)
