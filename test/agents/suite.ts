@@ -14,11 +14,9 @@ import { makeId, ProviderRegistry } from "@skein/domain"
 import { providerRegistryLayer, TurnEvents } from "@skein/adapters"
 import type { Orchestrator } from "@skein/runtime"
 import { Effect, Scope, Exit } from "effect"
-import * as NodeChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { createInterface } from "node:readline"
-import { fileURLToPath } from "node:url"
+import { startHost } from "../support/hostProcess.js"
 import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
 import type { CapturedRequest, MockServer } from "./mocks/MockServer.js"
 import {
@@ -36,9 +34,6 @@ import * as Responses from "./mocks/ResponsesMock.js"
 import * as Messages from "./mocks/MessagesMock.js"
 
 export type AgentKind = "codex" | "claude"
-
-/** The compiled runtime host of the crash tests (npm test runs tsc -b first). */
-const hostScript = fileURLToPath(new URL("../../test/dist/support/host.js", import.meta.url))
 
 type O = Orchestrator["Type"]
 
@@ -401,20 +396,11 @@ export const agentSuite = (kind: AgentKind) => {
 
     it("Skein killed (SIGKILL) mid-turn: the agent's processes end with it; after a restart the run is interrupted and the next resumes natively", async () => {
       const from = fx.mock.requests.length
-      const host = NodeChildProcess.spawn(process.execPath, [hostScript, fx.dir, "agent", fx.configFile, kind], {
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stderr = ""
-      host.stderr.on("data", (d) => (stderr += String(d)))
+      const { host, info } = await startHost<{ readonly threadId: ThreadId; readonly runId: string }>(
+        [fx.dir, "agent", fx.configFile, kind],
+        60_000
+      )
       try {
-        const line = await new Promise<string>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error(`the host did not report in time: ${stderr}`)), 60_000)
-          createInterface({ input: host.stdout }).once("line", (l) => {
-            clearTimeout(timer)
-            resolve(l)
-          })
-        })
-        const info = JSON.parse(line) as { readonly threadId: ThreadId; readonly runId: string }
         await fx.mock.waitFor((r) => fx.latestPrompt(r).includes("slowly"), 30_000, from)
         census.sample()
         // The agent's processes under the host, mid-turn.

@@ -6,29 +6,19 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName } from "@skein/domain"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
-import { createInterface } from "node:readline"
-import { fileURLToPath } from "node:url"
+import { startHost } from "../support/hostProcess.js"
 import { isAlive, removeDir, tempDir, waitFor, withRuntime } from "../support/runtime.js"
-
-// The compiled host (npm test runs tsc -b first).
-const hostScript = fileURLToPath(new URL("../../test/dist/support/host.js", import.meta.url))
 
 describe("crash recovery", () => {
   it("recovers after SIGKILL: run interrupted, commands kept, no orphan provider", async () => {
     const dir = tempDir()
-    const child = spawn(process.execPath, [hostScript, dir], { stdio: ["ignore", "pipe", "pipe"] })
-    let stderr = ""
-    child.stderr.on("data", (d) => (stderr += String(d)))
+    const { host: child, info } = await startHost<{
+      threadId: string
+      runId: string
+      pid: number
+      providerPid: number | null
+    }>([dir], 20_000)
     try {
-      const line = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`host did not report in time: ${stderr}`)), 20_000)
-        createInterface({ input: child.stdout }).once("line", (l) => {
-          clearTimeout(timer)
-          resolve(l)
-        })
-      })
-      const info = JSON.parse(line) as { threadId: string; runId: string; pid: number; providerPid: number | null }
       expect(info.providerPid).not.toBeNull()
       expect(isAlive(info.providerPid!)).toBe(true)
       child.kill("SIGKILL")

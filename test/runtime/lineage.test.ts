@@ -9,10 +9,8 @@ import type { ProviderName, RunView, SkeinError, ThreadId } from "@skein/domain"
 import { ThreadUpdated } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Option } from "effect"
-import { spawn } from "node:child_process"
-import { createInterface } from "node:readline"
-import { fileURLToPath } from "node:url"
 import { EventStore, Orchestrator } from "@skein/runtime"
+import { startHost } from "../support/hostProcess.js"
 import {
   captureLogs,
   inTempRuntime,
@@ -440,19 +438,11 @@ describe("subagents", () => {
 describe("crash", () => {
   it("a SIGKILL between thread.fork and the fork's first run leaves the transfer pending; the first run resolves it", async () => {
     const dir = tempDir("skein-lineage-crash-")
-    const host = fileURLToPath(new URL("../../test/dist/support/host.js", import.meta.url))
-    const child = spawn(process.execPath, [host, dir, "fork"], { stdio: ["ignore", "pipe", "pipe"] })
-    let stderr = ""
-    child.stderr.on("data", (d) => (stderr += String(d)))
+    const { host: child, info } = await startHost<{ forkId: ThreadId; transferId: string; pid: number }>(
+      [dir, "fork"],
+      30_000
+    )
     try {
-      const line = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`host did not report in time: ${stderr}`)), 30_000)
-        createInterface({ input: child.stdout }).once("line", (l) => {
-          clearTimeout(timer)
-          resolve(l)
-        })
-      })
-      const info = JSON.parse(line) as { forkId: ThreadId; transferId: string; pid: number }
       child.kill("SIGKILL")
       expect(await waitFor(() => !isAlive(info.pid), 5_000)).toBe(true)
       await withRuntime(dir, (o) =>
