@@ -25,7 +25,7 @@ import {
   type TurnItem,
   type TurnItemId
 } from "@skein/domain"
-import { Clock, Context, Deferred, Effect, Either, Exit, Layer, Option, Stream } from "effect"
+import { Context, Deferred, Effect, Either, Exit, Layer, Option, Stream } from "effect"
 import type { Scope } from "effect"
 import { describeError, fromSqlError } from "./Codec.js"
 import { decodeEvent, encodeEvent, type StoredForm } from "./EventCodec.js"
@@ -248,19 +248,22 @@ const make = Effect.gen(function* () {
   const sql = direct.sql
   // Live followers, by thread: a commit notifies only the followers of its thread.
   const listeners = new Map<ThreadId, Set<(events: ReadonlyArray<StoredEvent>) => void>>()
-  const notify = (threadId: ThreadId, stored: ReadonlyArray<StoredEvent>) =>
-    Effect.sync(() => {
-      for (const listener of listeners.get(threadId) ?? []) {
-        try {
-          listener(stored)
-        } catch (error) {
-          console.error(`skein: an event follower of thread ${threadId} failed: ${describeError(error)}`)
-        }
+  /**
+   * Tells the thread's followers of a commit. Called right after it, still holding the
+   * connection (SqliteDirect's `committed`), so that followers receive each thread's
+   * events in sequence order.
+   */
+  const notify = (threadId: ThreadId, stored: ReadonlyArray<StoredEvent>) => {
+    if (stored.length === 0) return
+    for (const listener of listeners.get(threadId) ?? []) {
+      try {
+        listener(stored)
+      } catch (error) {
+        console.error(`skein: an event follower of thread ${threadId} failed: ${describeError(error)}`)
       }
-    })
-  // One writer at a time, from the transaction to the publication, so that live
-  // followers receive each thread's events in sequence order.
-  const writer = yield* Effect.makeSemaphore(1)
+    }
+  }
+  const clock = yield* Effect.clock
 
   /**
    * The append's one transaction, run synchronously (see Sqlite.ts): the fence on the
@@ -351,23 +354,21 @@ const make = Effect.gen(function* () {
           )
         }
       }
-      return writer.withPermits(1)(
-        Effect.uninterruptible(
-          Effect.flatMap(Clock.currentTimeMillis, (millis) => {
-            const createdAt = new Date(millis).toISOString()
-            return direct.transaction<ReadonlyArray<StoredEvent>, StorageError | SequenceConflict>((db, abort) =>
-              insertEvents(db, abort, threadId, input, forms, resultJson, createdAt)
-            )
-          }).pipe(
-            Effect.mapError((error) =>
-              error._tag === "SqlError"
-                ? fromSqlError(`cannot append ${input.events.length} event(s) to thread ${threadId}`)(error)
-                : error
-            ),
-            Effect.tap((stored) => (stored.length > 0 ? notify(threadId, stored) : Effect.void))
+      const createdAt = new Date(clock.unsafeCurrentTimeMillis()).toISOString()
+      // The transaction and the followers' notice run without yielding: nothing can
+      // interrupt the append between its commit and its publication.
+      return direct
+        .transaction<ReadonlyArray<StoredEvent>, StorageError | SequenceConflict>(
+          (db, abort) => insertEvents(db, abort, threadId, input, forms, resultJson, createdAt),
+          (stored) => notify(threadId, stored)
+        )
+        .pipe(
+          Effect.mapError((error) =>
+            error._tag === "SqlError"
+              ? fromSqlError(`cannot append ${input.events.length} event(s) to thread ${threadId}`)(error)
+              : error
           )
         )
-      )
     })
 
   const receipt = (commandId: CommandId): Effect.Effect<Option.Option<StoredReceipt>, StorageError> =>
@@ -555,7 +556,7 @@ const make = Effect.gen(function* () {
       if (lastRow === undefined || rows.length < rebuildPageSize) break
       after = lastRow.sequence
     }
-  }).pipe(sql.withTransaction, Effect.mapError(fromSqlError("cannot rebuild the projections")), writer.withPermits(1))
+  }).pipe(sql.withTransaction, Effect.mapError(fromSqlError("cannot rebuild the projections")))
 
   return EventStore.of({
     append,

@@ -11,10 +11,12 @@
  *   compiles, and goes through a prepared-statement cache, several times the price of
  *   the statement itself.
  *
- * Both take the same one-permit lock: a direct transaction never runs inside a
+ * Both take the same lock (ConnectionLock.ts): a direct transaction never runs inside a
  * `SqlClient` transaction or between its statements, and the other way round. So a
  * direct transaction must not be started from inside a `SqlClient` transaction (it
- * would wait for the lock that transaction holds).
+ * would wait for the lock that transaction holds). A section that never yields (a
+ * direct transaction, one statement) takes nothing when nobody holds or waits for the
+ * lock.
  *
  * A file database also gets a WalCheckpointer: each direct transaction reports its
  * commit, and a worker thread keeps the WAL copied into the database.
@@ -25,7 +27,8 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, Layer, Option, Scope, Stream } from "effect"
+import { Context, Effect, Layer, Option, Stream } from "effect"
+import * as ConnectionLock from "./ConnectionLock.js"
 import * as WalCheckpointer from "./WalCheckpointer.js"
 
 /** The few better-sqlite3 calls used here (the package ships no types). */
@@ -69,10 +72,12 @@ export interface SqliteDirectShape {
   /**
    * Runs `f` inside one SQLite transaction, holding the connection: committed if `f`
    * returns, rolled back if it throws. `abort(error)` rolls back and fails with `error`;
-   * anything else thrown fails with a SqlError.
+   * anything else thrown fails with a SqlError. `committed` runs right after the commit,
+   * still holding the connection, so that what it publishes goes out in commit order.
    */
   readonly transaction: <A, E = never>(
-    f: (db: DirectDb, abort: (error: E) => never) => A
+    f: (db: DirectDb, abort: (error: E) => never) => A,
+    committed?: (result: A) => void
   ) => Effect.Effect<A, E | SqlError>
   /** The background WAL checkpointer's progress (null for an in-memory database). */
   readonly checkpoints: () => WalCheckpointer.WalCheckpointerStatus | null
@@ -105,7 +110,7 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       try: () => db.pragma("journal_mode = WAL"),
       catch: (cause) => new SqlError({ cause, message: "Failed to enable WAL" })
     })
-    const lock = yield* Effect.makeSemaphore(1)
+    const lock = yield* ConnectionLock.make
     /**
      * Starts the WAL over while the connection is idle (see WalCheckpointer.ts): one write
      * that changes nothing (`user_version` set to itself, read and written under the
@@ -118,22 +123,18 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     }).immediate
     const startWalOver = (): boolean =>
       Option.getOrElse(
-        Effect.runSync(
-          lock.withPermitsIfAvailable(1)(
-            Effect.sync(() => {
-              const timeout = Number(db.pragma("busy_timeout", { simple: true }))
-              db.pragma("busy_timeout = 0")
-              try {
-                rewriteVersion()
-                return true
-              } catch {
-                return false
-              } finally {
-                db.pragma(`busy_timeout = ${timeout}`)
-              }
-            })
-          )
-        ),
+        lock.ifFree(() => {
+          const timeout = Number(db.pragma("busy_timeout", { simple: true }))
+          db.pragma("busy_timeout = 0")
+          try {
+            rewriteVersion()
+            return true
+          } catch {
+            return false
+          } finally {
+            db.pragma(`busy_timeout = ${timeout}`)
+          }
+        }),
         () => false
       )
     const checkpointer = isMemory(filename)
@@ -200,16 +201,8 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       executeStream: () => Stream.dieMessage("executeStream is not implemented for SQLite")
     }
 
-    const acquirer = lock.withPermits(1)(Effect.succeed(connection))
-    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
-      Effect.as(
-        Effect.zipRight(
-          restore(lock.take(1)),
-          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, lock.release(1)))
-        ),
-        connection
-      )
-    )
+    const acquirer = lock.now(() => Effect.succeed(connection))
+    const transactionAcquirer = Effect.as(lock.holdInScope, connection)
     const client = yield* Client.make({
       acquirer,
       compiler: Statement.makeCompilerSqlite(),
@@ -229,19 +222,22 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     const abort = (error: unknown): never => {
       throw new Abort(error)
     }
-    const transaction: SqliteDirectShape["transaction"] = <A, E>(f: (db: DirectDb, abort: (error: E) => never) => A) =>
-      lock.withPermits(1)(
-        Effect.suspend((): Effect.Effect<A, E | SqlError> => {
-          try {
-            const result = inTransaction(() => f(direct, abort))
-            checkpointer?.committed()
-            return Effect.succeed(result)
-          } catch (cause) {
-            if (cause instanceof Abort) return Effect.fail(cause.error as E)
-            return Effect.fail(new SqlError({ cause, message: "Failed to run a transaction" }))
-          }
-        })
-      )
+    const transaction: SqliteDirectShape["transaction"] = <A, E>(
+      f: (db: DirectDb, abort: (error: E) => never) => A,
+      committed?: (result: A) => void
+    ) =>
+      lock.now((): Effect.Effect<A, E | SqlError> => {
+        let result: A
+        try {
+          result = inTransaction(() => f(direct, abort))
+        } catch (cause) {
+          if (cause instanceof Abort) return Effect.fail(cause.error as E)
+          return Effect.fail(new SqlError({ cause, message: "Failed to run a transaction" }))
+        }
+        checkpointer?.committed()
+        committed?.(result)
+        return Effect.succeed(result)
+      })
 
     const run = <A>(sql: string, params: ReadonlyArray<unknown>) =>
       attempt("Failed to execute statement", () => rows(prepare(sql), params) as ReadonlyArray<A>)
@@ -251,7 +247,7 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
         Effect.contextWithEffect((context: Context.Context<never>) =>
           Option.isSome(Context.getOption(context, Client.TransactionConnection))
             ? run<A>(text, params)
-            : lock.withPermits(1)(run<A>(text, params))
+            : lock.now(() => run<A>(text, params))
         ),
       withTransaction: client.withTransaction
     }
