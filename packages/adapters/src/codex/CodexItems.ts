@@ -10,10 +10,19 @@ import { KnownItem } from "./CodexProtocol.js"
 import type { PlanUpdated } from "./CodexProtocol.js"
 
 const decodeItem = Schema.decodeUnknownOption(KnownItem)
+/**
+ * The item types KnownItem decodes. An item of any other type (the user's message,
+ * which every turn has) maps to nothing without a decode: one that fails builds its
+ * whole parse error first.
+ */
+const knownTypes: ReadonlySet<unknown> = new Set(KnownItem.members.flatMap((member) => member.fields.type.literals))
+const typeOf = (raw: unknown): unknown =>
+  typeof raw === "object" && raw !== null ? (raw as { readonly type?: unknown }).type : undefined
 
 const OUTPUT_CAP = 16_000
 
 export const turnItemsOf = (raw: unknown): ReadonlyArray<TurnItemContent> => {
+  if (!knownTypes.has(typeOf(raw))) return []
   const decoded = decodeItem(raw)
   if (Option.isNone(decoded)) return []
   const item = decoded.value
