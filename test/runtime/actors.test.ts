@@ -7,6 +7,8 @@ import type { ProviderName, ThreadId } from "@skein/domain"
 import { Chunk, Deferred, Effect, Either, Exit, Fiber, FiberId, Schedule, Scope, Stream } from "effect"
 import { inTempRuntime, isAlive, waitFor, wrapTurns } from "../support/runtime.js"
 import { TurnEvents } from "@skein/adapters"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
 
 const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
@@ -283,6 +285,70 @@ describe("thread actors", () => {
         )
         expect(Either.isLeft(again) && again.left._tag).toBe("ApprovalNotFound")
       })
+    )
+  })
+
+  it("refuses a decision once the run is over when the provider's approvals end with their turn, without asking it", async () => {
+    // A scripted instance that behaves as Codex and Claude Code do: an approval waits in its turn.
+    const strict = "strict" as ProviderName
+    let asked = 0
+    await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          // Once the run is over, Skein answers for the provider, which is not asked. (A
+          // decision while the turn waits still goes to the provider: the real agents'
+          // approval tests, test/agents/suite.ts, whose drivers say the same.)
+          const done = yield* o.startRun({
+            threadId: thread.id,
+            provider: strict,
+            message: "[[ask:second?]]",
+            wait: true
+          })
+          expect(done.status).toBe("completed")
+          const second = done.items.find((i) => i.type === "approval_request")!
+          if (second.type !== "approval_request") throw new Error("no approval request")
+          const refused = yield* Effect.flip(
+            o.respondApproval({ threadId: thread.id, approvalId: second.approvalId, decision: "accept" })
+          )
+          expect(refused).toMatchObject({ _tag: "ProviderFailure", provider: strict, code: "approval_not_pending" })
+          expect(refused.message).toContain("is over")
+          expect(asked).toBe(0)
+          // The approval is still open, and can be refused again the same way.
+          const stored = (yield* o.getThread(thread.id)).runs[0]!.items.find((i) => i.id === second.id)
+          expect(stored?.type === "approval_request" && stored.status).toBe("open")
+          const again = yield* Effect.flip(
+            o.respondApproval({ threadId: thread.id, approvalId: second.approvalId, decision: "decline" })
+          )
+          expect(again).toMatchObject({ _tag: "ProviderFailure", code: "approval_not_pending" })
+          expect(asked).toBe(0)
+          // The same instance with the scripted profile's default takes late decisions: the
+          // "records an approval decision after the provider accepts it" test above.
+        }),
+      (dir) => {
+        const configFile = join(dir, "providers.json")
+        writeFileSync(
+          configFile,
+          JSON.stringify({
+            providers: { strict: { driver: "scripted", capabilities: { approvalsOutliveTurn: false } } }
+          })
+        )
+        return {
+          configFile,
+          mapAdapter: (adapter) => ({
+            ...adapter,
+            openSession: (options) =>
+              Effect.map(adapter.openSession(options), (handle) => ({
+                ...handle,
+                respondApproval: (nativeRef, approvalId, decision) =>
+                  Effect.suspend(() => {
+                    asked++
+                    return handle.respondApproval(nativeRef, approvalId, decision)
+                  })
+              }))
+          })
+        }
+      }
     )
   })
 

@@ -62,7 +62,8 @@ export const CapabilitiesConfig = Schema.Struct({
   rollback: Schema.optional(RollbackCapability),
   handoffDelivery: Schema.optional(Schema.Array(HandoffDelivery)),
   contextWindowTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
-  summarise: Schema.optional(Schema.Boolean)
+  summarise: Schema.optional(Schema.Boolean),
+  approvalsOutliveTurn: Schema.optional(Schema.Boolean)
 })
 export type CapabilitiesConfig = typeof CapabilitiesConfig.Type
 
@@ -165,7 +166,8 @@ export const capabilitiesFor = (driver: ProviderDriver, overrides: CapabilitiesC
     rollback: overrides.rollback ?? driverProfile[driver].rollback,
     handoffDelivery: overrides.handoffDelivery ?? driverProfile[driver].handoffDelivery,
     contextWindowTokens: overrides.contextWindowTokens ?? driverProfile[driver].contextWindowTokens,
-    summarise: overrides.summarise ?? driverProfile[driver].summarise
+    summarise: overrides.summarise ?? driverProfile[driver].summarise,
+    approvalsOutliveTurn: overrides.approvalsOutliveTurn ?? driverProfile[driver].approvalsOutliveTurn
   })
 
 /** One line per wrong path: `at providers.alpha.fork: expected "none" | "latest" | "at_turn", got "sometimes"`. */

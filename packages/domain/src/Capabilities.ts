@@ -27,7 +27,14 @@ export class ProviderCapabilities extends Schema.Class<ProviderCapabilities>("Pr
   /** The context window of the model, in tokens. */
   contextWindowTokens: Schema.Int.pipe(Schema.positive()),
   /** The adapter can write a handoff summary itself (leaving/entering/summary provider). */
-  summarise: Schema.Boolean
+  summarise: Schema.Boolean,
+  /**
+   * The provider takes a decision on an approval after the turn that asked for it has
+   * ended. An agent whose turn waits for the answer (Codex, Claude Code) does not: once
+   * the run is over, Skein refuses the decision itself, without asking the provider
+   * (which could mean starting its process only to hear that it no longer waits).
+   */
+  approvalsOutliveTurn: Schema.optionalWith(Schema.Boolean, { default: () => true })
 }) {}
 
 export const defaultCapabilities = (

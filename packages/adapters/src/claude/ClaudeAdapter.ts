@@ -66,13 +66,17 @@ export const claudeBinarySpec: AgentBinarySpec = {
   nativeIn: (platformDir) => [Path.join(platformDir, "claude")]
 }
 
-/** What the Claude driver can do: resume, fork at a turn, native rollback; handoffs as a preamble. */
+/**
+ * What the Claude driver can do: resume, fork at a turn, native rollback; handoffs as a
+ * preamble. An approval waits in its turn: once the turn is over, Claude Code takes no decision.
+ */
 export const claudeCapabilities: ProviderCapabilities = defaultCapabilities({
   resume: true,
   fork: "at_turn",
   rollback: "native",
   handoffDelivery: ["preamble"],
-  summarise: false
+  summarise: false,
+  approvalsOutliveTurn: false
 })
 
 export const ClaudePermissionMode = Schema.Literal("default", "acceptEdits", "plan", "bypassPermissions")

@@ -83,13 +83,17 @@ export const codexBinarySpec: AgentBinarySpec = {
   }
 }
 
-/** What the Codex driver can do: resume, fork at a turn, native rollback; handoffs as a preamble. */
+/**
+ * What the Codex driver can do: resume, fork at a turn, native rollback; handoffs as a
+ * preamble. An approval waits in its turn: once the turn is over, Codex takes no decision.
+ */
 export const codexCapabilities: ProviderCapabilities = defaultCapabilities({
   resume: true,
   fork: "at_turn",
   rollback: "native",
   handoffDelivery: ["preamble"],
-  summarise: false
+  summarise: false,
+  approvalsOutliveTurn: false
 })
 
 export interface CodexAdapterOptions {

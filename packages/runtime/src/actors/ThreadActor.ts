@@ -37,6 +37,7 @@ import {
   InvalidInput,
   InvalidSourcePoint,
   ObserveOnlyThread,
+  ProviderFailure,
   TransferRecorded,
   ApprovalNotFound,
   CommandConflict,
@@ -417,6 +418,9 @@ export const makeThreadActor = (
 
       const canSummarise = (name: string) =>
         sessions.adapters.find((a) => a.name === name)?.capabilities.summarise ?? false
+      /** Unknown (an instance no longer configured): the provider is asked, as it decides. */
+      const approvalsOutliveTurn = (name: string) =>
+        sessions.adapters.find((a) => a.name === name)?.capabilities.approvalsOutliveTurn ?? true
 
       const handlers: SupervisedActor.Handlers<ThreadMessage> = {
         StartRun: (command) =>
@@ -531,6 +535,14 @@ export const makeThreadActor = (
                 pt: found.providerThreadId ? providerThreadHead(s, found.providerThreadId) : undefined
               }
             })
+            if (current?.runId !== run.id && !approvalsOutliveTurn(run.provider)) {
+              return yield* new ProviderFailure({
+                provider: run.provider,
+                kind: "error",
+                code: "approval_not_pending",
+                detail: `${run.provider} is not waiting for approval ${command.approvalId}: its run ${run.id} is over, and this provider takes a decision only while the turn that asked waits for it`
+              })
+            }
             answering = answering ?? new Set()
             answering.add(command.approvalId)
             return { _tag: "Deliver" as const, runId: run.id, provider: run.provider, nativeRef: pt?.nativeRef ?? null }
