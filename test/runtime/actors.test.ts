@@ -302,23 +302,23 @@ describe("thread actors", () => {
           const done = yield* o.startRun({
             threadId: thread.id,
             provider: strict,
-            message: "[[ask:second?]]",
+            message: "[[ask:may I?]]",
             wait: true
           })
           expect(done.status).toBe("completed")
-          const second = done.items.find((i) => i.type === "approval_request")!
-          if (second.type !== "approval_request") throw new Error("no approval request")
+          const request = done.items.find((i) => i.type === "approval_request")!
+          if (request.type !== "approval_request") throw new Error("no approval request")
           const refused = yield* Effect.flip(
-            o.respondApproval({ threadId: thread.id, approvalId: second.approvalId, decision: "accept" })
+            o.respondApproval({ threadId: thread.id, approvalId: request.approvalId, decision: "accept" })
           )
           expect(refused).toMatchObject({ _tag: "ProviderFailure", provider: strict, code: "approval_not_pending" })
           expect(refused.message).toContain("is over")
           expect(asked).toBe(0)
           // The approval is still open, and can be refused again the same way.
-          const stored = (yield* o.getThread(thread.id)).runs[0]!.items.find((i) => i.id === second.id)
+          const stored = (yield* o.getThread(thread.id)).runs[0]!.items.find((i) => i.id === request.id)
           expect(stored?.type === "approval_request" && stored.status).toBe("open")
           const again = yield* Effect.flip(
-            o.respondApproval({ threadId: thread.id, approvalId: second.approvalId, decision: "decline" })
+            o.respondApproval({ threadId: thread.id, approvalId: request.approvalId, decision: "decline" })
           )
           expect(again).toMatchObject({ _tag: "ProviderFailure", code: "approval_not_pending" })
           expect(asked).toBe(0)

@@ -154,14 +154,16 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       }
       return statement
     }
+    /** Runs `f` now: its result, or its throw as a SqlError. */
+    const attemptNow = <A>(what: string, f: () => A): Effect.Effect<A, SqlError> => {
+      try {
+        return Effect.succeed(f())
+      } catch (cause) {
+        return Effect.fail(new SqlError({ cause, message: what }))
+      }
+    }
     const attempt = <A>(what: string, f: () => A): Effect.Effect<A, SqlError> =>
-      Effect.suspend(() => {
-        try {
-          return Effect.succeed(f())
-        } catch (cause) {
-          return Effect.fail(new SqlError({ cause, message: what }))
-        }
-      })
+      Effect.suspend(() => attemptNow(what, f))
     const rows = (statement: RawStatement, params: ReadonlyArray<unknown>) => {
       if (statement.reader) return statement.all(...params)
       statement.run(...params)
@@ -239,15 +241,16 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
         return Effect.succeed(result)
       })
 
-    const run = <A>(sql: string, params: ReadonlyArray<unknown>) =>
-      attempt("Failed to execute statement", () => rows(prepare(sql), params) as ReadonlyArray<A>)
+    const runNow = <A>(sql: string, params: ReadonlyArray<unknown>) =>
+      attemptNow("Failed to execute statement", () => rows(prepare(sql), params) as ReadonlyArray<A>)
     const sql: Sql = {
       // Inside a `withTransaction`, its fiber holds the lock already.
       unsafe: <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
         Effect.contextWithEffect((context: Context.Context<never>) =>
           Option.isSome(Context.getOption(context, Client.TransactionConnection))
-            ? run<A>(text, params)
-            : lock.now(() => run<A>(text, params))
+            ? runNow<A>(text, params)
+            : // Run inside the section, not after it: a fiber may yield between two steps.
+              lock.now(() => runNow<A>(text, params))
         ),
       withTransaction: client.withTransaction
     }
