@@ -416,11 +416,11 @@ export const makeThreadActor = (
           forkNowIn(actorScope)
         )
 
-      const canSummarise = (name: string) =>
-        sessions.adapters.find((a) => a.name === name)?.capabilities.summarise ?? false
-      /** Unknown (an instance no longer configured): the provider is asked, as it decides. */
-      const approvalsOutliveTurn = (name: string) =>
-        sessions.adapters.find((a) => a.name === name)?.capabilities.approvalsOutliveTurn ?? true
+      /** Undefined for an instance no longer configured. */
+      const capabilitiesOf = (name: string) => sessions.adapters.find((a) => a.name === name)?.capabilities
+      const canSummarise = (name: string) => capabilitiesOf(name)?.summarise ?? false
+      /** Unknown instance: the provider is asked, as it decides. */
+      const approvalsOutliveTurn = (name: string) => capabilitiesOf(name)?.approvalsOutliveTurn ?? true
 
       const handlers: SupervisedActor.Handlers<ThreadMessage> = {
         StartRun: (command) =>
