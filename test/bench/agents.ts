@@ -14,6 +14,9 @@
  *   `initialize` answer), through the driver against the binary alone. Goal: at most 1.1x.
  * The mock model server runs on a thread of its own (mockThread.ts), as a real one runs
  * elsewhere: on this process's event loop its replies would queue behind Skein's work.
+ * The binary alone and the binary under Skein each have a home of their own (see
+ * benchOne), as one user's agent does: sharing one, each process worked on the other's
+ * writes to its databases.
  * Beside the goal's figure (no goal): how long this process's main thread was busy while
  * the binary worked on the turn, through Skein and alone; this process's CPU per turn;
  * the binary's own CPU per turn (from /proc); and a calibration of what a millisecond
@@ -289,7 +292,18 @@ const fmt = (ms: number) => `${ms.toFixed(2)} ms`
 const verdict = (met: boolean, by: string) => (met ? "met" : `missed ${by}`)
 
 const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
-  const env = kind === "codex" ? codexEnv(dir, mock.url) : claudeEnv(dir, mock.url)
+  // Each side has a home of its own (HOME, and CODEX_HOME or CLAUDE_CONFIG_DIR in it), as
+  // the one agent a user runs under Skein has. Codex keeps its state, logs and thread
+  // history in SQLite databases in its home and watches parts of it: two processes
+  // sharing one home work on each other's writes. With one home, the process started
+  // second (always Skein's here) used some 3 ms more CPU per turn than the first, and
+  // two processes of the binary alone, alternating, differed by 1.3-1.4 ms at p50 in
+  // three runs of four; with a home each, their CPU per turn was the same.
+  const homeOf = (side: string) => {
+    const home = Path.join(dir, side)
+    return kind === "codex" ? codexEnv(home, mock.url) : claudeEnv(home, mock.url)
+  }
+  const env = homeOf("through-skein")
   // The agent's workspace is not Skein's data directory, as in use (~/.skein against a
   // project): Codex watches its working directory, and every commit writes there.
   const workspace = Path.join(dir, "workspace")
@@ -309,7 +323,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   )
   const adapter = registry.adapters.find((a) => a.name === kind)!
   const binary = (await Effect.runPromise(adapter.probe!)).path!
-  const rawEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env }
+  const rawEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...homeOf("alone") }
 
   // Start-up, interleaved: the binary alone, then through the driver, STARTS times.
   const alone: Array<number> = []
