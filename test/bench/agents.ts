@@ -295,10 +295,9 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   // Each side has a home of its own (HOME, and CODEX_HOME or CLAUDE_CONFIG_DIR in it), as
   // the one agent a user runs under Skein has. Codex keeps its state, logs and thread
   // history in SQLite databases in its home and watches parts of it: two processes
-  // sharing one home work on each other's writes. With one home, the process started
-  // second (always Skein's here) used some 3 ms more CPU per turn than the first, and
-  // two processes of the binary alone, alternating, differed by 1.3-1.4 ms at p50 in
-  // three runs of four; with a home each, their CPU per turn was the same.
+  // sharing one home work on each other's writes. With one home, Skein's process
+  // (started second) used 3.2-4.8 ms more CPU per turn than the one alone, and -0.9 to
+  // 0.1 ms with a home each (scratch runs of 200 alternating pairs).
   const homeOf = (side: string) => {
     const home = Path.join(dir, side)
     return kind === "codex" ? codexEnv(home, mock.url) : claudeEnv(home, mock.url)
