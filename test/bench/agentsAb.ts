@@ -22,7 +22,8 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
-import type { ProviderEvent, ProviderName, ThreadId } from "@skein/domain"
+import type { ProviderName, ThreadId } from "@skein/domain"
+import { TurnEvents } from "@skein/adapters"
 import { codexEnv, codexLauncher, requireBinaries } from "../agents/support.js"
 import { removeDir, tempDir } from "../support/runtime.js"
 import { startMockThread } from "./mockThread.js"
@@ -39,15 +40,14 @@ type EffectIndex = typeof import("effect")
 
 /** One runtime: a checkout's modules, loaded from its own files. */
 interface Side {
-  readonly label: string
+  /** The workspace of its Codex thread (one per side). */
+  readonly workspace: string
   /** Runs one Codex run through this side (`run.start` with wait); its wall time, its turn's time at the port, this process's CPU. */
   readonly run: (threadId: ThreadId, message: string) => Promise<{ wall: number; port: number; cpu: number }>
   readonly warm: (threadId: ThreadId) => Promise<void>
   readonly createThread: (workspace?: string) => Promise<ThreadId>
   readonly close: () => Promise<void>
 }
-
-const isTerminal = (event: ProviderEvent) => event._tag === "TurnCompleted" || event._tag === "TurnInterrupted"
 
 const openSide = async (label: string, root: string | null, dir: string, mockUrl: string): Promise<Side> => {
   // This checkout's modules as this file imports them; the baseline's from its own files,
@@ -58,6 +58,8 @@ const openSide = async (label: string, root: string | null, dir: string, mockUrl
   const runtime = await load<RuntimeIndex>("packages/runtime/dist/src/index.js", () => import("@skein/runtime"))
   const E = await load<EffectIndex>("node_modules/effect/dist/esm/index.js", () => import("effect"))
 
+  const workspace = Path.join(dir, "workspace")
+  Fs.mkdirSync(workspace, { recursive: true })
   const configFile = Path.join(dir, "providers.json")
   Fs.writeFileSync(
     configFile,
@@ -75,7 +77,7 @@ const openSide = async (label: string, root: string | null, dir: string, mockUrl
       E.Effect.suspend(() => {
         const t0 = performance.now()
         return runTurn(input, (events) => {
-          if (events.some(isTerminal)) port = performance.now() - t0
+          if (events.some(TurnEvents.isTerminal)) port = performance.now() - t0
           return onEvents(events)
         })
       })
@@ -87,7 +89,7 @@ const openSide = async (label: string, root: string | null, dir: string, mockUrl
     if (run.status !== "completed") throw new Error(`${label}: a ${provider} run ended ${run.status}`)
   }
   return {
-    label,
+    workspace,
     run: async (threadId, message) => {
       port = Number.NaN
       const [t0, c0] = [performance.now(), process.cpuUsage()]
@@ -104,6 +106,7 @@ const openSide = async (label: string, root: string | null, dir: string, mockUrl
 }
 
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`
+const median = (values: ReadonlyArray<number>) => percentile(values, 50)
 
 export const run = async (baseline: string, pairs: number) => {
   requireBinaries()
@@ -116,18 +119,10 @@ export const run = async (baseline: string, pairs: number) => {
   const mock = await startMockThread("codex")
   const sides: Array<Side> = []
   try {
-    for (const [label, root] of [
-      ["this checkout", null],
-      ["baseline", Fs.realpathSync(baseline)]
-    ] as const) {
-      const sideDir = Path.join(dir, label === "baseline" ? "baseline" : "candidate")
-      Fs.mkdirSync(Path.join(sideDir, "workspace"), { recursive: true })
-      sides.push(await openSide(label, root, sideDir, mock.url))
-    }
+    sides.push(await openSide("this checkout", null, Path.join(dir, "candidate"), mock.url))
+    sides.push(await openSide("baseline", Fs.realpathSync(baseline), Path.join(dir, "baseline"), mock.url))
     const [candidate, base] = sides as [Side, Side]
-    const codexThreads = await Promise.all(
-      sides.map((side, i) => side.createThread(Path.join(dir, i === 0 ? "candidate" : "baseline", "workspace")))
-    )
+    const codexThreads = await Promise.all(sides.map((side) => side.createThread(side.workspace)))
     const warmThreads = await Promise.all(sides.map((side) => side.createThread()))
     for (const [i, side] of sides.entries()) await side.run(codexThreads[i]!, "first")
     for (let r = 0; r < WARM_RUNS; r++) for (const [i, side] of sides.entries()) await side.warm(warmThreads[i]!)
@@ -155,7 +150,6 @@ export const run = async (baseline: string, pairs: number) => {
     ]
     for (const [name, of] of measures) {
       const differences = samples.map((s) => of(s.candidate) - of(s.base))
-      const median = (values: ReadonlyArray<number>) => percentile(values, 50)
       const [low, high] = bootstrapInterval(differences, median)
       const byOrder = (first: 0 | 1) => median(differences.filter((_, i) => i % 2 === first))
       console.log(
@@ -178,5 +172,10 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     console.error("usage: node --expose-gc test/dist/bench/agentsAb.js BASELINE_DIR [PAIRS]")
     process.exit(2)
   }
-  await run(baseline, pairs === undefined ? DEFAULT_PAIRS : Number(pairs))
+  const count = pairs === undefined ? DEFAULT_PAIRS : Number(pairs)
+  if (!Number.isInteger(count) || count < 2) {
+    console.error(`PAIRS must be a whole number of at least 2, not ${pairs}`)
+    process.exit(2)
+  }
+  await run(baseline, count)
 }
