@@ -381,13 +381,12 @@ export const makeThreadActor = (
                   workspace: state.thread.workspace,
                   threadId,
                   ordinal: plan.run.ordinal,
-                  previous: store.lookup
-                    .previousGitCommit(threadId)
-                    .pipe(
-                      Effect.mapError(
-                        (error) => new GitFailed({ workspace: state.thread.workspace ?? "", detail: error.message })
-                      )
+                  // Built when a capture needs it (most workspaces are not repositories).
+                  previous: Effect.suspend(() => store.lookup.previousGitCommit(threadId)).pipe(
+                    Effect.mapError(
+                      (error) => new GitFailed({ workspace: state.thread.workspace ?? "", detail: error.message })
                     )
+                  )
                 }),
           spawn: (provider, prompt) =>
             Effect.map(

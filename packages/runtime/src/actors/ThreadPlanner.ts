@@ -61,11 +61,14 @@ import type { RunContext, SummaryOutcome } from "./ThreadProtocol.js"
 
 /**
  * For `new E(props, unchecked)`: an event built only from the thread's stored state and
- * values the runtime made or checked itself (the run driver checks the provider's turn
- * ref and usage), whose constructor check would find nothing. The store does not check
- * an event's fields again, so whatever a caller or a provider supplied (a run's
- * message, reported items) stays checked here. A run's end builds three such events;
- * checking them cost 0.1 ms of a real agent's turn on cold caches.
+ * values the runtime made or checked itself, whose constructor check would find
+ * nothing. The run driver checks the provider's turn ref and usage; a run's message,
+ * model and command id were checked with the command that asked for the run (InputCheck,
+ * against `run.start`'s payload schema, which is stricter than the run's), and an
+ * agent's spawn prompt is a string its driver decoded. The store does not check an
+ * event's fields again, so what a provider reports as turn items stays checked here. A
+ * run's end builds three such events and its start two; checking them cost 0.1 ms of a
+ * real agent's turn on cold caches at the end, and about as much at the start.
  */
 const unchecked = true
 
@@ -388,8 +391,10 @@ export const planRunStart = (
     startedAt: now,
     completedAt: null
   }
-  events.push(new RunStarted({ run }))
-  events.push(new TurnItemRecorded({ item: item(state, runId, 0, { type: "user_message", text: input.message }, now) }))
+  events.push(new RunStarted({ run }, unchecked))
+  events.push(
+    new TurnItemRecorded({ item: item(state, runId, 0, { type: "user_message", text: input.message }, now) }, unchecked)
+  )
   const delivery = spec?.delivery ?? provider.capabilities.handoffDelivery[0] ?? null
   let seq = 1
   if (handoff && delivery && handoff.status === "ready") {
