@@ -80,15 +80,8 @@ export const make = <R extends Rpc.Any, E>(options: {
   readonly stopped: () => E
   /** The error a caller gets when its message's handler died. */
   readonly failed: (tag: R["_tag"], cause: Cause.Cause<unknown>) => E
-  /**
-   * Runs when a worker leaves an empty mailbox (not while `keepWorker` keeps it
-   * waiting), after it has yielded once: the callers its last messages answered go
-   * first. A thread actor drops there what its messages read (a memory matter, not a
-   * correctness one). Run after every message, that came before a run's answer (the
-   * caller waited behind it) and, at a run's start, while the agent began its turn on
-   * the same cores.
-   */
-  readonly whenIdle?: () => void
+  /** Runs after each message, whatever became of it (before the next is taken). */
+  readonly afterEach?: () => void
   /**
    * While this holds, a worker that has emptied the mailbox waits for the next message
    * instead of leaving. A thread actor keeps its worker while a run is in flight: the
@@ -138,6 +131,10 @@ export const make = <R extends Rpc.Any, E>(options: {
         }
       })
 
+    const afterEach = options.afterEach
+    const after = <A, X>(effect: Effect.Effect<A, X>): Effect.Effect<A, X> =>
+      afterEach === undefined ? effect : Effect.ensuring(effect, Effect.sync(afterEach))
+
     const serve = (behaviour: Behaviour, envelope: Envelope) =>
       Effect.suspend(() =>
         (behaviour.handlers as unknown as Record<string, (payload: unknown) => Effect.Effect<unknown, unknown>>)[
@@ -154,7 +151,8 @@ export const make = <R extends Rpc.Any, E>(options: {
           return Effect.sync(() => OneShot.complete(envelope.reply, exit))
         }),
         // The worker itself interrupted mid-message: its caller still hears back.
-        Effect.onInterrupt(() => Effect.sync(() => OneShot.fail(envelope.reply, options.stopped())))
+        Effect.onInterrupt(() => Effect.sync(() => OneShot.fail(envelope.reply, options.stopped()))),
+        after
       )
 
     /**
@@ -175,7 +173,6 @@ export const make = <R extends Rpc.Any, E>(options: {
               return Effect.flatMap(OneShot.wait(wake), () => work(behaviour))
             }
             worker = undefined
-            options.whenIdle?.()
             return Effect.void
           })
         )
@@ -186,7 +183,7 @@ export const make = <R extends Rpc.Any, E>(options: {
           // It clears `worker` itself when it leaves an empty mailbox (not when interrupted:
           // only a stopping actor interrupts it, and a stopped one takes no message).
           Effect.interruptible(Effect.suspend(() => (open ? work(options.behaviour()) : Effect.void))).pipe(
-            // A defect outside any handler (making the behaviour, `whenIdle`) would leave a
+            // A defect outside any handler (making the behaviour, `afterEach`) would leave a
             // dead worker that nobody replaces: waiting callers hear of it, the next message
             // starts a new worker.
             Effect.catchAllCause((cause) =>

@@ -787,7 +787,7 @@ export const makeThreadActor = (
       name: `thread ${threadId}`,
       behaviour,
       // What a message read for its decision does not stay: an idle actor holds the compact state.
-      whenIdle: () => trimThread(state),
+      afterEach: () => trimThread(state),
       // A run in flight reports soon (its items, its end): its worker waits for them.
       keepWorker: () => current !== null,
       onStopped,
