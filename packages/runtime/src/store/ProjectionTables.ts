@@ -29,11 +29,26 @@ export type Param = string | number | null
 interface TableSpec {
   readonly columns: ReadonlyArray<string>
   readonly conflict: ReadonlyArray<string>
+  /**
+   * Columns an entity's later records never change (its identity: a run's id at its
+   * ordinal, a thread's lineage, a checkpoint's run, a transfer's ends), left out of
+   * the upsert's update. SQLite rewrites every index over a column an UPDATE sets, even
+   * to the same value: a run's end rewrote the index of run ids, a frame more per run.
+   */
+  readonly fixed?: ReadonlyArray<string>
 }
 
 const tables = {
-  threads: { columns: ["id", "parent_thread_id", "root_thread_id", "created_at", "data"], conflict: ["id"] },
-  runs: { columns: ["thread_id", "ordinal", "id", "status", "provider", "data"], conflict: ["thread_id", "ordinal"] },
+  threads: {
+    columns: ["id", "parent_thread_id", "root_thread_id", "created_at", "data"],
+    conflict: ["id"],
+    fixed: ["parent_thread_id", "root_thread_id", "created_at"]
+  },
+  runs: {
+    columns: ["thread_id", "ordinal", "id", "status", "provider", "data"],
+    conflict: ["thread_id", "ordinal"],
+    fixed: ["id", "provider"]
+  },
   turn_items: {
     columns: ["thread_id", "id", "run_id", "seq", "type", "data"],
     conflict: ["thread_id", "run_id", "id"]
@@ -48,7 +63,8 @@ const tables = {
   },
   transfers: {
     columns: ["thread_id", "id", "type", "status", "source_thread_id", "target_thread_id", "created_at", "data"],
-    conflict: ["thread_id", "id"]
+    conflict: ["thread_id", "id"],
+    fixed: ["type", "source_thread_id", "target_thread_id", "created_at"]
   },
   handoffs: {
     columns: ["thread_id", "id", "transfer_id", "status", "target_run_id", "data", "head"],
@@ -56,7 +72,8 @@ const tables = {
   },
   checkpoints: {
     columns: ["thread_id", "id", "run_id", "run_ordinal", "status", "data"],
-    conflict: ["thread_id", "id"]
+    conflict: ["thread_id", "id"],
+    fixed: ["run_id", "run_ordinal"]
   }
 } as const satisfies Record<string, TableSpec>
 
@@ -169,7 +186,7 @@ export const multiRowInsert = (table: string, columns: ReadonlyArray<string>, n:
 
 const upsertSuffix = (spec: TableSpec): string =>
   ` ON CONFLICT (${spec.conflict.join(", ")}) DO UPDATE SET ${spec.columns
-    .filter((c) => !spec.conflict.includes(c))
+    .filter((c) => !spec.conflict.includes(c) && !(spec.fixed ?? []).includes(c))
     .map((c) => `${c} = excluded.${c}`)
     .join(", ")}`
 
@@ -318,7 +335,7 @@ export const latestStableRunRow = (sql: Sql, threadId: ThreadId) =>
     sql,
     `SELECT r.data AS data FROM runs r
      WHERE r.thread_id = ? AND r.status = 'completed'
-       AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = r.thread_id AND c.run_id = r.id AND c.status = 'ready')
+       AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = r.thread_id AND c.run_ordinal = r.ordinal AND c.run_id = r.id AND c.status = 'ready')
      ORDER BY r.ordinal DESC LIMIT 1`,
     [threadId],
     decodeRun,
@@ -337,8 +354,10 @@ export const checkpointRow = (sql: Sql, threadId: ThreadId, checkpointId: string
 export const checkpointOfRunRow = (sql: Sql, threadId: ThreadId, runId: string) =>
   oneRow(
     sql,
-    "SELECT data FROM checkpoints WHERE thread_id = ? AND run_id = ? AND status = 'ready' ORDER BY rowid DESC LIMIT 1",
-    [threadId, runId],
+    // By the run's ordinal (checkpoints_ordinal; run ids are unique across threads).
+    `SELECT data FROM checkpoints WHERE thread_id = ? AND run_ordinal = (SELECT ordinal FROM runs WHERE id = ?)
+       AND run_id = ? AND status = 'ready' ORDER BY rowid DESC LIMIT 1`,
+    [threadId, runId, runId],
     decodeCheckpoint,
     `the checkpoint of run ${runId}`
   )

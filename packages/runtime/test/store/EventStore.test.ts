@@ -5,6 +5,7 @@ import {
   CommandId,
   ContextHandoffId,
   RunId,
+  RunEnded,
   RunStarted,
   ThreadCreated,
   TransferRecorded,
@@ -34,6 +35,22 @@ const withStore = <A, E>(effect: Effect.Effect<A, E, EventStore | SqlClient>) =>
 
 const created = (name: string, overrides: Parameters<typeof makeThread>[1] = {}) =>
   new ThreadCreated({ thread: makeThread(threadId(name), overrides) })
+
+/** Rows as `dumpTables` gives them, inserted with their rowids where they have one. */
+const copyRows = (dump: Record<string, unknown>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient
+    for (const [table, rows] of Object.entries(dump)) {
+      for (const { _rowid, ...row } of rows as Array<Record<string, unknown>>) {
+        const columns = [...(_rowid === undefined ? [] : ["rowid"]), ...Object.keys(row)]
+        const values = [...(_rowid === undefined ? [] : [_rowid]), ...Object.values(row)]
+        yield* sql.unsafe(
+          `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+          values as Array<string | number | null>
+        )
+      }
+    }
+  })
 
 describe("EventStore", () => {
   it.effect("append assigns per-thread sequences and loadThread/threadView read back the fold", () =>
@@ -426,16 +443,7 @@ describe("Database", () => {
       )
       yield* Effect.gen(function* () {
         yield* Migrator.make({})({ loader: upTo4 })
-        const sql = yield* SqlClient
-        for (const [table, rows] of Object.entries(expected)) {
-          for (const { _rowid, ...row } of rows as Array<Record<string, unknown>>) {
-            const columns = Object.keys(row)
-            yield* sql.unsafe(
-              `INSERT INTO ${table} (rowid, ${columns.join(", ")}) VALUES (?, ${columns.map(() => "?").join(", ")})`,
-              [_rowid, ...Object.values(row)]
-            )
-          }
-        }
+        yield* copyRows(expected)
       }).pipe(Effect.provide(Sqlite.layer(old)))
       yield* Effect.gen(function* () {
         const store = yield* EventStore
@@ -461,6 +469,79 @@ describe("Database", () => {
         expect(yield* store.lookup.turnItem(t, item.id, makeRun(t, 1).id)).toEqual(Option.none())
         const state = Option.getOrThrow(yield* store.loadCompleteThread(t))
         expect(state).toEqual(foldEvents([...log, new TurnItemRecorded({ item })]))
+      }).pipe(Effect.provide(storeLayer(old)))
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("migration 0006 writes fewer pages per run: every row and sequence kept, lookups and appends go on", () =>
+    Effect.gen(function* () {
+      const dir = mkdtempSync(join(tmpdir(), "skein-store-test-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const t = threadId("migrated6")
+      const other = threadId("other6")
+      const run2 = makeRun(t, 2)
+      const log: Array<ThreadEvent> = [
+        ...sampleLog(t),
+        new RunStarted({ run: run2 }),
+        new TurnItemRecorded({ item: makeItem(run2, 0, { type: "assistant_message", text: "run 2" }) })
+      ]
+      // The rows today's store writes (two threads, so that sequences interleave)…
+      const expected = yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        yield* store.append({ threadId: t, events: log.slice(0, 4) })
+        yield* store.append({ threadId: other, events: sampleLog(other) })
+        yield* store.append({ threadId: t, events: log.slice(4) })
+        return yield* dumpTables()
+      }).pipe(Effect.provide(storeLayer(join(dir, "today.db"))))
+      // …copied into a database at migration 0005, then opened by this Skein.
+      const old = join(dir, "old.db")
+      const upTo5 = Migrator.fromRecord(
+        Object.fromEntries(Object.entries(migrationList).filter(([key]) => key < "0006"))
+      )
+      yield* Effect.gen(function* () {
+        yield* Migrator.make({})({ loader: upTo5 })
+        const sql = yield* SqlClient
+        yield* copyRows(expected)
+        // At 0005 the runs and the served runs were rowid tables, and the log counted in sqlite_sequence.
+        const counter = yield* sql.unsafe<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
+        expect(counter).toEqual([{ seq: (expected.events as Array<unknown>).length }])
+      }).pipe(Effect.provide(Sqlite.layer(old)))
+      yield* Effect.gen(function* () {
+        const store = yield* EventStore
+        const sql = yield* SqlClient
+        expect(yield* dumpTables()).toEqual(expected)
+        const tables = yield* sql.unsafe<{ name: string; wr: number }>(
+          "SELECT name, wr FROM pragma_table_list WHERE name IN ('events', 'runs', 'provider_thread_runs') ORDER BY name"
+        )
+        expect(tables).toEqual([
+          { name: "events", wr: 0 },
+          { name: "provider_thread_runs", wr: 1 },
+          { name: "runs", wr: 1 }
+        ])
+        const schema = yield* sql.unsafe<{ name: string }>(
+          "SELECT name FROM sqlite_schema WHERE name IN ('sqlite_sequence', 'checkpoints_run', 'runs_active', 'runs_rolled_back', 'provider_thread_runs_handoffs') ORDER BY name"
+        )
+        // sqlite_sequence, SQLite's own, stays (empty): it is never dropped once made.
+        expect(schema.map((r) => r.name)).toEqual([
+          "provider_thread_runs_handoffs",
+          "runs_active",
+          "runs_rolled_back",
+          "sqlite_sequence"
+        ])
+        expect(yield* sql.unsafe("SELECT * FROM sqlite_sequence")).toEqual([])
+        // The log goes on from the largest sequence, with no gap, and the lookups find their rows.
+        const [next] = yield* store.append({
+          threadId: t,
+          events: [new RunEnded({ run: { ...run2, status: "completed", completedAt: run2.startedAt } })]
+        })
+        expect(next!.sequence).toBe((expected.events as Array<unknown>).length + 1)
+        expect(next!.threadSequence).toBe(log.length + 1)
+        expect(Option.map(yield* store.lookup.run(t, run2.id), (r) => r.status)).toEqual(Option.some("completed"))
+        const checkpoint = sampleLog(t).flatMap((e) => (e._tag === "CheckpointRecorded" ? [e.checkpoint] : []))[0]!
+        expect(yield* store.lookup.checkpointOfRun(t, checkpoint.runId)).toEqual(Option.some(checkpoint))
+        expect(yield* store.lookup.checkpointOfRun(other, checkpoint.runId)).toEqual(Option.none())
+        const state = Option.getOrThrow(yield* store.loadCompleteThread(t))
+        expect(state).toEqual(foldEvents([...log, next!.event]))
       }).pipe(Effect.provide(storeLayer(old)))
     }).pipe(Effect.scoped)
   )

@@ -121,6 +121,23 @@ const check = (s: Scenario) =>
       expect(pages).toEqual(whole.runs)
     }
 
+    // Every column a lookup uses says what its row's data says: the upserts leave the
+    // columns an entity never changes (ProjectionTables' `fixed`) as first written.
+    const disagreeing = yield* sql.unsafe<{ readonly row: string }>(
+      `SELECT 'run ' || ordinal AS row FROM runs
+         WHERE id IS NOT data ->> '$.id' OR provider IS NOT data ->> '$.provider' OR status IS NOT data ->> '$.status'
+       UNION ALL SELECT 'thread ' || id FROM threads
+         WHERE parent_thread_id IS NOT data ->> '$.lineage.parentThreadId'
+           OR root_thread_id IS NOT data ->> '$.lineage.rootThreadId' OR created_at IS NOT data ->> '$.createdAt'
+       UNION ALL SELECT 'checkpoint ' || id FROM checkpoints
+         WHERE run_id IS NOT data ->> '$.runId' OR run_ordinal IS NOT data ->> '$.runOrdinal' OR status IS NOT data ->> '$.status'
+       UNION ALL SELECT 'transfer ' || id FROM transfers
+         WHERE type IS NOT data ->> '$.type' OR status IS NOT data ->> '$.status'
+           OR source_thread_id IS NOT data ->> '$.sourceThreadId' OR target_thread_id IS NOT data ->> '$.targetThreadId'
+           OR created_at IS NOT data ->> '$.createdAt'`
+    )
+    expect(disagreeing).toEqual([])
+
     const before = yield* dumpTables()
     yield* store.rebuildProjections
     expect(yield* dumpTables()).toEqual(before)
