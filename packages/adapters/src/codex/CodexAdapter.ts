@@ -378,7 +378,7 @@ const openSession = (
     const decodeResult = Schema.decodeUnknownEither(RpcResult)
 
     const onMessage = (raw: unknown): void => {
-      if (typeof raw !== "object" || raw === null)
+      if (typeof raw !== "object" || raw === null || Array.isArray(raw))
         return warn(`${provider}: skipping a message that is not an object`, raw)
       if ("method" in raw) {
         if ("id" in raw) {
