@@ -3,13 +3,12 @@
  * of GitCheckpoints.capture (temporary index, tree, commit, hidden ref, diff summary)
  * as the runtime runs it (commit and ref through the workspace's long-lived GitWriter),
  * against `git add -A && git write-tree` on a copy of the repository in the same run,
- * both run through @effect/platform's Command. Goals: under 150 ms; at most 1.5x. Also
- * printed: the capture with a process per step (GitWriter.oneShot), for comparison.
+ * spawned through node:child_process as Git.ts spawns git. Goals: under 150 ms; at most
+ * 1.5x. Also printed: the capture with a process per step (GitWriter.oneShot), for comparison.
  */
-import { Command } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
 import { Effect, Exit, ManagedRuntime, Scope } from "effect"
-import { execFileSync } from "node:child_process"
+import { execFile, execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -75,14 +74,15 @@ const change = (root: string, repetition: number) => {
   }
 }
 
+/** git alone, spawned as plainly as node can (node:child_process, as Git.ts runs it). */
 const baseline = (root: string) =>
   Effect.gen(function* () {
     const run = (...args: Array<string>) =>
-      Command.make("git", ...args).pipe(
-        Command.workingDirectory(root),
-        Command.env(gitEnv(root), { extendEnv: false }),
-        Command.string
-      )
+      Effect.async<string, Error>((resume) => {
+        execFile("git", args, { cwd: root, env: gitEnv(root), encoding: "utf8" }, (error, stdout) =>
+          resume(error ? Effect.fail(error) : Effect.succeed(stdout))
+        )
+      })
     yield* run("add", "-A")
     return (yield* run("write-tree")).trim()
   })

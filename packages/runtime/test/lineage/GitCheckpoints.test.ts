@@ -11,6 +11,7 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { capture, dropAfter, GitExecutable, repositoryOf, restore } from "../../src/lineage/GitCheckpoints.js"
+import { gitRaw } from "../../src/lineage/Git.js"
 import { env, sh, tempDir as tempDirOf } from "./gitUser.js"
 
 const tempDir = () => tempDirOf("skein-gitck-")
@@ -294,6 +295,39 @@ describe("GitCheckpoints", () => {
     const bad = await runEither(restore({ workspace: root, commit: "--help" }))
     expect(bad._tag === "Left" && bad.left.message).toMatch(/not a commit id/)
     expect(sh(root, "for-each-ref", "refs/skein")).toBe("")
+  })
+
+  it("a working directory that is gone is told from a missing git; an interrupted git process group is ended", async () => {
+    const gone = Path.join(tempDir(), "gone")
+    const refused = await runEither(gitRaw(["status"], { cwd: gone }))
+    expect(refused._tag === "Left" && refused.left.reason).toBe("failed")
+    expect(refused._tag === "Left" && refused.left.message).toContain(`the directory ${gone} cannot be used`)
+    // A "git" that writes its pid and its child's, then waits: interrupting the call ends both.
+    const dir = tempDir()
+    const fake = Path.join(dir, "slow-git")
+    const pids = Path.join(dir, "pids")
+    Fs.writeFileSync(fake, `#!/bin/sh\nsleep 30 &\necho "$$ $!" > "${pids}"\nwait\n`)
+    Fs.chmodSync(fake, 0o755)
+    const interrupted = await Effect.runPromise(
+      gitRaw(["status"], { cwd: dir }).pipe(
+        Effect.provideService(GitExecutable, fake),
+        Effect.timeoutOption("1 second"),
+        Effect.map(Option.isNone)
+      )
+    )
+    expect(interrupted).toBe(true)
+    const [shell, sleeper] = Fs.readFileSync(pids, "utf8").trim().split(" ").map(Number)
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0)
+        return true
+      } catch {
+        return false
+      }
+    }
+    const deadline = Date.now() + 5000
+    while ((alive(shell!) || alive(sleeper!)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25))
+    expect([alive(shell!), alive(sleeper!)]).toEqual([false, false])
   })
 
   it("dropAfter deletes the thread's refs after an ordinal, and only those", async () => {
