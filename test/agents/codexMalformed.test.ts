@@ -4,15 +4,14 @@
  * of malformed and stray lines before every line Codex writes, so they arrive in the
  * middle of real turns (between the `turn/start` reply, the items and `turn/completed`).
  */
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName } from "@skein/domain"
 import { Orchestrator } from "@skein/runtime"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Effect, Layer } from "effect"
 import { captureLogs, runtimeLayer } from "../support/runtime.js"
-import { codexEnv, codexLauncher, processCensus, waitUntil } from "./support.js"
-import { makeFixture, replyOf, type AgentFixture } from "./suite.js"
+import { blockFixture, codexThroughLauncher, replyOf } from "./suite.js"
 
 /** Each with the warning it must leave (as logged); all are written before every line of Codex's. */
 const hostile: ReadonlyArray<readonly [string, string]> = [
@@ -73,25 +72,13 @@ const writeNoisyLauncher = (dir: string, lines: ReadonlyArray<string>): string =
 }
 
 describe("codex: malformed and stray lines on the binary's stdout", () => {
-  let fx: AgentFixture | undefined
-  const census = processCensus()
-  afterAll(async () => {
-    if (fx === undefined) return
-    await fx.mock.close()
-    const ended = await waitUntil(() => census.leftovers().length === 0, 10_000)
-    expect(ended ? [] : census.leftovers()).toEqual([])
-  })
+  const { census, make } = blockFixture("codex")
 
   it("are logged or ignored, and never end the session: two turns complete, the second holding the first", async () => {
-    const dir = (fx = await makeFixture("codex")).dir
+    const fx = await make()
+    const dir = fx.dir
     const launcher = writeNoisyLauncher(dir, [...hostile.map(([line]) => line), ...stray])
-    const configFile = Path.join(dir, "noisy-providers.json")
-    Fs.writeFileSync(
-      configFile,
-      JSON.stringify({
-        providers: { codex: { driver: "codex", command: [launcher, codexLauncher], env: codexEnv(dir, fx.mock.url) } }
-      })
-    )
+    const configFile = codexThroughLauncher(fx, launcher, "noisy-providers.json")
     const provider = "codex" as ProviderName
     const logs = captureLogs()
     const turnsBefore = fx.turnRequests().length

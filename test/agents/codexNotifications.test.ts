@@ -6,15 +6,15 @@
  * writes to a file. A client that opts out of nothing else receives those same
  * notifications from the same binary, so the check can tell.
  */
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName } from "@skein/domain"
 import { codexUnreadNotifications } from "@skein/adapters"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Effect } from "effect"
 import { withRuntime } from "../support/runtime.js"
-import { codexEnv, codexLauncher, lineClient, processCensus, waitUntil } from "./support.js"
-import { makeFixture, replyOf, type AgentFixture } from "./suite.js"
+import { codexEnv, codexLauncher, lineClient } from "./support.js"
+import { blockFixture, codexThroughLauncher, replyOf } from "./suite.js"
 
 /** An executable that runs its arguments as a command and copies the command's stdout to `copy`. */
 const writeTeeLauncher = (dir: string, copy: string): string => {
@@ -78,26 +78,14 @@ const directTurn = async (dir: string, mockUrl: string, optOut: ReadonlyArray<st
 }
 
 describe("codex: the notifications the driver opts out of", () => {
-  let fx: AgentFixture | undefined
-  const census = processCensus()
-  afterAll(async () => {
-    if (fx === undefined) return
-    await fx.mock.close()
-    const ended = await waitUntil(() => census.leftovers().length === 0, 10_000)
-    expect(ended ? [] : census.leftovers()).toEqual([])
-  })
+  const { census, make } = blockFixture("codex")
 
   it("never reach the driver, while what it reads still does; without the opt-out Codex sends them", async () => {
-    const dir = (fx = await makeFixture("codex")).dir
+    const fx = await make()
+    const dir = fx.dir
     const copy = Path.join(dir, "codex-stdout.jsonl")
     const launcher = writeTeeLauncher(dir, copy)
-    const configFile = Path.join(dir, "tee-providers.json")
-    Fs.writeFileSync(
-      configFile,
-      JSON.stringify({
-        providers: { codex: { driver: "codex", command: [launcher, codexLauncher], env: codexEnv(dir, fx.mock.url) } }
-      })
-    )
+    const configFile = codexThroughLauncher(fx, launcher, "tee-providers.json")
     const provider = "codex" as ProviderName
     await withRuntime(
       dir,

@@ -92,6 +92,35 @@ export const makeFixture = async (
   }
 }
 
+/**
+ * For a describe block of its own: one fixture, made by the block's test, and a census
+ * of the processes the block starts. After the block its mock is closed and no process
+ * it started is left (by PID).
+ */
+export const blockFixture = (kind: AgentKind) => {
+  let fx: AgentFixture | undefined
+  const census = processCensus()
+  afterAll(async () => {
+    if (fx === undefined) return
+    await fx.mock.close()
+    const ended = await waitUntil(() => census.leftovers().length === 0, 10_000)
+    expect(ended ? [] : census.leftovers()).toEqual([])
+  })
+  return { census, make: async () => (fx = await makeFixture(kind)) }
+}
+
+/** A config file (`name` in the fixture's directory) naming one Codex instance that runs the pinned binary through `launcher`. */
+export const codexThroughLauncher = (fx: AgentFixture, launcher: string, name: string): string => {
+  const configFile = Path.join(fx.dir, name)
+  Fs.writeFileSync(
+    configFile,
+    JSON.stringify({
+      providers: { codex: { driver: "codex", command: [launcher, codexLauncher], env: codexEnv(fx.dir, fx.mock.url) } }
+    })
+  )
+  return configFile
+}
+
 export const replyOf = (run: RunView): string =>
   run.items
     .filter((i) => i.type === "assistant_message")
