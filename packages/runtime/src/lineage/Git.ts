@@ -1,10 +1,11 @@
 /**
- * Running git: one process per command (see `gitRaw`), with argument arrays (no shell), a closed environment (PATH, HOME, an optional temporary
- * index, a fixed author and committer; nothing else inherited, so no `GIT_DIR` or
- * locale leaks in), and typed errors that say what to do.
+ * Running git: one process per command (see `gitRaw`), with argument arrays (no
+ * shell), a closed environment (PATH, HOME, an optional temporary index, a fixed author
+ * and committer; nothing else inherited, so no `GIT_DIR` or locale leaks in), and typed
+ * errors that say what to do.
  */
 import type { PlatformError } from "@effect/platform/Error"
-import { Chunk, Context, Effect, Schema, Stream } from "effect"
+import { Context, Effect, Schema } from "effect"
 import * as NodeChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -67,9 +68,6 @@ export const settings = ["-c", "core.quotepath=off", "-c", "core.splitIndex=fals
 
 export const describe = (args: ReadonlyArray<string>) => `git ${args.join(" ")}`
 
-export const collect = (stream: Stream.Stream<Uint8Array, PlatformError>) =>
-  Effect.map(Stream.runCollect(stream), (chunks) => Buffer.concat(Chunk.toArray(chunks)).toString("utf8"))
-
 export const fromPlatform = (args: ReadonlyArray<string>, cwd: string, executable: string) => (error: PlatformError) =>
   error._tag === "SystemError" && error.module === "Command" && error.method === "spawn"
     ? new GitError({
@@ -106,7 +104,7 @@ export const gitRaw = (args: ReadonlyArray<string>, run: GitRun): Effect.Effect<
           detached: process.platform !== "win32"
         })
       } catch (error) {
-        failed(`${executable}: ${error instanceof Error ? error.message : String(error)}`)
+        failed(`${executable}: ${error instanceof Error ? error.message : String(error)}`, "missing")
         return
       }
       const stdout: Array<Buffer> = []
@@ -123,8 +121,7 @@ export const gitRaw = (args: ReadonlyArray<string>, run: GitRun): Effect.Effect<
         // A spawn fails with ENOENT for a missing executable and for a missing working
         // directory alike: which one, the directory says.
         if (error.code === "ENOENT" && !Fs.existsSync(run.cwd)) return failed(`the directory ${run.cwd} cannot be used`)
-        if (error.code === "ENOENT") return failed(`${executable}: not found`, "missing")
-        return failed(`${executable}: ${error.message}`, error.code === "EACCES" ? "missing" : "failed")
+        return failed(`${executable}: ${error.code === "ENOENT" ? "not found" : error.message}`, "missing")
       })
       child.on("close", (code, signal) => {
         if (done) return
