@@ -36,6 +36,12 @@ const withStore = <A, E>(effect: Effect.Effect<A, E, EventStore | SqlClient>) =>
 const created = (name: string, overrides: Parameters<typeof makeThread>[1] = {}) =>
   new ThreadCreated({ thread: makeThread(threadId(name), overrides) })
 
+/** The schema as it was before migration `before` (`"0005"`: up to 0004). */
+const migrateBefore = (before: string) =>
+  Migrator.make({})({
+    loader: Migrator.fromRecord(Object.fromEntries(Object.entries(migrationList).filter(([key]) => key < before)))
+  })
+
 /** Rows as `dumpTables` gives them, inserted with their rowids where they have one. */
 const copyRows = (dump: Record<string, unknown>) =>
   Effect.gen(function* () {
@@ -438,11 +444,8 @@ describe("Database", () => {
       )
       // …copied into a database at migration 0004, then opened by this Skein.
       const old = join(dir, "old.db")
-      const upTo4 = Migrator.fromRecord(
-        Object.fromEntries(Object.entries(migrationList).filter(([key]) => key < "0005"))
-      )
       yield* Effect.gen(function* () {
-        yield* Migrator.make({})({ loader: upTo4 })
+        yield* migrateBefore("0005")
         yield* copyRows(expected)
       }).pipe(Effect.provide(Sqlite.layer(old)))
       yield* Effect.gen(function* () {
@@ -495,11 +498,8 @@ describe("Database", () => {
       }).pipe(Effect.provide(storeLayer(join(dir, "today.db"))))
       // …copied into a database at migration 0005, then opened by this Skein.
       const old = join(dir, "old.db")
-      const upTo5 = Migrator.fromRecord(
-        Object.fromEntries(Object.entries(migrationList).filter(([key]) => key < "0006"))
-      )
       yield* Effect.gen(function* () {
-        yield* Migrator.make({})({ loader: upTo5 })
+        yield* migrateBefore("0006")
         const sql = yield* SqlClient
         yield* copyRows(expected)
         // At 0005 the runs and the served runs were rowid tables, and the log counted in sqlite_sequence.
