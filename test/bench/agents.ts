@@ -7,7 +7,8 @@
  *   of the binary (Codex: `turn/start` until `turn/completed`; Claude Code: a user line
  *   until its `result`). Goal: under 3 ms at p50. Measured in two rounds: the first 80
  *   turns after start, and 600 more after 3,000 scripted runs have brought the
- *   run path to where a long-running Skein has it (the goal's round); then, with no
+ *   run path to where a long-running Skein has it (the goal's round, on four fresh
+ *   pairs of processes of the binary, 150 turns each); then, with no
  *   goal, 40 turns with a pause after each, as a user's turns come.
  * - Start-up of a provider session, from spawn until the first turn is accepted
  *   (Codex: the `turn/start` reply; Claude Code: the user line written after the
@@ -61,6 +62,18 @@ const TURNS = Number(process.env.SKEIN_BENCH_AGENT_TURNS ?? 80)
  * on the same code. At 600 the interval narrows by about 1.6 times, for some 70 s more.
  */
 const SETTLED_TURNS = Number(process.env.SKEIN_BENCH_AGENT_SETTLED_TURNS ?? 600)
+/**
+ * The goal's round runs on this many pairs of processes of the binary, one alone and one
+ * under Skein, each pair started fresh (which of the two starts first alternating from
+ * pair to pair), its turns split evenly among them. Two processes of the same binary run
+ * the same turns at speeds a few milliseconds apart, for as long as they live, whichever
+ * side drives them: one pair of processes for all 600 turns put that difference, either
+ * sign, into the figure whole (a Codex under Skein 5.27 ms a turn faster at the port
+ * than the one alone, in one run). Over several pairs it averages out.
+ */
+const ROUNDS = Number(process.env.SKEIN_BENCH_AGENT_ROUNDS ?? 4)
+/** Pairs of turns run, and not counted, on each fresh pair of processes before its round's. */
+const ROUND_WARMUP = 10
 /**
  * Start-ups of each kind. Their medians of 6 moved by some 10% from run to run (codex
  * 0.90-1.11x, claude 0.92-1.15x on the same code), as far as the goal's margin. At 12
@@ -302,7 +315,9 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
     const home = Path.join(dir, side)
     return kind === "codex" ? codexEnv(home, mock.url) : claudeEnv(home, mock.url)
   }
-  const env = homeOf("through-skein")
+  /** The instance under Skein for round `r` of the goal's (each a process, and a home, of its own). */
+  const instanceOf = (r: number) => (r === 0 ? kind : `${kind}-${r + 1}`) as ProviderName
+  const instances = Array.from({ length: Math.max(1, ROUNDS) }, (_, r) => instanceOf(r))
   // The agent's workspace is not Skein's data directory, as in use (~/.skein against a
   // project): Codex watches its working directory, and every commit writes there.
   const workspace = Path.join(dir, "workspace")
@@ -312,7 +327,16 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
     configFile,
     JSON.stringify({
       providers: {
-        [kind]: { driver: kind, command: [kind === "codex" ? codexLauncher : claudePlaceholder], env },
+        ...Object.fromEntries(
+          instances.map((name, r) => [
+            name,
+            {
+              driver: kind,
+              command: [kind === "codex" ? codexLauncher : claudePlaceholder],
+              env: homeOf(`through-skein-${r}`)
+            }
+          ])
+        ),
         [WARM_PROVIDER]: { driver: "scripted" }
       }
     })
@@ -322,7 +346,8 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   )
   const adapter = registry.adapters.find((a) => a.name === kind)!
   const binary = (await Effect.runPromise(adapter.probe!)).path!
-  const rawEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...homeOf("alone") }
+  const rawEnvOf = (r: number) => ({ PATH: process.env.PATH ?? "/usr/bin:/bin", ...homeOf(`alone-${r}`) })
+  const rawEnv = rawEnvOf(0)
 
   // Start-up, interleaved: the binary alone, then through the driver, STARTS times.
   const alone: Array<number> = []
@@ -345,39 +370,46 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
 
   // Turns: a warm raw process and a warm Skein thread, alternating turn by turn; twice,
   // once just after start and once after Skein's run path has run WARM_RUNS times.
-  const raw = await direct(kind, binary, rawEnv, workspace)
+  let raw = await direct(kind, binary, rawEnv, workspace)
+  /** Every process of the binary alone started for the rounds; all are stopped at the end, as Skein's idle ones live on. */
+  const raws = [raw]
   const early = emptyPhase()
   const settled = emptyPhase()
   const paced = emptyPhase()
   let phase: Phase | null = null
   /** CPU milliseconds the binary alone used over the goal's round (its process, all threads). */
   let binaryCpu: number | null = null
+  /** The goal's figure on each pair of processes alone. */
+  const roundMedians: Array<number> = []
   const cpuSince = (start: NodeJS.CpuUsage) => {
     const used = process.cpuUsage(start)
     return (used.user + used.system) / 1000
   }
-  const timed = wrapTurns(
-    kind,
-    (runTurn) => (input, onEvents) =>
-      Effect.suspend(() => {
-        const [t0, loop0, into] = [performance.now(), performance.eventLoopUtilization(), phase]
-        // Until the turn's end event reaches the runtime (which records the run's end from
-        // it, while the call still unwinds).
-        return runTurn(input, (events) => {
-          if (events.some(TurnEvents.isTerminal)) {
-            into?.port.push(performance.now() - t0)
-            into?.skeinBusy.push(performance.eventLoopUtilization(loop0).active)
-          }
-          return onEvents(events)
+  const timed = (adapter: ProviderAdapter) =>
+    instances.includes(adapter.name) ? timeTurns(adapter.name)(adapter) : adapter
+  const timeTurns = (name: string) =>
+    wrapTurns(
+      name,
+      (runTurn) => (input, onEvents) =>
+        Effect.suspend(() => {
+          const [t0, loop0, into] = [performance.now(), performance.eventLoopUtilization(), phase]
+          // Until the turn's end event reaches the runtime (which records the run's end from
+          // it, while the call still unwinds).
+          return runTurn(input, (events) => {
+            if (events.some(TurnEvents.isTerminal)) {
+              into?.port.push(performance.now() - t0)
+              into?.skeinBusy.push(performance.eventLoopUtilization(loop0).active)
+            }
+            return onEvents(events)
+          })
         })
-      })
-  )
+    )
   await withRuntime(
     dir,
     (o) =>
       Effect.gen(function* () {
-        const thread = yield* o.createThread({ workspace })
-        const provider = kind as ProviderName
+        let thread = yield* o.createThread({ workspace })
+        let provider = instanceOf(0)
         yield* o.startRun({ threadId: thread.id, provider, message: "warm up", wait: true })
         const rawTurn = (into: Phase, i: number) =>
           Effect.promise(async () => {
@@ -418,10 +450,30 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
         for (let i = 0; i < WARM_RUNS; i++) {
           yield* o.startRun({ threadId: warm.id, provider: WARM_PROVIDER, message: "warm", wait: true })
         }
-        const binaryCpu0 = processCpuMs(raw.pid)
-        yield* alternate(settled, SETTLED_TURNS)
-        const binaryCpu1 = processCpuMs(raw.pid)
-        if (binaryCpu0 !== null && binaryCpu1 !== null) binaryCpu = binaryCpu1 - binaryCpu0
+        // The goal's round, on ROUNDS pairs of processes: the first pair is the one above.
+        const perRound = 2 * Math.ceil(SETTLED_TURNS / Math.max(1, ROUNDS) / 2)
+        binaryCpu = 0
+        for (let r = 0; r < Math.max(1, ROUNDS); r++) {
+          if (r > 0) {
+            const startSkein = Effect.gen(function* () {
+              thread = yield* o.createThread({ workspace })
+              provider = instanceOf(r)
+              yield* o.startRun({ threadId: thread.id, provider, message: "warm up", wait: true })
+            })
+            const startRaw = Effect.promise(async () => {
+              raw = await direct(kind, binary, rawEnvOf(r), workspace)
+              raws.push(raw)
+            })
+            yield* r % 2 === 0 ? Effect.zipRight(startRaw, startSkein) : Effect.zipRight(startSkein, startRaw)
+            yield* alternate(emptyPhase(), ROUND_WARMUP)
+          }
+          const cpu0 = processCpuMs(raw.pid)
+          const from = settled.skein.length
+          yield* alternate(settled, perRound)
+          const cpu1 = processCpuMs(raw.pid)
+          binaryCpu = cpu0 === null || cpu1 === null || binaryCpu === null ? null : binaryCpu + cpu1 - cpu0
+          roundMedians.push(median(settled.skein.slice(from).map((s, i) => s - settled.raw[from + i]!)))
+        }
         yield* alternate(paced, PACED_TURNS, PAUSE_MS)
       }),
     { configFile, mapAdapter: timed }
@@ -463,7 +515,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
       pinThreads(process.pid, `0-${cores - 1}`)
     }
   }
-  await raw.stop()
+  for (const alone of raws) await alone.stop()
 
   const paired = (p: Phase) => p.skein.map((s, i) => s - p.raw[i]!)
   // Even turns ran the binary alone first, odd ones Skein first: the process that ran the
@@ -483,13 +535,17 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   console.log(
     `${kind}: after ${WARM_RUNS.toLocaleString("en-US")} more runs, a turn through Skein p50 ${fmt(median(p.skein))} ` +
       `(p90 ${fmt(percentile(p.skein, 90))}), the binary alone p50 ${fmt(median(p.raw))} (p90 ${fmt(percentile(p.raw, 90))}), ` +
-      `${SETTLED_TURNS} turns each, alternating`
+      `${p.raw.length} turns each, alternating, on ${roundMedians.length} pairs of processes`
   )
   const [low, high] = bootstrapInterval(paired(p), median)
   console.log(
     `${kind}: Skein adds ${fmt(median(paired(p)))} per turn at p50 of the paired differences (95% bootstrap interval ${low.toFixed(2)}-${high.toFixed(2)} ms; goal < 3 ms: ${verdict(median(paired(p)) < 3, `by ${fmt(median(paired(p)) - 3)}`)}; ` +
       `the binary's own turn-to-turn spread is ${fmt(percentile(p.raw, 90) - percentile(p.raw, 10))} p10-p90); ` +
       `run wall time minus the turn's time at the port: p50 ${fmt(median(own))}, p90 ${fmt(percentile(own, 90))}`
+  )
+  console.log(
+    `${kind}: the same on each pair of processes (${p.raw.length / roundMedians.length} pairs of turns each): ` +
+      roundMedians.map(fmt).join(", ")
   )
   // The rest of the gap is inside the turn. Beside it, what this process spends on CPU
   // meanwhile (driver, store, V8's compiler and collector, the mock): CPU the binary
@@ -508,7 +564,7 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
     // falls in the next turn, its own or Skein's, so "over its turns" is an upper bound.
     const turnsWall = p.raw.reduce((sum, ms) => sum + ms, 0)
     console.log(
-      `${kind}: the binary alone used ${fmt(binaryCpu / SETTLED_TURNS)} of CPU per turn (its process, all threads), ` +
+      `${kind}: the binary alone used ${fmt(binaryCpu / p.raw.length)} of CPU per turn (its process, all threads), ` +
         `${(binaryCpu / turnsWall).toFixed(2)} cores on average over its turns, of ${Os.availableParallelism()} here`
     )
   }
