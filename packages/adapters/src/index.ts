@@ -1,5 +1,8 @@
 export { LineProcess, scopedEnv } from "./process/LineProcess.js"
 export type { ExitStatus, LineProcessOptions } from "./process/LineProcess.js"
+export { DEFAULT_MAX_LINE_BYTES } from "./process/LineProcess.js"
+export { boundedLines, LineSplitter, OVERSIZED_PREFIX_BYTES } from "./process/BoundedLines.js"
+export type { BoundedLine } from "./process/BoundedLines.js"
 export { makeScriptedAdapter, scriptedServerPath } from "./scripted/ScriptedAdapter.js"
 export type { ScriptedAdapterOptions } from "./scripted/ScriptedAdapter.js"
 export { parseDirectives, recalls, stripRecallNoise } from "./scripted/Directives.js"

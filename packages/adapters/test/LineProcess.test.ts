@@ -7,7 +7,7 @@ import * as NodeChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import { createInterface } from "node:readline"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Chunk, Effect, Exit, Scope, Stream } from "effect"
+import { Cause, Chunk, Effect, Exit, Logger, Scope, Stream } from "effect"
 import { LineProcess, scopedEnv } from "../src/process/LineProcess.js"
 import { isAlive } from "./support.js"
 
@@ -122,6 +122,41 @@ describe("LineProcess", () => {
       })
     )
   )
+
+  it.live("skips a line over the bound with a warning, and reads long lines split across writes whole", () => {
+    const warnings: Array<string> = []
+    const logger = Logger.make(({ logLevel, message }) => {
+      if (logLevel._tag === "Warning") warnings.push(String(message))
+    })
+    // Written in slices of an odd size, so that chunks end inside a two-byte character.
+    const script = `
+      const lines = [
+        JSON.stringify({ over: "x".repeat(4 * 1024 * 1024) }) + "\\n",
+        '{"after":1}\\n',
+        JSON.stringify({ long: "é".repeat(300 * 1024) }) + "\\n",
+        '{"end":true}'
+      ]
+      const bytes = Buffer.from(lines.join(""))
+      for (let at = 0; at < bytes.length; at += 65_537) process.stdout.write(bytes.subarray(at, at + 65_537))
+    `
+    return Effect.scoped(
+      Effect.gen(function* () {
+        const proc = yield* LineProcess.spawn({
+          command: process.execPath,
+          args: ["-e", script],
+          env: scopedEnv({}),
+          provider: "test",
+          maxLineBytes: 1024 * 1024
+        })
+        const got = Chunk.toReadonlyArray(yield* Stream.runCollect(proc.messages))
+        expect(got).toEqual([{ after: 1 }, { long: "é".repeat(300 * 1024) }, { end: true }])
+        expect(warnings).toHaveLength(1)
+        expect(warnings[0]).toMatch(
+          /^test: skipping a stdout line of 4194315 bytes, over the limit of 1048576: \{"over":"xxx/
+        )
+      })
+    ).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+  })
 
   it.live("a command that cannot start fails with kind spawn", () =>
     Effect.scoped(

@@ -7,7 +7,7 @@
 import { Orchestrator } from "@skein/runtime"
 import { Effect, Stream } from "effect"
 import type { Scope } from "effect"
-import { boundedLines } from "./BoundedLines.js"
+import { boundedLines } from "@skein/adapters"
 import { DEFAULT_MAX_FRAME_BYTES, makeGuardedProtocol } from "./GuardedProtocol.js"
 import { makeRpcDispatch } from "./RpcDispatch.js"
 

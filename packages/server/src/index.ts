@@ -12,8 +12,8 @@ export {
   tokenWeakness,
   WeakToken
 } from "./Auth.js"
-export { boundedLines, LineSplitter } from "./BoundedLines.js"
-export type { BoundedLine } from "./BoundedLines.js"
+export { boundedLines, LineSplitter } from "@skein/adapters"
+export type { BoundedLine } from "@skein/adapters"
 export {
   clientUrl,
   followThread,

@@ -1,6 +1,7 @@
 /**
  * A JSON-lines child process owned by a Scope: one JSON value per line on stdin and
- * stdout, stderr always drained and kept as a short tail for error messages. Spawned
+ * stdout (a line over a bound is skipped, never held whole: see BoundedLines), stderr
+ * always drained and kept as a short tail for error messages. Spawned
  * from an argument array (no shell) with exactly the environment given, as the leader
  * of a process group of its own, so that whatever it starts (an agent's shell
  * commands, its helpers) goes with it. Closing the scope ends stdin, sends SIGTERM to
@@ -13,6 +14,8 @@ import * as Os from "node:os"
 import { Deferred, Effect, Exit, Mailbox, Option, Runtime, Stream } from "effect"
 import type { Scope } from "effect"
 import { ProviderFailure } from "@skein/domain"
+import type { BoundedLine } from "./BoundedLines.js"
+import { LineSplitter } from "./BoundedLines.js"
 import { watchGroup } from "./OrphanWatcher.js"
 
 export interface ExitStatus {
@@ -30,7 +33,19 @@ export interface LineProcessOptions {
   readonly graceMs?: number | undefined
   /** The provider instance name, for error messages. */
   readonly provider: string
+  /**
+   * The longest stdout line read, in bytes (default DEFAULT_MAX_LINE_BYTES): a longer one
+   * is skipped with a warning, never held whole in memory.
+   */
+  readonly maxLineBytes?: number | undefined
 }
+
+/**
+ * 64 MiB: far above any message the drivers read (a Codex or Claude Code line carries one
+ * item or one page of history), low enough that a process writing without newlines
+ * cannot take Skein's memory.
+ */
+export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
 export interface LineProcess {
   readonly pid: number
@@ -176,33 +191,31 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
         child.stderr.on("data", (chunk: string) => {
           stderr = (stderr + chunk).slice(-STDERR_TAIL_CHARS)
         })
-        let buffer = ""
-        const onLine = (raw: string) => {
-          const line = raw.trim()
-          if (line.length === 0) return
+        const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES
+        const lines = new LineSplitter(maxLineBytes)
+        const onLine = (line: BoundedLine) => {
+          if (line._tag === "Oversized") {
+            logWarning(
+              `${options.provider}: skipping a stdout line of ${line.bytes} bytes, over the limit of ${maxLineBytes}: ` +
+                line.prefix.slice(0, 200)
+            )
+            return
+          }
           let message: unknown
           try {
-            message = JSON.parse(line)
+            message = JSON.parse(line.text)
           } catch {
-            logWarning(`${options.provider}: ignoring a stdout line that is not JSON: ${line.slice(0, 200)}`)
+            logWarning(`${options.provider}: ignoring a stdout line that is not JSON: ${line.text.slice(0, 200)}`)
             return
           }
           if (reader === undefined) backlog.push(message)
           else hand(message)
         }
-        child.stdout.setEncoding("utf8")
-        child.stdout.on("data", (chunk: string) => {
-          buffer += chunk
-          let newline = buffer.indexOf("\n")
-          while (newline >= 0) {
-            onLine(buffer.slice(0, newline))
-            buffer = buffer.slice(newline + 1)
-            newline = buffer.indexOf("\n")
-          }
+        child.stdout.on("data", (chunk: Buffer) => {
+          for (const line of lines.push(chunk)) onLine(line)
         })
         child.stdout.on("end", () => {
-          onLine(buffer)
-          buffer = ""
+          for (const line of lines.end()) onLine(line)
         })
         return Effect.sync(() => {
           signalGroup(child, "SIGKILL")

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Stream } from "effect"
-import { boundedLines, LineSplitter, OVERSIZED_PREFIX_BYTES } from "../src/BoundedLines.js"
+import { boundedLines, LineSplitter, OVERSIZED_PREFIX_BYTES } from "../src/process/BoundedLines.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
