@@ -41,6 +41,7 @@ import {
   latestStableRunRow,
   listThreadRows,
   maxRowsPerStatement,
+  pendingCheckpointRows,
   previousGitCommitRow,
   subagentsWithoutResultRows,
   turnItemRow,
@@ -215,6 +216,8 @@ export interface EventStoreShape {
   }
   /** Runs that are queued or running (after a crash: the ones to end as interrupted). */
   readonly activeRuns: Effect.Effect<ReadonlyArray<Run>, StorageError>
+  /** Git checkpoints not taken yet: of one thread, or of all (after a crash: the ones never taken). */
+  readonly pendingCheckpoints: (threadId: ThreadId | null) => Effect.Effect<ReadonlyArray<Checkpoint>, StorageError>
   /** Clears the projection tables and refolds the whole log into them, in one transaction. */
   readonly rebuildProjections: Effect.Effect<void, StorageError>
 }
@@ -592,6 +595,7 @@ const make = Effect.gen(function* () {
       gitCheckpointOfRun: (threadId, ordinal) => gitCheckpointOfOrdinalRow(sql, threadId, ordinal)
     },
     activeRuns,
+    pendingCheckpoints: (threadId) => pendingCheckpointRows(sql, threadId),
     rebuildProjections
   })
 })

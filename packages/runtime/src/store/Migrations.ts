@@ -242,6 +242,17 @@ const fewerPagesPerRun = statements(
   `DROP INDEX checkpoints_run`
 )
 
+/**
+ * A run's git checkpoint is taken after its end is recorded, as `pending` until then:
+ * start-up and a thread's actor look for the ones Skein stopped before taking. Only
+ * those rows are in the index (a checkpoint is pending for one capture's time); with
+ * the run ordinal in it, it also gives the lookups their order, so SQLite reads it
+ * rather than every checkpoint of the thread through `checkpoints_ordinal`.
+ */
+const pendingCheckpoints = statements(
+  `CREATE INDEX checkpoints_pending ON checkpoints (thread_id, run_ordinal) WHERE status = 'pending'`
+)
+
 /** Every schema version, keyed `NNNN_name` as `Migrator.fromRecord` expects. */
 export const migrations = {
   "0001_initial": initial,
@@ -249,7 +260,8 @@ export const migrations = {
   "0003_provider_thread_runs": providerThreadRuns,
   "0004_compact_threads": compactThreads,
   "0005_turn_items_by_run": turnItemsByRun,
-  "0006_fewer_pages_per_run": fewerPagesPerRun
+  "0006_fewer_pages_per_run": fewerPagesPerRun,
+  "0007_pending_checkpoints": pendingCheckpoints
 } as const
 
 export const loader: Migrator.Loader = Migrator.fromRecord(migrations)

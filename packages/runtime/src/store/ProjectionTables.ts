@@ -297,6 +297,29 @@ export const activeRunRows = (sql: Sql): Effect.Effect<ReadonlyArray<Run>, Stora
     Effect.flatMap((rows) => decodeAll(rows, decodeRun, "active run"))
   )
 
+/** The queries of `pendingCheckpointRows` (a test checks that both read the partial index). */
+export const pendingCheckpointQueries = {
+  ofThread: "SELECT data FROM checkpoints WHERE status = 'pending' AND thread_id = ? ORDER BY run_ordinal",
+  ofAll: "SELECT data FROM checkpoints WHERE status = 'pending' ORDER BY thread_id, run_ordinal"
+} as const
+
+/**
+ * Git checkpoints still pending: of one thread, or of every thread (start-up), oldest
+ * first. Through the partial index `checkpoints_pending`, whatever the number of others.
+ */
+export const pendingCheckpointRows = (
+  sql: Sql,
+  threadId: ThreadId | null
+): Effect.Effect<ReadonlyArray<Checkpoint>, StorageError> =>
+  selectData(
+    sql,
+    threadId === null ? pendingCheckpointQueries.ofAll : pendingCheckpointQueries.ofThread,
+    threadId === null ? [] : [threadId]
+  ).pipe(
+    Effect.mapError(fromSqlError("cannot read the pending checkpoints")),
+    Effect.flatMap((rows) => decodeAll(rows, decodeCheckpoint, "pending checkpoint"))
+  )
+
 /** Deletes every projection row (inside the caller's transaction). */
 export const clearProjections = (sql: Sql): Effect.Effect<void, SqlError> =>
   Effect.forEach(Object.keys(tables), (table) => sql.unsafe(`DELETE FROM ${table}`), { discard: true })

@@ -2,6 +2,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import {
+  CheckpointRecorded,
   CommandId,
   ContextHandoffId,
   RunId,
@@ -20,9 +21,19 @@ import { Chunk, Effect, Either, Fiber, Option, Stream } from "effect"
 import { EventStore } from "../../src/store/EventStore.js"
 import * as Sqlite from "../../src/store/Sqlite.js"
 import { foldEvents, toThreadView } from "../../src/store/Projection.js"
-import { itemContents, makeItem, makeRun, makeThread, makeTransfer, sampleLog, threadId } from "./builders.js"
+import {
+  itemContents,
+  makeCheckpoint,
+  makeItem,
+  makeRun,
+  makeThread,
+  makeTransfer,
+  sampleLog,
+  threadId
+} from "./builders.js"
 import { dumpTables, storeLayer } from "./support.js"
 import { migrations as migrationList } from "../../src/store/Migrations.js"
+import { pendingCheckpointQueries } from "../../src/store/ProjectionTables.js"
 
 const latestMigration = Object.keys(migrationList).sort().at(-1)!
 
@@ -130,6 +141,46 @@ describe("EventStore", () => {
         const running = makeRun(a, 2)
         yield* store.append({ threadId: a, events: [new RunStarted({ run: running })] })
         expect(yield* store.activeRuns).toEqual([running, queued])
+      })
+    )
+  )
+
+  it.effect("pendingCheckpoints lists the git checkpoints not taken yet, through their partial index", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const sql = yield* SqlClient
+        const a = threadId("a")
+        const b = threadId("b")
+        yield* store.append({ threadId: a, events: sampleLog(a) }) // its checkpoint is ready
+        yield* store.append({ threadId: b, events: sampleLog(b) })
+        const runA = makeRun(a, 2, { status: "completed" })
+        const runB = makeRun(b, 2, { status: "completed" })
+        const pendingA = makeCheckpoint(runA, { status: "pending", gitRef: null, treeSha: null, diffSummary: [] })
+        const pendingB = makeCheckpoint(runB, { status: "pending", gitRef: null, treeSha: null, diffSummary: [] })
+        yield* store.append({
+          threadId: a,
+          events: [new RunStarted({ run: runA }), new CheckpointRecorded({ checkpoint: pendingA })]
+        })
+        yield* store.append({
+          threadId: b,
+          events: [new RunStarted({ run: runB }), new CheckpointRecorded({ checkpoint: pendingB })]
+        })
+        expect(yield* store.pendingCheckpoints(a)).toEqual([pendingA])
+        expect(yield* store.pendingCheckpoints(null)).toEqual([pendingA, pendingB])
+        // Taken: no longer pending.
+        const ready = { ...pendingA, status: "ready" as const, gitRef: "refs/skein/a/2", treeSha: "b".repeat(40) }
+        yield* store.append({ threadId: a, events: [new CheckpointRecorded({ checkpoint: ready })] })
+        expect(yield* store.pendingCheckpoints(a)).toEqual([])
+        expect(yield* store.pendingCheckpoints(null)).toEqual([pendingB])
+        // However many checkpoints a thread has, the lookups read only the pending ones.
+        for (const [query, params] of [
+          [pendingCheckpointQueries.ofThread, [a]],
+          [pendingCheckpointQueries.ofAll, []]
+        ] as const) {
+          const plan = yield* sql.unsafe<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`, [...params])
+          expect(plan.map((row) => row.detail).join(" ")).toMatch(/USING INDEX checkpoints_pending/)
+        }
       })
     )
   )
