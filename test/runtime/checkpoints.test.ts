@@ -4,14 +4,20 @@
  * the diff against the previous one; a rollback with restoreFiles writes checkpoint N
  * back byte for byte. The user's repository (HEAD, the index, branches, stash) is never
  * touched, and `git status --porcelain` after the restore is what it was after run N.
+ *
+ * A run is answered before its checkpoint is taken (it is `pending` until then); the
+ * next run and a rollback wait for it, and one Skein stopped before taking is recorded
+ * as not taken when Skein starts again. A slow git (a wrapper first on the PATH that
+ * sleeps before `git add`) makes that window wide enough to look into.
  */
-import type { ProviderName } from "@skein/domain"
+import type { Orchestrator } from "@skein/runtime"
+import type { Checkpoint, ProviderName, ThreadId } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { inTempRuntime } from "../support/runtime.js"
+import { inTempRuntime, removeDir, tempDir, withRuntime } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
 
@@ -37,19 +43,62 @@ const repoState = (cwd: string) => ({
   index: Fs.readFileSync(Path.join(cwd, ".git", "index")).toString("base64")
 })
 
+/** A repository with one commit, a branch and an ignored file, in `dir`. */
+const makeRepository = (dir: string) => {
+  const repo = Path.join(Fs.realpathSync(dir), "repo")
+  Fs.mkdirSync(repo)
+  git(repo, "init", "-q", "-b", "main")
+  Fs.writeFileSync(Path.join(repo, "README.md"), "hello\n")
+  Fs.writeFileSync(Path.join(repo, ".gitignore"), "*.log\n")
+  git(repo, "add", "-A")
+  git(repo, "commit", "-q", "-m", "init")
+  git(repo, "branch", "side")
+  Fs.writeFileSync(Path.join(repo, "debug.log"), "ignored\n")
+  return repo
+}
+
+/** The thread's checkpoints by run, once none is pending. */
+const settledCheckpoints = (o: Orchestrator["Type"], threadId: ThreadId) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 500; i++) {
+      const { checkpoints } = yield* o.getThread(threadId)
+      if (checkpoints.every((c) => c.status !== "pending")) {
+        return [...checkpoints].sort((a, b) => a.runOrdinal - b.runOrdinal)
+      }
+      yield* Effect.sleep("20 millis")
+    }
+    return yield* Effect.dieMessage("checkpoints still pending after 10 s")
+  })
+
+const statusOf = (checkpoints: ReadonlyArray<Checkpoint>) => checkpoints.map((c) => [c.runOrdinal, c.kind, c.status])
+
+/**
+ * Runs `f` with a `git` first on the PATH that sleeps `seconds` before each `git add`
+ * and is otherwise the real one.
+ */
+const withSlowGit = async <A>(seconds: number, f: () => Promise<A>): Promise<A> => {
+  const real = execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim()
+  const bin = tempDir()
+  Fs.writeFileSync(
+    Path.join(bin, "git"),
+    `#!/bin/sh\nfor a in "$@"; do if [ "$a" = add ]; then sleep ${seconds}; break; fi; done\nexec ${real} "$@"\n`
+  )
+  Fs.chmodSync(Path.join(bin, "git"), 0o755)
+  const path = process.env.PATH
+  process.env.PATH = `${bin}:${path ?? ""}`
+  try {
+    return await f()
+  } finally {
+    process.env.PATH = path
+    removeDir(bin)
+  }
+}
+
 describe("git checkpoints", () => {
   it("after each completed run, under a hidden ref, with the diff; rollback restores files; the repository is untouched", async () => {
     await inTempRuntime((o, _actors, dir) =>
       Effect.gen(function* () {
-        const repo = Path.join(Fs.realpathSync(dir), "repo")
-        Fs.mkdirSync(repo)
-        git(repo, "init", "-q", "-b", "main")
-        Fs.writeFileSync(Path.join(repo, "README.md"), "hello\n")
-        Fs.writeFileSync(Path.join(repo, ".gitignore"), "*.log\n")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", "init")
-        git(repo, "branch", "side")
-        Fs.writeFileSync(Path.join(repo, "debug.log"), "ignored\n")
+        const repo = makeRepository(dir)
         const before = repoState(repo)
 
         const thread = yield* o.createThread({ workspace: repo })
@@ -70,8 +119,7 @@ describe("git checkpoints", () => {
           message: "[[write:notes.txt:changed]] [[write:src/new.ts:export const x = 1]]",
           wait: true
         })
-        const view = yield* o.getThread(thread.id)
-        const [c1, c2] = [...view.checkpoints].sort((a, b) => a.runOrdinal - b.runOrdinal)
+        const [c1, c2] = yield* settledCheckpoints(o, thread.id)
         expect(c1).toMatchObject({ kind: "git", gitRef: `refs/skein/${thread.id}/1`, status: "ready" })
         expect(c1!.diffSummary).toEqual([{ path: "notes.txt", change: "add", additions: 2, deletions: 0 }])
         expect(c2!.diffSummary).toEqual([
@@ -94,6 +142,96 @@ describe("git checkpoints", () => {
         expect(repoState(repo)).toEqual(before)
       })
     )
+  }, 60_000)
+
+  it("a run is answered before its git checkpoint is taken; the next run and a rollback wait for it", async () => {
+    await withSlowGit(1, () =>
+      inTempRuntime((o, _actors, dir) =>
+        Effect.gen(function* () {
+          const repo = makeRepository(dir)
+          const thread = yield* o.createThread({ workspace: repo })
+          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[write:a.txt:one]]", wait: true })
+          // Answered while git is still at work.
+          expect(statusOf((yield* o.getThread(thread.id)).checkpoints)).toEqual([[1, "git", "pending"]])
+          // Started at once: its provider writes only once run 1's checkpoint is taken.
+          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[write:b.txt:two]]", wait: true })
+          expect(statusOf((yield* o.getThread(thread.id)).checkpoints)).toEqual([
+            [1, "git", "ready"],
+            [2, "git", "pending"]
+          ])
+          // At once again: run 1's files come back once run 2's checkpoint is taken.
+          yield* o.rollback({ threadId: thread.id, toRunOrdinal: 1, restoreFiles: true })
+          expect(Fs.existsSync(Path.join(repo, "b.txt"))).toBe(false)
+          expect(Fs.readFileSync(Path.join(repo, "a.txt"), "utf8")).toBe("one")
+          const [c1, c2] = yield* settledCheckpoints(o, thread.id)
+          expect(c1!.diffSummary.map((d) => d.path)).toEqual(["a.txt"])
+          expect(c2!.diffSummary.map((d) => d.path)).toEqual(["b.txt"])
+        })
+      )
+    )
+  }, 60_000)
+
+  it("a git checkpoint Skein stopped before taking is recorded as not taken when it starts again", async () => {
+    const dir = tempDir()
+    try {
+      const repo = makeRepository(dir)
+      const threadId = await withSlowGit(30, () =>
+        withRuntime(dir, (o) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({ workspace: repo })
+            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[write:a.txt:one]]", wait: true })
+            expect(statusOf((yield* o.getThread(thread.id)).checkpoints)).toEqual([[1, "git", "pending"]])
+            return thread.id
+          })
+        )
+      )
+      // Closed with git asleep: the checkpoint was left pending, and is settled at start-up.
+      await withRuntime(dir, (o) =>
+        Effect.gen(function* () {
+          const view = yield* o.getThread(threadId)
+          expect(statusOf(view.checkpoints)).toEqual([[1, "logical", "ready"]])
+          expect(view.checkpoints[0]!.diffSummary.map((d) => d.path)).toEqual(["a.txt"])
+          expect(view.runs[0]!.items.at(-1)).toMatchObject({
+            type: "error",
+            code: "checkpoint_failed",
+            message: "no git checkpoint: Skein stopped before it was taken"
+          })
+          // The thread goes on, with git checkpoints again.
+          yield* o.startRun({ threadId, provider: alpha, message: "[[write:b.txt:two]]", wait: true })
+          expect(statusOf(yield* settledCheckpoints(o, threadId))).toEqual([
+            [1, "logical", "ready"],
+            [2, "git", "ready"]
+          ])
+        })
+      )
+    } finally {
+      removeDir(dir)
+    }
+  }, 60_000)
+
+  it("a shutdown gives a git checkpoint being taken the time to be recorded", async () => {
+    const dir = tempDir()
+    try {
+      const repo = makeRepository(dir)
+      const threadId = await withSlowGit(1, () =>
+        withRuntime(dir, (o) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({ workspace: repo })
+            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[write:a.txt:one]]", wait: true })
+            expect(statusOf((yield* o.getThread(thread.id)).checkpoints)).toEqual([[1, "git", "pending"]])
+            return thread.id
+          })
+        )
+      )
+      await withRuntime(dir, (o) =>
+        Effect.gen(function* () {
+          const [checkpoint] = (yield* o.getThread(threadId)).checkpoints
+          expect(checkpoint).toMatchObject({ kind: "git", status: "ready", gitRef: `refs/skein/${threadId}/1` })
+        })
+      )
+    } finally {
+      removeDir(dir)
+    }
   }, 60_000)
 
   it("a workspace that is not a repository keeps logical checkpoints", async () => {

@@ -2,6 +2,11 @@ import { Schema } from "effect"
 import { CheckpointId, RunId, ThreadId } from "./Ids.js"
 
 export const CheckpointKind = Schema.Literal("git", "logical")
+/**
+ * `pending`: a git checkpoint not taken yet (its run is answered before git takes it; a
+ * `CheckpointRecorded` follows, `ready`, or logical with an error item on the run when
+ * git could not take it). `ready`: usable. `failed` is not written by this runtime.
+ */
 export const CheckpointStatus = Schema.Literal("pending", "ready", "failed")
 
 export const DiffEntry = Schema.Struct({

@@ -154,7 +154,7 @@ export const makeOrchestrator = Effect.gen(function* () {
         input.threadId,
         onEvents,
         Effect.gen(function* () {
-          const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("StartRun", input))
+          const accepted = yield* actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input))
           runId = accepted.run.id
           take(early!)
           early = null
@@ -171,7 +171,7 @@ export const makeOrchestrator = Effect.gen(function* () {
     input.wait
       ? startAndWait(input)
       : Effect.flatMap(
-          actors.use(input.threadId, (actor) => actor.ask("StartRun", input)),
+          actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input)),
           (accepted) => getRun(input.threadId, accepted.run.id)
         )
 
@@ -305,7 +305,7 @@ export const makeOrchestrator = Effect.gen(function* () {
   const rollback: OrchestratorShape["rollback"] = (input) =>
     Effect.gen(function* () {
       const started = yield* actors.use(input.threadId, (actor) =>
-        actor.ask("Rollback", {
+        actor.askSettled("Rollback", {
           toRunOrdinal: input.toRunOrdinal,
           restoreFiles: input.restoreFiles ?? false,
           commandId: input.commandId
@@ -395,9 +395,10 @@ export const makeOrchestrator = Effect.gen(function* () {
   })
 
   /**
-   * Every active run is stopped (reason `shutdown`) and awaited, all at once, for at
-   * most 4 s in all: whatever is left then is cut short when the actors' scopes close,
-   * and ends `interrupted` at the next start (crash recovery).
+   * Every active run is stopped (reason `shutdown`) and awaited, and every git
+   * checkpoint being taken, all at once, for at most 4 s in all: whatever is left then
+   * is cut short when the actors' scopes close, and ends `interrupted` (a checkpoint:
+   * not taken) at the next start (crash recovery).
    */
   const shutdown: OrchestratorShape["shutdown"] = Effect.gen(function* () {
     const threads = yield* actors.activeThreads
@@ -407,15 +408,23 @@ export const makeOrchestrator = Effect.gen(function* () {
         actors.use(threadId, (actor) =>
           Effect.gen(function* () {
             const status = yield* actor.ask("Status", undefined)
-            if (status.activeRunId === null) return
-            const accepted = yield* actor.ask("StopRun", {
-              failure: { reason: "shutdown", message: "Skein is shutting down" }
-            })
-            yield* awaitEnd(threadId, accepted.run.id)
+            if (status.activeRunId !== null) {
+              const accepted = yield* actor.ask("StopRun", {
+                failure: { reason: "shutdown", message: "Skein is shutting down" }
+              })
+              yield* awaitEnd(threadId, accepted.run.id)
+            }
+            // A git checkpoint being taken gets the same time to be recorded.
+            yield* actor.settled
           })
         ),
       { concurrency: "unbounded", discard: true }
-    ).pipe(Effect.timeout(Duration.seconds(4)), Effect.ignore)
+    ).pipe(
+      // Shutdown runs as a finalizer, uninterruptibly: the waits must be interruptible for the timeout to fire.
+      Effect.interruptible,
+      Effect.timeout(Duration.seconds(4)),
+      Effect.ignore
+    )
   })
 
   // Every input is checked against its RPC method's payload schema first (InputCheck):

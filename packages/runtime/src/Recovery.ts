@@ -1,17 +1,20 @@
 /**
  * Start-up recovery: runs that were in flight when the previous process died end
  * `interrupted` with reason `runtime_restart`. Their provider processes died with
- * that process (a provider child exits when its stdin closes).
+ * that process (a provider child exits when its stdin closes). Git checkpoints that
+ * process left pending are recorded as not taken (logical, with an error item on
+ * their run): nobody is taking them any more.
  */
 import { StorageError } from "@skein/domain"
 import { Effect, Option } from "effect"
-import { planRecovery } from "./actors/ThreadPlanner.js"
+import { planCheckpointTaken, planRecovery } from "./actors/ThreadPlanner.js"
 import { EventStore } from "./store/EventStore.js"
 
 export const recoverInterruptedRuns = Effect.gen(function* () {
   const store = yield* EventStore
   const runs = yield* store.activeRuns
-  const threadIds = [...new Set(runs.map((r) => r.threadId))]
+  const pending = yield* store.pendingCheckpoints(null)
+  const threadIds = [...new Set([...runs.map((r) => r.threadId), ...pending.map((c) => c.threadId)])]
   yield* Effect.forEach(
     threadIds,
     (threadId) =>
@@ -21,8 +24,13 @@ export const recoverInterruptedRuns = Effect.gen(function* () {
             onNone: () => Effect.void,
             onSome: (state) => {
               const now = new Date().toISOString()
+              const abandoned = pending.filter((c) => c.threadId === threadId)
+              const detail = "Skein stopped before it was taken"
               return Effect.flatMap(
-                store.demand(state, () => planRecovery(state, now)),
+                store.demand(state, () => [
+                  ...planRecovery(state, now),
+                  ...abandoned.flatMap((c) => planCheckpointTaken(state, c, { _tag: "Failed", detail }, now))
+                ]),
                 (events) =>
                   events.length === 0
                     ? Effect.void
@@ -39,6 +47,8 @@ export const recoverInterruptedRuns = Effect.gen(function* () {
     { discard: true }
   )
   if (threadIds.length > 0) {
-    yield* Effect.logInfo(`recovered ${runs.length} interrupted run(s) on ${threadIds.length} thread(s)`)
+    yield* Effect.logInfo(
+      `recovered ${runs.length} interrupted run(s) and ${pending.length} checkpoint(s) never taken on ${threadIds.length} thread(s)`
+    )
   }
 })

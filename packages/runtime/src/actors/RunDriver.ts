@@ -4,6 +4,11 @@
  * provider thread, sends the turn with its handoff block, and reports every provider
  * event back to the thread actor, which persists them in order.
  *
+ * A completed run in a git repository has its end recorded with its checkpoint
+ * `pending`, so that whoever waits for the run is answered without waiting for git;
+ * the driver takes the checkpoint next and records it (`RecordCheckpoint`), and the
+ * thread's next run waits for that before its provider touches the workspace.
+ *
  * However the run goes, it ends with exactly one `FinishRun`: every provider call is
  * guarded (typed failures, deadlines, process exits; see ProviderGuard), and the
  * driver's own defects end the run `failed` with reason `runtime_error`. A provider
@@ -31,6 +36,7 @@ import type {
 } from "@skein/domain"
 import { Cause, Duration, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
 import type { CapturedCheckpoint } from "../lineage/WorkspaceCheckpoints.js"
+import type { CheckpointTaken } from "./ThreadPlanner.js"
 import * as ItemBatch from "./ItemBatch.js"
 import * as OneShot from "./OneShot.js"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
@@ -51,8 +57,22 @@ export interface DriveInput {
     provider: ProviderName,
     prompt: string
   ) => Effect.Effect<{ readonly threadId: string; readonly runId: string }, SkeinError>
-  /** The workspace's git checkpoint after a completed turn (None: not a repository). */
-  readonly checkpoint: Effect.Effect<Option.Option<CapturedCheckpoint>, GitFailed>
+  /** The workspace's git checkpoints; null when the thread has no workspace. */
+  readonly checkpoint: {
+    readonly isRepository: Effect.Effect<boolean, GitFailed>
+    /** The checkpoint after this run (None: not a repository after all). */
+    readonly capture: Effect.Effect<Option.Option<CapturedCheckpoint>, GitFailed>
+  } | null
+  /**
+   * Waits until the checkpoint of the thread's previous run is taken: this run's provider
+   * must not change the workspace before.
+   */
+  readonly settled: Effect.Effect<void>
+  /**
+   * Says a checkpoint of this run is about to be recorded pending (before the FinishRun
+   * that records it): until the returned function is called, `settled` waits.
+   */
+  readonly beginCapture: () => () => void
   /** Completed with the failure to record when the run must stop. */
   readonly stop: OneShot.OneShot<RunFailure, never>
   readonly graceMs: number
@@ -186,6 +206,10 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   const items = ItemBatch.make(input.itemDelayMs, (batch) => ask("RecordItems", { runId: run.id, items: batch }))
   /** Said on the run when its completed turn could not be checkpointed. */
   let checkpointNote: TurnItemContent | null = null
+  /** Whether the completed turn's git checkpoint is to be taken (known once its end is first recorded). */
+  let checkpointDue: boolean | undefined
+  /** Ends the pending capture (see `beginCapture`), once one is begun. */
+  let releaseCapture: (() => void) | undefined
 
   /** The app tool `spawn_subagent`: the child starts now; the call's output says where, or why not. */
   const spawnCall = (provider: string, prompt: string): Effect.Effect<TurnItemContent> =>
@@ -292,7 +316,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       Effect.zipRight(lease.kill)
     )
 
-  const body = ensureSummary(input.context).pipe(
+  const body = Effect.zipRight(input.settled, ensureSummary(input.context)).pipe(
     Effect.flatMap((context) => input.sessions.use(run.provider, input.workspace, (lease) => turn(lease, context)))
   )
 
@@ -327,7 +351,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   const finishOf = (
     exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>,
     stopped: RunFailure | null,
-    checkpoint: CapturedCheckpoint | null
+    checkpoint: "pending" | null
   ): Option.Option<Rpc.Payload<typeof FinishRun>> => {
     const finish = (outcome: RunOutcome, failure: RunFailure | null) =>
       Option.some({
@@ -356,42 +380,62 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
     return Option.none()
   }
 
-  /** The completed turn's checkpoint, once taken (a second FinishRun reuses it). */
-  let captured: CapturedCheckpoint | null | undefined
   /**
-   * After a completed turn, the workspace's checkpoint: git when it is a repository.
-   * A git failure leaves a logical checkpoint and says so on the run.
+   * After a completed turn, what its FinishRun says of the checkpoint: pending when the
+   * workspace is a git repository, else logical. Not knowing (git could not be asked)
+   * leaves a logical checkpoint and says so on the run.
    */
-  const captureAfter = (exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>) =>
-    !Exit.isSuccess(exit) || exit.value.outcome !== "completed"
-      ? Effect.succeed(null)
-      : captured !== undefined
-        ? Effect.succeed(captured)
-        : input.checkpoint.pipe(
-            Effect.map(Option.getOrNull),
-            Effect.catchAll((error) =>
-              Effect.sync(() => {
-                checkpointNote = {
-                  type: "error",
-                  message: `no git checkpoint: ${error.message}`,
-                  code: "checkpoint_failed"
-                }
-                return null
-              })
-            ),
-            Effect.tap((checkpoint) => Effect.sync(() => void (captured = checkpoint)))
-          )
+  const checkpointAfter = (exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>) => {
+    const checkpoint = input.checkpoint
+    if (!Exit.isSuccess(exit) || exit.value.outcome !== "completed" || checkpoint === null) return Effect.succeed(null)
+    if (checkpointDue !== undefined) return Effect.succeed(checkpointDue ? ("pending" as const) : null)
+    return checkpoint.isRepository.pipe(
+      Effect.catchAll((error) =>
+        Effect.sync(() => {
+          checkpointNote = { type: "error", message: `no git checkpoint: ${error.message}`, code: "checkpoint_failed" }
+          return false
+        })
+      ),
+      Effect.map((is) => {
+        checkpointDue = is
+        return is ? ("pending" as const) : null
+      })
+    )
+  }
 
   /** Whether the run's FinishRun got through: nothing is recorded after it. */
   let finished = false
   /** Records the run's end (its one FinishRun) from how its turn ended. */
   const recordEnd = (exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>): Effect.Effect<void, SkeinError> =>
-    Effect.flatMap(captureAfter(exit), (checkpoint) => {
+    Effect.flatMap(checkpointAfter(exit), (checkpoint) => {
       const stopped = input.stop.exit
       const end = finishOf(exit, stopped !== undefined && Exit.isSuccess(stopped) ? stopped.value : null, checkpoint)
       if (Option.isNone(end)) return Effect.void
+      // Before the end is in the mailbox: a run started after it waits for the checkpoint.
+      if (checkpoint === "pending") releaseCapture ??= input.beginCapture()
       return Effect.map(ask("FinishRun", end.value), () => void (finished = true))
     })
+
+  /**
+   * The pending checkpoint, once the run's end is recorded: taken and recorded, or
+   * recorded as not taken with git's words. If the actor has stopped meanwhile, the
+   * checkpoint stays pending until the thread's actor starts again and settles it.
+   */
+  const takeCheckpoint = Effect.suspend(() => {
+    const checkpoint = input.checkpoint
+    if (!finished || checkpointDue !== true || checkpoint === null) return Effect.void
+    return checkpoint.capture.pipe(
+      Effect.map(
+        Option.match({
+          onNone: (): CheckpointTaken => ({ _tag: "Failed", detail: "the workspace is no longer a git repository" }),
+          onSome: ({ commit, diff, gitRef, tree }): CheckpointTaken => ({ _tag: "Taken", gitRef, commit, tree, diff })
+        })
+      ),
+      Effect.catchAll((error) => Effect.succeed<CheckpointTaken>({ _tag: "Failed", detail: error.message })),
+      Effect.flatMap((taken) => ask("RecordCheckpoint", { runId: run.id, taken })),
+      Effect.catchAll((error) => Effect.logWarning(`the checkpoint of run ${run.id} was not recorded`, error))
+    )
+  })
 
   return bodyUnderStop.pipe(
     // However the turn ended, items still held go with FinishRun.
@@ -399,6 +443,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
     Effect.exit,
     // Unless the turn's end was recorded already. If this fails, the actor hears why from
     // this fiber's exit (DriverExited), and ends the run itself.
-    Effect.flatMap((exit) => (finished ? Effect.void : recordEnd(exit)))
+    Effect.flatMap((exit) => (finished ? Effect.void : recordEnd(exit))),
+    Effect.zipRight(takeCheckpoint),
+    Effect.ensuring(Effect.sync(() => releaseCapture?.()))
   )
 }

@@ -87,6 +87,7 @@ import {
   planBindNativeThread,
   planFinish,
   planItems,
+  planCheckpointTaken,
   planObservedChild,
   planResumeFallback,
   planRunStart,
@@ -119,6 +120,17 @@ export interface ThreadActor {
    * in storage for children's results again, until none is left waiting.
    */
   readonly childSpawned: () => void
+  /**
+   * Waits until no git checkpoint of this thread is being taken (at once, mostly). A run
+   * start or a rollback asks after it: the actor refuses either while one is (as
+   * `RunAlreadyActive`), since the checkpoint's record comes through its own mailbox.
+   */
+  readonly settled: Effect.Effect<void>
+  /**
+   * `ask`, for a run start or a rollback: after `settled`, and again (after it again) if
+   * the actor refused because a checkpoint began being taken in between.
+   */
+  readonly askSettled: ThreadAsk
 }
 
 const infoOf = (adapter: ProviderAdapter): ProviderInfo => ({
@@ -220,6 +232,21 @@ export const makeThreadActor = (
      * costs a run start 0.08-0.2 ms on cold caches.
      */
     let childrenMayReturn = true
+    /**
+     * While a run's git checkpoint is being taken (from just before its end is recorded
+     * pending until its RecordCheckpoint is handled): the run's workspace must not change
+     * meanwhile, so the next run and a rollback wait for it (`settled`).
+     */
+    let capturing: { readonly runId: RunId; readonly done: OneShot.OneShot<void, never> } | undefined
+    /** The run whose checkpoint began being taken last: a refusal naming it is worth asking again. */
+    let lastCapture: RunId | undefined
+    const settled: Effect.Effect<void> = Effect.suspend(() =>
+      capturing === undefined ? Effect.void : OneShot.wait(capturing.done)
+    )
+    /** A command that must not run while a checkpoint is taken, told so (its caller waits and asks again). */
+    const refuseWhileCapturing = Effect.suspend(() =>
+      capturing === undefined ? Effect.void : Effect.fail(new RunAlreadyActive({ threadId, runId: capturing.runId }))
+    )
     // Set once the actor exists: runs' drivers talk to their own actor.
     let ask: ThreadAsk = () => Effect.fail(new ActorStopped({ threadId }))
     const actorScope = yield* Effect.scope
@@ -367,6 +394,44 @@ export const makeThreadActor = (
                 .pipe(Effect.as(new TurnItemRecorded({ item: observed.item }) as ThreadEvent))
             })
 
+      /** What a run's driver needs of the workspace's checkpoints; null without a workspace. */
+      const checkpointsOf = (workspace: string | null, ordinal: number) =>
+        workspace === null
+          ? null
+          : {
+              isRepository: checkpoints.isRepository(workspace),
+              capture: checkpoints.capture({
+                workspace,
+                threadId,
+                ordinal,
+                // Read when a capture needs it, after the previous one is recorded.
+                previous: Effect.suspend(() => store.lookup.previousGitCommit(threadId)).pipe(
+                  Effect.mapError((error) => new GitFailed({ workspace, detail: error.message }))
+                )
+              })
+            }
+
+      /**
+       * Git checkpoints left pending with nobody taking them (Skein or this actor stopped
+       * first): recorded as not taken, each a logical checkpoint with an error item on its run.
+       */
+      const settleAbandonedCheckpoints = (why: string) =>
+        Effect.suspend(() =>
+          capturing !== undefined
+            ? Effect.void
+            : Effect.flatMap(store.pendingCheckpoints(threadId), (pending) =>
+                Effect.forEach(
+                  pending,
+                  (checkpoint) =>
+                    Effect.flatMap(
+                      demand((s) => planCheckpointTaken(s, checkpoint, { _tag: "Failed", detail: why }, now())),
+                      (events) => commit(events)
+                    ),
+                  { discard: true }
+                )
+              )
+        )
+
       const launch = (plan: StartPlan, control: ActiveRun) =>
         driveRun({
           run: plan.run,
@@ -374,20 +439,17 @@ export const makeThreadActor = (
           workspace: state.thread.workspace,
           sessions,
           ask: (tag, payload) => ask(tag, payload),
-          checkpoint:
-            state.thread.workspace === null
-              ? Effect.succeedNone
-              : checkpoints.capture({
-                  workspace: state.thread.workspace,
-                  threadId,
-                  ordinal: plan.run.ordinal,
-                  // Built when a capture needs it (most workspaces are not repositories).
-                  previous: Effect.suspend(() => store.lookup.previousGitCommit(threadId)).pipe(
-                    Effect.mapError(
-                      (error) => new GitFailed({ workspace: state.thread.workspace ?? "", detail: error.message })
-                    )
-                  )
-                }),
+          checkpoint: checkpointsOf(state.thread.workspace, plan.run.ordinal),
+          settled,
+          beginCapture: () => {
+            const gate = { runId: plan.run.id, done: OneShot.make<void>() }
+            capturing = gate
+            lastCapture = gate.runId
+            return () => {
+              if (capturing === gate) capturing = undefined
+              OneShot.succeed(gate.done, undefined)
+            }
+          },
           spawn: (provider, prompt) =>
             Effect.map(
               spawn({ parentThreadId: threadId, provider, prompt, createdBy: "agent" }),
@@ -432,6 +494,7 @@ export const makeThreadActor = (
             const adapter = yield* sessions.adapter(command.provider)
             const busy = activeRun(state)
             if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
+            yield* refuseWhileCapturing
             const provider = infoOf(adapter)
             const budgetTokens = command.handoffBudgetTokens ?? config.handoffBudgetTokens
             // What this thread takes in from others: read now, when a run needs it.
@@ -660,6 +723,16 @@ export const makeThreadActor = (
             return control.context
           }),
 
+        RecordCheckpoint: ({ runId, taken }) =>
+          Effect.gen(function* () {
+            const checkpoint = yield* store
+              .pendingCheckpoints(threadId)
+              .pipe(Effect.map((pending) => pending.find((c) => c.runId === runId)))
+            if (checkpoint === undefined) return
+            const at = now()
+            yield* commit(yield* demand((s) => planCheckpointTaken(s, checkpoint, taken, at)))
+          }),
+
         FinishRun: (message) =>
           Effect.gen(function* () {
             const at = now()
@@ -713,6 +786,7 @@ export const makeThreadActor = (
             if (Option.isSome(replayed)) return { replayed: true, native: [], restore: null }
             const busy = activeRun(state)
             if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
+            yield* refuseWhileCapturing
             const last = state.runCount
             if (toRunOrdinal > last) {
               return yield* new InvalidInput({
@@ -778,8 +852,10 @@ export const makeThreadActor = (
             childrenMayReturn = true
             yield* reload
             yield* endOrphan("the thread's actor restarted while this run was in flight and its driver was gone")
+            yield* settleAbandonedCheckpoints("the thread's actor restarted before it was taken")
           }),
-        endOrphan
+        endOrphan,
+        settleAbandonedCheckpoints
       }
     }
 
@@ -795,10 +871,22 @@ export const makeThreadActor = (
       failed: (tag, cause) => new ActorFailed({ threadId, command: tag, detail: describeCause(cause) })
     })
     ask = actor.ask
+    const askSettled = ((tag: ThreadMessage["_tag"], payload: never) => {
+      const attempt = (retries: number): Effect.Effect<unknown, SkeinError> =>
+        Effect.zipRight(settled, actor.ask(tag, payload) as Effect.Effect<unknown, SkeinError>).pipe(
+          Effect.catchIf(
+            (error) => retries > 0 && error._tag === "RunAlreadyActive" && error.runId === lastCapture,
+            () => attempt(retries - 1)
+          )
+        )
+      return attempt(2)
+    }) as ThreadAsk
 
     // A run active in storage has no driver in a fresh actor: its driver died with the
     // actor before this one (evicted after a failed restart).
-    yield* behaviour().endOrphan("the thread's actor was restarted while this run was in flight")
+    const fresh = behaviour()
+    yield* fresh.endOrphan("the thread's actor was restarted while this run was in flight")
+    yield* fresh.settleAbandonedCheckpoints("Skein stopped before it was taken")
 
     const respondApproval = (command: RespondApprovalPayload): Effect.Effect<TurnItem, SkeinError> =>
       Effect.gen(function* () {
@@ -835,6 +923,8 @@ export const makeThreadActor = (
       ask: actor.ask,
       respondApproval,
       done: actor.done,
-      childSpawned: () => void (childrenMayReturn = true)
+      childSpawned: () => void (childrenMayReturn = true),
+      settled,
+      askSettled
     } satisfies ThreadActor
   })

@@ -765,13 +765,11 @@ export const planFinish = (
     readonly usage?: TurnUsage | undefined
     /** Items that arrived with the end of the turn: recorded first, in the same commit. */
     readonly items?: ReadonlyArray<TurnItemContent> | undefined
-    /** The workspace's git checkpoint, when it is a repository and the run completed. */
-    readonly checkpoint?: {
-      readonly gitRef: string
-      readonly commit: string
-      readonly tree: string
-      readonly diff: ReadonlyArray<DiffEntry>
-    } | null
+    /**
+     * "pending": the workspace is a git repository, and its checkpoint is taken once the
+     * run's end is recorded (see `planCheckpointTaken`); otherwise a logical checkpoint.
+     */
+    readonly checkpoint?: "pending" | null
     readonly now: string
   }
 ): ReadonlyArray<ThreadEvent> => {
@@ -830,21 +828,72 @@ export const planFinish = (
       threadId: state.thread.id,
       runId: run.id,
       runOrdinal: run.ordinal,
-      ...(input.checkpoint
-        ? {
-            kind: "git" as const,
-            gitRef: input.checkpoint.gitRef,
-            treeSha: input.checkpoint.tree,
-            commitSha: input.checkpoint.commit,
-            diffSummary: [...input.checkpoint.diff]
-          }
-        : { kind: "logical" as const, gitRef: null, treeSha: null, diffSummary: diffOf(runItems) }),
-      status: "ready",
+      ...(input.checkpoint === "pending"
+        ? { kind: "git" as const, gitRef: null, treeSha: null, diffSummary: [], status: "pending" as const }
+        : {
+            kind: "logical" as const,
+            gitRef: null,
+            treeSha: null,
+            diffSummary: diffOf(runItems),
+            status: "ready" as const
+          }),
       createdAt: now
     }
     events.push(new CheckpointRecorded({ checkpoint }, unchecked))
   }
   return events
+}
+
+/** How taking a run's git checkpoint went. */
+export type CheckpointTaken =
+  | {
+      readonly _tag: "Taken"
+      readonly gitRef: string
+      readonly commit: string
+      readonly tree: string
+      readonly diff: ReadonlyArray<DiffEntry>
+    }
+  | { readonly _tag: "Failed"; readonly detail: string }
+
+/**
+ * A pending git checkpoint settled: ready with its commit, or, when git failed (or Skein
+ * stopped before it was taken), a logical checkpoint of the run's reported file changes
+ * with an error item on the run that says why. Anything but a pending checkpoint is
+ * left as it is.
+ */
+export const planCheckpointTaken = (
+  state: ThreadState,
+  checkpoint: Checkpoint,
+  taken: CheckpointTaken,
+  now: string
+): ReadonlyArray<ThreadEvent> => {
+  if (checkpoint.status !== "pending") return []
+  if (taken._tag === "Taken") {
+    const ready: Checkpoint = {
+      ...checkpoint,
+      gitRef: taken.gitRef,
+      treeSha: taken.tree,
+      commitSha: taken.commit,
+      diffSummary: [...taken.diff],
+      status: "ready"
+    }
+    return [new CheckpointRecorded({ checkpoint: ready }, unchecked)]
+  }
+  const note = planItems(
+    state,
+    checkpoint.runId,
+    [{ type: "error", message: `no git checkpoint: ${taken.detail}`, code: "checkpoint_failed" }],
+    now
+  )
+  const logical: Checkpoint = {
+    ...checkpoint,
+    kind: "logical",
+    gitRef: null,
+    treeSha: null,
+    diffSummary: diffOf(itemsOf(state, checkpoint.runId)),
+    status: "ready"
+  }
+  return [...note, new CheckpointRecorded({ checkpoint: logical }, unchecked)]
 }
 
 /** After a crash or restart: the run that was in flight ends `interrupted`, its provider thread goes idle. */

@@ -152,14 +152,28 @@ export const FinishRun = Rpc.make("FinishRun", {
     usage: Schema.optional(TurnUsage),
     /** Items that arrived together with the end of the turn, recorded in the same commit. */
     items: Schema.Array(TurnItemContent),
-    /** The workspace's git checkpoint after a completed run (null: a logical checkpoint). */
-    checkpoint: Schema.NullOr(
-      Schema.Struct({
+    /**
+     * After a completed run: "pending" when the workspace is a git repository (the driver
+     * takes the checkpoint next and reports it with RecordCheckpoint), null for a logical
+     * checkpoint.
+     */
+    checkpoint: Schema.NullOr(Schema.Literal("pending"))
+  },
+  error
+})
+
+/** The run's pending git checkpoint, taken (or not, and why): it becomes ready. */
+export const RecordCheckpoint = Rpc.make("RecordCheckpoint", {
+  payload: {
+    runId: RunId,
+    taken: Schema.Union(
+      Schema.TaggedStruct("Taken", {
         gitRef: Schema.String,
         commit: Schema.String,
         tree: Schema.String,
         diff: Schema.Array(DiffEntry)
-      })
+      }),
+      Schema.TaggedStruct("Failed", { detail: Schema.String })
     )
   },
   error
@@ -229,6 +243,7 @@ export const threadRpcs = [
   RecordSummary,
   ResumeFailed,
   FinishRun,
+  RecordCheckpoint,
   DriverExited,
   RecordTransfer,
   Rollback,

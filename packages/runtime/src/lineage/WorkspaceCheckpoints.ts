@@ -31,6 +31,8 @@ export interface CapturedCheckpoint {
 }
 
 export interface WorkspaceCheckpointsShape {
+  /** Whether the workspace is in a git repository (asked of git once per workspace). */
+  readonly isRepository: (workspace: string) => Effect.Effect<boolean, GitFailed>
   /** A git checkpoint of the workspace after run `ordinal`; None when it is not a repository. */
   readonly capture: (input: {
     readonly workspace: string
@@ -79,6 +81,10 @@ export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceC
         )
       }
       return {
+        isRepository: (workspace) =>
+          repositories.get(workspace) === false
+            ? Effect.succeed(false)
+            : isRepository(workspace).pipe(Effect.mapError(failed(workspace)), Effect.provide(context)),
         capture: (input) =>
           // Most workspaces are not repositories: known once, answered at once after.
           repositories.get(input.workspace) === false

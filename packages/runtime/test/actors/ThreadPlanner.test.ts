@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { TurnItemContent } from "@skein/domain"
-import { planFinish, planItems } from "../../src/actors/ThreadPlanner.js"
+import type { Checkpoint } from "@skein/domain"
+import { planCheckpointTaken, planFinish, planItems } from "../../src/actors/ThreadPlanner.js"
 import { AT, addRun, newState, setItems } from "../context/builder.js"
 
 const write = (path: string): TurnItemContent => ({ type: "file_change", path, kind: "add", summary: "one\ntwo" })
@@ -67,6 +68,61 @@ describe("ThreadPlanner items", () => {
         items: [write("x.ts")],
         now: AT
       })
+    ).toEqual([])
+  })
+
+  it("records a git repository's checkpoint pending, then ready with its commit, or logical with why when not taken", () => {
+    const state = newState()
+    const run = addRun(state, { provider: "alpha", message: "go", status: "running" })
+    setItems(state, run.id, [{ type: "user_message", text: "go" }, write("a.ts")])
+    const finished = planFinish(state, {
+      runId: run.id,
+      outcome: "completed",
+      failure: null,
+      turnRef: "turn_1",
+      checkpoint: "pending",
+      now: AT
+    })
+    const recorded = finished.find((e) => e._tag === "CheckpointRecorded")
+    const pending: Checkpoint | undefined = recorded?._tag === "CheckpointRecorded" ? recorded.checkpoint : undefined
+    expect(pending).toMatchObject({ kind: "git", status: "pending", gitRef: null, treeSha: null, diffSummary: [] })
+
+    const diff = [{ path: "a.ts", change: "add" as const, additions: 2, deletions: 0 }]
+    const taken = planCheckpointTaken(
+      state,
+      pending!,
+      { _tag: "Taken", gitRef: "refs/skein/t/1", commit: "c1", tree: "t1", diff },
+      AT
+    )
+    expect(taken.map((e) => e._tag)).toEqual(["CheckpointRecorded"])
+    expect(taken[0]!._tag === "CheckpointRecorded" && taken[0]!.checkpoint).toEqual({
+      ...pending,
+      gitRef: "refs/skein/t/1",
+      commitSha: "c1",
+      treeSha: "t1",
+      diffSummary: diff,
+      status: "ready"
+    })
+
+    const failed = planCheckpointTaken(state, pending!, { _tag: "Failed", detail: "git is gone" }, AT)
+    expect(failed.map((e) => e._tag)).toEqual(["TurnItemRecorded", "CheckpointRecorded"])
+    expect(failed[0]!._tag === "TurnItemRecorded" && failed[0]!.item).toMatchObject({
+      runId: run.id,
+      seq: 2,
+      type: "error",
+      code: "checkpoint_failed",
+      message: "no git checkpoint: git is gone"
+    })
+    expect(failed[1]!._tag === "CheckpointRecorded" && failed[1]!.checkpoint).toMatchObject({
+      id: pending!.id,
+      kind: "logical",
+      gitRef: null,
+      status: "ready",
+      diffSummary: [{ path: "a.ts" }]
+    })
+    // Only a pending checkpoint settles, once.
+    expect(
+      planCheckpointTaken(state, { ...pending!, status: "ready" }, { _tag: "Failed", detail: "late" }, AT)
     ).toEqual([])
   })
 })
