@@ -5,6 +5,12 @@
  * against `git add -A && git write-tree` on a copy of the repository in the same run,
  * spawned through node:child_process as Git.ts spawns git. Goals: under 150 ms; at most
  * 1.5x. Also printed: the capture with a process per step (GitWriter.oneShot), for comparison.
+ *
+ * Then what a run's caller waits for (no goal): scripted runs through the runtime, each
+ * writing a file, `run.start` with wait, in a thread on the same repository against one
+ * on a plain directory, alternating, 120 ms apart (as a user's turns come): the capture
+ * follows the answer, so the ratio should be about 1. And runs back to back in the
+ * repository, where each waits for the previous one's capture.
  */
 import { NodeContext } from "@effect/platform-node"
 import { Effect, Exit, ManagedRuntime, Scope } from "effect"
@@ -15,6 +21,8 @@ import * as Path from "node:path"
 import { performance } from "node:perf_hooks"
 import type * as GitCheckpoints from "../../packages/runtime/src/lineage/GitCheckpoints.js"
 import type * as GitWriter from "../../packages/runtime/src/lineage/GitWriter.js"
+import type { ProviderName } from "@skein/domain"
+import { withRuntime } from "../support/runtime.js"
 import { percentile } from "./stats.js"
 
 const DIRECTORIES = 50
@@ -22,6 +30,9 @@ const FILES_PER_DIRECTORY = 100
 const CHANGED = 10
 const WARMUP = 2
 const REPETITIONS = 10
+/** Runs of each kind in the answers part, after as many unmeasured. */
+const ANSWERS = 40
+const ANSWER_PAUSE_MS = 120
 
 /** The runtime's package does not export these modules: load its build output by path. */
 const loadModules = async () => ({
@@ -151,9 +162,49 @@ export async function run(): Promise<void> {
     console.log(
       `  ratio capture/baseline: ${(kept / theirs).toFixed(2)} (goal <= 1.5); a process per step: ${(oneShot / theirs).toFixed(2)}`
     )
+    await answers(repository, Path.join(dir, "runtime"))
   } finally {
     await runtime.runPromise(Scope.close(writerScope, Exit.void))
     await runtime.dispose()
     Fs.rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/** Scripted runs answered in a git repository against a plain directory (see the header). */
+const answers = async (repository: string, dir: string) => {
+  const plain = Path.join(dir, "plain")
+  Fs.mkdirSync(plain, { recursive: true })
+  const alpha = "alpha" as ProviderName
+  const p50 = (samples: ReadonlyArray<number>) => percentile(samples, 50)
+  await withRuntime(dir, (o) =>
+    Effect.gen(function* () {
+      const inRepository = yield* o.createThread({ workspace: repository })
+      const inPlain = yield* o.createThread({ workspace: plain })
+      const timedRun = (threadId: typeof inPlain.id, i: number) =>
+        Effect.gen(function* () {
+          const started = performance.now()
+          yield* o.startRun({ threadId, provider: alpha, message: `[[write:notes/run.txt:${i}]]`, wait: true })
+          return performance.now() - started
+        })
+      const paced = { repository: [] as Array<number>, plain: [] as Array<number> }
+      for (let i = 0; i < 2 * ANSWERS; i++) {
+        for (const [side, threadId] of [
+          ["repository", inRepository.id],
+          ["plain", inPlain.id]
+        ] as const) {
+          yield* Effect.sleep(ANSWER_PAUSE_MS)
+          const ms = yield* timedRun(threadId, i)
+          if (i >= ANSWERS) paced[side].push(ms)
+        }
+      }
+      const backToBack: Array<number> = []
+      for (let i = 0; i < ANSWERS; i++) backToBack.push(yield* timedRun(inRepository.id, i))
+      const [repo, flat] = [p50(paced.repository), p50(paced.plain)]
+      console.log(
+        `  a scripted run's answer (run.start with wait), runs ${ANSWER_PAUSE_MS} ms apart, p50 of ${ANSWERS}: in this repository ` +
+          `${repo.toFixed(1)} ms, in a plain directory ${flat.toFixed(1)} ms, ratio ${(repo / flat).toFixed(2)} (no goal); ` +
+          `back to back in the repository ${p50(backToBack).toFixed(1)} ms (each waits for the previous run's checkpoint)`
+      )
+    })
+  )
 }
