@@ -886,7 +886,7 @@ export const makeThreadActor = (
     // actor before this one (evicted after a failed restart).
     const fresh = behaviour()
     yield* fresh.endOrphan("the thread's actor was restarted while this run was in flight")
-    yield* fresh.settleAbandonedCheckpoints("Skein stopped before it was taken")
+    yield* fresh.settleAbandonedCheckpoints("the thread's actor stopped before it was taken")
 
     const respondApproval = (command: RespondApprovalPayload): Effect.Effect<TurnItem, SkeinError> =>
       Effect.gen(function* () {
