@@ -11,7 +11,7 @@
  * sleeps before `git add`) makes that window wide enough to look into.
  */
 import type { Orchestrator } from "@skein/runtime"
-import type { Checkpoint, ProviderName, ThreadId } from "@skein/domain"
+import type { Checkpoint, ProviderName, SkeinError, ThreadId } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
@@ -94,6 +94,34 @@ const withSlowGit = async <A>(seconds: number, f: () => Promise<A>): Promise<A> 
   }
 }
 
+/**
+ * One run in a repository with a git that sleeps `seconds` before `add`, the runtime
+ * closed while its checkpoint is pending; then `after` in a runtime opened again on the
+ * same data.
+ */
+const runThenRestart = async (
+  seconds: number,
+  after: (o: Orchestrator["Type"], threadId: ThreadId) => Effect.Effect<void, SkeinError>
+) => {
+  const dir = tempDir()
+  try {
+    const repo = makeRepository(dir)
+    const threadId = await withSlowGit(seconds, () =>
+      withRuntime(dir, (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({ workspace: repo })
+          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[write:a.txt:one]]", wait: true })
+          expect(statusOf((yield* o.getThread(thread.id)).checkpoints)).toEqual([[1, "git", "pending"]])
+          return thread.id
+        })
+      )
+    )
+    await withRuntime(dir, (o) => after(o, threadId))
+  } finally {
+    removeDir(dir)
+  }
+}
+
 describe("git checkpoints", () => {
   it("after each completed run, under a hidden ref, with the diff; rollback restores files; the repository is untouched", async () => {
     await inTempRuntime((o, _actors, dir) =>
@@ -172,66 +200,34 @@ describe("git checkpoints", () => {
   }, 60_000)
 
   it("a git checkpoint Skein stopped before taking is recorded as not taken when it starts again", async () => {
-    const dir = tempDir()
-    try {
-      const repo = makeRepository(dir)
-      const threadId = await withSlowGit(30, () =>
-        withRuntime(dir, (o) =>
-          Effect.gen(function* () {
-            const thread = yield* o.createThread({ workspace: repo })
-            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[write:a.txt:one]]", wait: true })
-            expect(statusOf((yield* o.getThread(thread.id)).checkpoints)).toEqual([[1, "git", "pending"]])
-            return thread.id
-          })
-        )
-      )
-      // Closed with git asleep: the checkpoint was left pending, and is settled at start-up.
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const view = yield* o.getThread(threadId)
-          expect(statusOf(view.checkpoints)).toEqual([[1, "logical", "ready"]])
-          expect(view.checkpoints[0]!.diffSummary.map((d) => d.path)).toEqual(["a.txt"])
-          expect(view.runs[0]!.items.at(-1)).toMatchObject({
-            type: "error",
-            code: "checkpoint_failed",
-            message: "no git checkpoint: Skein stopped before it was taken"
-          })
-          // The thread goes on, with git checkpoints again.
-          yield* o.startRun({ threadId, provider: alpha, message: "[[write:b.txt:two]]", wait: true })
-          expect(statusOf(yield* settledCheckpoints(o, threadId))).toEqual([
-            [1, "logical", "ready"],
-            [2, "git", "ready"]
-          ])
+    // Closed with git asleep past the shutdown's 4 s: the checkpoint was left pending, and is settled at start-up.
+    await runThenRestart(30, (o, threadId) =>
+      Effect.gen(function* () {
+        const view = yield* o.getThread(threadId)
+        expect(statusOf(view.checkpoints)).toEqual([[1, "logical", "ready"]])
+        expect(view.checkpoints[0]!.diffSummary.map((d) => d.path)).toEqual(["a.txt"])
+        expect(view.runs[0]!.items.at(-1)).toMatchObject({
+          type: "error",
+          code: "checkpoint_failed",
+          message: "no git checkpoint: Skein stopped before it was taken"
         })
-      )
-    } finally {
-      removeDir(dir)
-    }
+        // The thread goes on, with git checkpoints again.
+        yield* o.startRun({ threadId, provider: alpha, message: "[[write:b.txt:two]]", wait: true })
+        expect(statusOf(yield* settledCheckpoints(o, threadId))).toEqual([
+          [1, "logical", "ready"],
+          [2, "git", "ready"]
+        ])
+      })
+    )
   }, 60_000)
 
   it("a shutdown gives a git checkpoint being taken the time to be recorded", async () => {
-    const dir = tempDir()
-    try {
-      const repo = makeRepository(dir)
-      const threadId = await withSlowGit(1, () =>
-        withRuntime(dir, (o) =>
-          Effect.gen(function* () {
-            const thread = yield* o.createThread({ workspace: repo })
-            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[write:a.txt:one]]", wait: true })
-            expect(statusOf((yield* o.getThread(thread.id)).checkpoints)).toEqual([[1, "git", "pending"]])
-            return thread.id
-          })
-        )
-      )
-      await withRuntime(dir, (o) =>
-        Effect.gen(function* () {
-          const [checkpoint] = (yield* o.getThread(threadId)).checkpoints
-          expect(checkpoint).toMatchObject({ kind: "git", status: "ready", gitRef: `refs/skein/${threadId}/1` })
-        })
-      )
-    } finally {
-      removeDir(dir)
-    }
+    await runThenRestart(1, (o, threadId) =>
+      Effect.gen(function* () {
+        const [checkpoint] = (yield* o.getThread(threadId)).checkpoints
+        expect(checkpoint).toMatchObject({ kind: "git", status: "ready", gitRef: `refs/skein/${threadId}/1` })
+      })
+    )
   }, 60_000)
 
   it("a workspace that is not a repository keeps logical checkpoints", async () => {

@@ -45,7 +45,7 @@ export interface LineProcessOptions {
  * item or one page of history), low enough that a process writing without newlines
  * cannot take Skein's memory.
  */
-export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
 export interface LineProcess {
   readonly pid: number
