@@ -5,6 +5,8 @@
  */
 import * as NodeChildProcess from "node:child_process"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { createInterface } from "node:readline"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Effect, Exit, Logger, Scope, Stream } from "effect"
@@ -71,6 +73,38 @@ describe("LineProcess", () => {
         yield* proc.send({ n: 2, s: "line\nbreak" })
         const got = yield* proc.messages.pipe(Stream.take(2), Stream.runCollect)
         expect(Chunk.toReadonlyArray(got)).toEqual([{ echo: { n: 1 } }, { echo: { n: 2, s: "line\nbreak" } }])
+      })
+    )
+  )
+
+  it.live("a send is answered at once below the pipe's high-water mark, and once the line is out above it", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        // The child reads nothing until told to (by a file appearing): stdin fills up.
+        const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-lp-"))
+        const go = Path.join(dir, "go")
+        const proc = yield* node(
+          `const fs = require("node:fs"); const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(t); ${ECHO} } }, 5)`
+        )
+        // Small lines: each answered in the same step, without waiting for the child or a
+        // tick of the event loop (runSync throws if the effect has to wait).
+        for (let n = 0; n < 3; n++) Effect.runSync(proc.send({ n }))
+        // A line far above the high-water mark (and the pipe's buffer) waits until it is out.
+        const big = "x".repeat(4 * 1024 * 1024)
+        const sending = yield* Effect.fork(proc.send({ big }))
+        yield* Effect.sleep(200)
+        expect(sending.unsafePoll()).toBeNull()
+        Fs.writeFileSync(go, "")
+        yield* sending.await.pipe(Effect.timeout(10_000))
+        const got = yield* proc.messages.pipe(Stream.take(4), Stream.runCollect)
+        expect(Chunk.toReadonlyArray(got).map((m) => Object.keys((m as { echo: object }).echo))).toEqual([
+          ["n"],
+          ["n"],
+          ["n"],
+          ["big"]
+        ])
+        expect((Chunk.unsafeGet(got, 3) as { echo: { big: string } }).echo.big.length).toBe(big.length)
+        Fs.rmSync(dir, { recursive: true, force: true })
       })
     )
   )
