@@ -53,7 +53,16 @@ import type {
   ThreadSettings,
   UserTextInput
 } from "./CodexProtocol.js"
-import { ApprovalRequests, envelopeOf, Notifications, Results, unreadNotifications } from "./CodexProtocol.js"
+import {
+  ApprovalRequests,
+  Notification,
+  Notifications,
+  Results,
+  RpcError,
+  RpcResult,
+  ServerRequest,
+  unreadNotifications
+} from "./CodexProtocol.js"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 
@@ -354,34 +363,47 @@ const openSession = (
       })
     }
 
-    const onReply = (id: number | string, outcome: Exit.Exit<unknown, ProviderFailure>) => {
-      if (typeof id !== "number") return
-      const entry = pending.get(id)
+    const onReply = (raw: { readonly id: number | string }, outcome: Exit.Exit<unknown, ProviderFailure>) => {
+      if (typeof raw.id !== "number") return
+      const entry = pending.get(raw.id)
       if (entry === undefined) return
-      pending.delete(id)
+      pending.delete(raw.id)
       if (Exit.isSuccess(outcome)) entry.onResult?.(outcome.value)
       Deferred.unsafeDone(entry.reply, outcome)
     }
 
+    const decodeRequest = Schema.decodeUnknownEither(ServerRequest)
+    const decodeNotification = Schema.decodeUnknownEither(Notification)
+    const decodeError = Schema.decodeUnknownEither(RpcError)
+    const decodeResult = Schema.decodeUnknownEither(RpcResult)
+
     const onMessage = (raw: unknown): void => {
-      const message = envelopeOf(raw)
-      switch (message._tag) {
-        case "Notification":
-          return onNotification(message.method, message.params)
-        case "Request":
-          return onServerRequest(message.id, message.method, message.params)
-        case "Result":
-          return onReply(message.id, Exit.succeed(message.result))
-        case "Error": {
-          const method = typeof message.id === "number" ? pending.get(message.id)?.method : undefined
-          return onReply(message.id, Exit.fail(failure("error", `${method ?? "a request"}: ${message.message}`)))
+      if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+        return warn(`${provider}: skipping a message that is not an object`, raw)
+      if ("method" in raw) {
+        if ("id" in raw) {
+          const request = decodeRequest(raw)
+          return Either.isRight(request)
+            ? onServerRequest(request.right.id, request.right.method, request.right.params)
+            : warn(`${provider}: skipping a malformed server request`, request.left.message)
         }
-        case "Malformed":
-          // A value that is not an object is short enough to show; an object may be a whole page.
-          return typeof raw === "object" && raw !== null && !Array.isArray(raw)
-            ? warn(`${provider}: skipping ${message.why}`)
-            : warn(`${provider}: skipping ${message.why}`, raw)
+        const notification = decodeNotification(raw)
+        return Either.isRight(notification)
+          ? onNotification(notification.right.method, notification.right.params)
+          : warn(`${provider}: skipping a malformed notification`, notification.left.message)
       }
+      if ("error" in raw) {
+        const error = decodeError(raw)
+        if (Either.isLeft(error)) return warn(`${provider}: skipping a malformed error reply`)
+        const method = typeof error.right.id === "number" ? pending.get(error.right.id)?.method : undefined
+        return onReply(
+          error.right,
+          Exit.fail(failure("error", `${method ?? "a request"}: ${error.right.error.message}`))
+        )
+      }
+      const result = decodeResult(raw)
+      if (Either.isLeft(result)) return warn(`${provider}: skipping a malformed reply`)
+      onReply(result.right, Exit.succeed(result.right.result))
     }
 
     // The reader: when stdout ends the process is gone, and with it every pending reply and turn.

@@ -1,7 +1,6 @@
 /**
- * The part of Codex's app-server protocol the Codex driver speaks, as schemas (each
- * line's envelope is read by hand: see `Envelope`): one JSON value per line over stdio,
- * JSON-RPC shaped without the `"jsonrpc"` member.
+ * The part of Codex's app-server protocol the Codex driver speaks, as schemas: one
+ * JSON value per line over stdio, JSON-RPC shaped without the `"jsonrpc"` member.
  * The client's requests carry ids it chooses; the server sends its own requests
  * (approvals) with ids from its own number space, and notifications without an id.
  *
@@ -14,49 +13,21 @@ import { Schema } from "effect"
 // ---------------------------------------------------------------------------------
 // Envelopes
 
-/**
- * What one line from the server is, by its members: a reply to one of our requests
- * (`result` or `error`), a request from the server (an approval; it waits for our reply
- * with the same id), or a notification (no id). Read by hand, not with a Schema: it is
- * a handful of `typeof` checks on every line a turn brings, where a Schema decode ran
- * the whole parser, on cold caches while the agent worked beside it, some 30 µs a line.
- * What each method carries is decoded with the schemas below.
- */
-export type Envelope =
-  | { readonly _tag: "Result"; readonly id: number | string; readonly result: unknown }
-  | { readonly _tag: "Error"; readonly id: number | string; readonly message: string }
-  | { readonly _tag: "Request"; readonly id: number | string; readonly method: string; readonly params: unknown }
-  | { readonly _tag: "Notification"; readonly method: string; readonly params: unknown }
-  | { readonly _tag: "Malformed"; readonly why: string }
+const RpcId = Schema.Union(Schema.Number, Schema.String)
 
-const isId = (id: unknown): id is number | string => typeof id === "number" || typeof id === "string"
+/** A reply to one of our requests. */
+export const RpcResult = Schema.Struct({ id: RpcId, result: Schema.Unknown })
+export const RpcError = Schema.Struct({
+  id: RpcId,
+  error: Schema.Struct({ code: Schema.optional(Schema.Number), message: Schema.String })
+})
+/** A request from the server (an approval): it waits for our reply with the same id. */
+export const ServerRequest = Schema.Struct({ id: RpcId, method: Schema.String, params: Schema.Unknown })
+export const Notification = Schema.Struct({ method: Schema.String, params: Schema.optional(Schema.Unknown) })
 
-/** Reads a line's envelope (see `Envelope`); anything else is `Malformed`, saying what it looked like. */
-export const envelopeOf = (raw: unknown): Envelope => {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    return { _tag: "Malformed", why: "a message that is not an object" }
-  }
-  const message = raw as Record<string, unknown>
-  if ("method" in message) {
-    const request = "id" in message
-    if (typeof message.method !== "string" || (request && !isId(message.id))) {
-      return { _tag: "Malformed", why: request ? "a malformed server request" : "a malformed notification" }
-    }
-    return request
-      ? { _tag: "Request", id: message.id as number | string, method: message.method, params: message.params }
-      : { _tag: "Notification", method: message.method, params: message.params }
-  }
-  if ("error" in message) {
-    const error = message.error
-    const text = typeof error === "object" && error !== null ? (error as { message?: unknown }).message : undefined
-    return isId(message.id) && typeof text === "string"
-      ? { _tag: "Error", id: message.id, message: text }
-      : { _tag: "Malformed", why: "a malformed error reply" }
-  }
-  return isId(message.id) && "result" in message
-    ? { _tag: "Result", id: message.id, result: message.result }
-    : { _tag: "Malformed", why: "a malformed reply" }
-}
+/** Anything the server writes. Order matters: a server request has both id and method. */
+export const Incoming = Schema.Union(ServerRequest, RpcError, RpcResult, Notification)
+export type Incoming = typeof Incoming.Type
 
 // ---------------------------------------------------------------------------------
 // Client requests: params we send, results we read
