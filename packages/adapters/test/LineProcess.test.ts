@@ -77,25 +77,25 @@ describe("LineProcess", () => {
     )
   )
 
-  it.live("a send is answered at once below the pipe's high-water mark, and once the line is out above it", () =>
+  it.live("a send is done once its line is out: a line larger than the pipe holds waits for the child to read", () =>
     Effect.scoped(
       Effect.gen(function* () {
         // The child reads nothing until told to (by a file appearing): stdin fills up.
         const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-lp-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
         const go = Path.join(dir, "go")
         const proc = yield* node(
           `const fs = require("node:fs"); const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(t); ${ECHO} } }, 5)`
         )
-        // Small lines: each answered in the same step, without waiting for the child or a
-        // tick of the event loop (runSync throws if the effect has to wait).
-        for (let n = 0; n < 3; n++) Effect.runSync(proc.send({ n }))
+        // Small lines: the pipe takes them, so each send is done though the child reads nothing.
+        for (let n = 0; n < 3; n++) yield* proc.send({ n }).pipe(Effect.timeout(1000))
         // A line far above the high-water mark (and the pipe's buffer) waits until it is out.
         const big = "x".repeat(4 * 1024 * 1024)
         const sending = yield* Effect.fork(proc.send({ big }))
         yield* Effect.sleep(200)
         expect(sending.unsafePoll()).toBeNull()
         Fs.writeFileSync(go, "")
-        yield* sending.await.pipe(Effect.timeout(10_000))
+        expect(Exit.isSuccess(yield* sending.await.pipe(Effect.timeout(10_000)))).toBe(true)
         const got = yield* proc.messages.pipe(Stream.take(4), Stream.runCollect)
         expect(Chunk.toReadonlyArray(got).map((m) => Object.keys((m as { echo: object }).echo))).toEqual([
           ["n"],
@@ -104,7 +104,6 @@ describe("LineProcess", () => {
           ["big"]
         ])
         expect((Chunk.unsafeGet(got, 3) as { echo: { big: string } }).echo.big.length).toBe(big.length)
-        Fs.rmSync(dir, { recursive: true, force: true })
       })
     )
   )

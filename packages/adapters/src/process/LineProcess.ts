@@ -49,11 +49,7 @@ const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
 export interface LineProcess {
   readonly pid: number
-  /**
-   * Writes one JSON line to the child's stdin: done at once while the pipe's buffer is
-   * below its high-water mark, else once the line is out. Fails with kind `crash` once
-   * the child is gone.
-   */
+  /** Writes one JSON line to the child's stdin. Fails with kind `crash` once the child is gone. */
   readonly send: (message: unknown) => Effect.Effect<void, ProviderFailure>
   /**
    * The child's stdout lines parsed as JSON, in order; lines that are not JSON are
@@ -266,17 +262,7 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
                 )
               )
             if (child.exitCode !== null || child.signalCode !== null || !child.stdin.writable) return gone()
-            // Below the stream's high-water mark the line is on its way: answered at once, not
-            // on the write's callback a tick later (a wake of the caller's fiber saved on every
-            // call to the agent). Above it, the caller waits until the line is out.
-            let answered = false
-            const below = child.stdin.write(line, (error) => {
-              if (!answered) error ? gone() : resume(Effect.void)
-            })
-            if (below) {
-              answered = true
-              resume(Effect.void)
-            }
+            child.stdin.write(line, (error) => (error ? gone() : resume(Effect.void)))
           })
       )
 
