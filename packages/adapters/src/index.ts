@@ -1,6 +1,6 @@
 export { LineProcess, scopedEnv } from "./process/LineProcess.js"
 export type { ExitStatus, LineProcessOptions } from "./process/LineProcess.js"
-export { boundedLines, LineSplitter } from "./process/BoundedLines.js"
+export { boundedLines } from "./process/BoundedLines.js"
 export type { BoundedLine } from "./process/BoundedLines.js"
 export { makeScriptedAdapter, scriptedServerPath } from "./scripted/ScriptedAdapter.js"
 export type { ScriptedAdapterOptions } from "./scripted/ScriptedAdapter.js"

@@ -12,8 +12,6 @@ export {
   tokenWeakness,
   WeakToken
 } from "./Auth.js"
-export { boundedLines, LineSplitter } from "@skein/adapters"
-export type { BoundedLine } from "@skein/adapters"
 export {
   clientUrl,
   followThread,

@@ -2,7 +2,8 @@
  * The planner's item recording, as pure functions over a ThreadState: items the
  * provider reports together are numbered after the run's items, and items that come
  * with the end of the turn are recorded in the run's final commit, before RunEnded,
- * and count in its checkpoint.
+ * and count in its checkpoint; a git checkpoint is recorded pending with the run's end,
+ * then ready, or logical with an error item when it was not taken.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { TurnItemContent } from "@skein/domain"

@@ -152,20 +152,20 @@ describe("EventStore", () => {
         const sql = yield* SqlClient
         const a = threadId("a")
         const b = threadId("b")
-        yield* store.append({ threadId: a, events: sampleLog(a) }) // its checkpoint is ready
-        yield* store.append({ threadId: b, events: sampleLog(b) })
-        const runA = makeRun(a, 2, { status: "completed" })
-        const runB = makeRun(b, 2, { status: "completed" })
-        const pendingA = makeCheckpoint(runA, { status: "pending", gitRef: null, treeSha: null, diffSummary: [] })
-        const pendingB = makeCheckpoint(runB, { status: "pending", gitRef: null, treeSha: null, diffSummary: [] })
-        yield* store.append({
-          threadId: a,
-          events: [new RunStarted({ run: runA }), new CheckpointRecorded({ checkpoint: pendingA })]
-        })
-        yield* store.append({
-          threadId: b,
-          events: [new RunStarted({ run: runB }), new CheckpointRecorded({ checkpoint: pendingB })]
-        })
+        /** A thread whose first run's checkpoint is ready and whose second run's is pending. */
+        const withPending = (thread: typeof a) =>
+          Effect.gen(function* () {
+            yield* store.append({ threadId: thread, events: sampleLog(thread) })
+            const run = makeRun(thread, 2, { status: "completed" })
+            const pending = makeCheckpoint(run, { status: "pending", gitRef: null, treeSha: null, diffSummary: [] })
+            yield* store.append({
+              threadId: thread,
+              events: [new RunStarted({ run }), new CheckpointRecorded({ checkpoint: pending })]
+            })
+            return pending
+          })
+        const pendingA = yield* withPending(a)
+        const pendingB = yield* withPending(b)
         expect(yield* store.pendingCheckpoints(a)).toEqual([pendingA])
         expect(yield* store.pendingCheckpoints(null)).toEqual([pendingA, pendingB])
         // Taken: no longer pending.
