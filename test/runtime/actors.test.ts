@@ -444,8 +444,8 @@ describe("thread actors", () => {
     )
   })
 
-  it("keeps items still held when the turn crashes or is interrupted: they are recorded with the run's end", async () => {
-    // Which items the provider has reported to the runtime so far (observed at the port).
+  it("keeps items still held when the turn crashes or is interrupted: they are recorded all the same", async () => {
+    // What reached the runtime at the port so far: the turn's start, and items once handed over.
     const reported: Array<string> = []
     await inTempRuntime(
       (o) =>
@@ -461,15 +461,19 @@ describe("thread actors", () => {
           expect(crashed.failure?.reason).toBe("provider_crash")
           expect(crashed.items.map((i) => i.type)).toContain("command_execution")
 
+          reported.length = 0
           yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[cmd:test:0]] [[sleep:10000]]" })
-          expect(yield* Effect.promise(() => waitFor(() => reported.includes("test"), 5000))).toBe(true)
-          // Reported, and held (the delay is a minute): nothing of it is stored yet.
-          yield* Effect.sleep("100 millis")
+          expect(yield* Effect.promise(() => waitFor(() => reported.includes("TurnStarted"), 5000))).toBe(true)
+          // The command runs at once; the adapter holds its item (the delay is a minute):
+          // it has not reached the runtime, and nothing of it is stored.
+          yield* Effect.sleep("300 millis")
+          expect(reported).toEqual(["TurnStarted"])
           expect((yield* o.getThread(thread.id)).runs[1]!.items.map((i) => i.type)).not.toContain("command_execution")
           const interrupted = yield* o.interruptRun({ threadId: thread.id })
           expect(interrupted.status).toBe("interrupted")
           const stored = (yield* o.getThread(thread.id)).runs[1]!
           expect(stored.items.filter((i) => i.type === "command_execution")).toHaveLength(1)
+          expect(reported).toContain("test")
         }),
       {
         itemDelayMs: 60_000,
@@ -477,8 +481,10 @@ describe("thread actors", () => {
           "alpha",
           (runTurn) => (input, onEvents) =>
             runTurn(input, (events) => {
-              for (const e of events)
+              for (const e of events) {
+                if (e._tag === "TurnStarted") reported.push(e._tag)
                 if (e._tag === "Item" && e.item.type === "command_execution") reported.push(e.item.command)
+              }
               return onEvents(events)
             })
         )

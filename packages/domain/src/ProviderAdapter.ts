@@ -53,6 +53,13 @@ export interface TurnInput {
   readonly handoff: HandoffBlock | null
   readonly model: string | null
   readonly workspace: string | null
+  /**
+   * How long the adapter may hold the turn's plain items, to hand them over with what
+   * follows them (most often the turn's end) rather than one batch each; absent or 0:
+   * each as it comes. Whatever the runtime acts on goes at once, after what is held:
+   * the turn's start and end, approval requests, subagent requests, a failure.
+   */
+  readonly itemDelayMs?: number
 }
 
 export interface SummariseRequest {

@@ -34,7 +34,8 @@ export interface RuntimeOptions {
    * follows them, most often the turn's end (default 50 ms; 0: each batch as it comes).
    * A Codex turn is then two commits instead of three: its last item's commit no longer
    * runs mid-turn beside the provider, though it moves onto the turn's end (+0.15 ms
-   * there). Approval requests never wait.
+   * there). The adapter holds the items (`TurnInput.itemDelayMs`), so the run's driver
+   * is not woken for each. Approval requests never wait.
    */
   readonly itemDelayMs: number
   readonly handoffBudgetTokens: number

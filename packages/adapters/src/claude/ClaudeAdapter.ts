@@ -30,7 +30,6 @@ import type {
   ApprovalDecision,
   NativeThreadHandle,
   ProviderAdapter,
-  ProviderEvent,
   ProviderFailureCode,
   ProviderName,
   ProviderSessionHandle,
@@ -40,7 +39,7 @@ import type {
 } from "@skein/domain"
 import { defaultCapabilities, makeId, ProviderFailure } from "@skein/domain"
 import type { ProviderCapabilities } from "@skein/domain"
-import { Deferred, Duration, Effect, Either, ExecutionStrategy, Exit, Mailbox, Schedule, Schema, Scope } from "effect"
+import { Deferred, Duration, Effect, Either, ExecutionStrategy, Exit, Schedule, Schema, Scope } from "effect"
 import type { ApprovalPolicy } from "../agents/AgentCommon.js"
 import { automaticDecision, binaryFailure, clip, handoffPreamble } from "../agents/AgentCommon.js"
 import type { AgentBinarySpec, LocatedBinary } from "../binary/AgentBinary.js"
@@ -168,7 +167,7 @@ interface Shared {
 
 interface Turn {
   readonly uuid: string
-  readonly mailbox: Mailbox.Mailbox<ProviderEvent, ProviderFailure>
+  readonly queue: TurnEvents.TurnQueue
   readonly toolUses: Map<string, ToolUse>
   readonly childrenDone: Set<string>
   last: string | null
@@ -226,7 +225,7 @@ const openSession = (
       })
     )
 
-    const offer = (turn: Turn, item: TurnItemContent) => turn.mailbox.unsafeOffer({ _tag: "Item", item })
+    const offer = (turn: Turn, item: TurnItemContent) => turn.queue.offer({ _tag: "Item", item })
 
     const endTurn = (cp: ClaudeProcess, result: ResultLine) => {
       const turn = cp.turn
@@ -243,7 +242,7 @@ const openSession = (
       const usage = result.usage
       const ok = result.subtype === "success" && result.is_error !== true
       if (ok) {
-        turn.mailbox.unsafeOffer({
+        turn.queue.offer({
           _tag: "TurnCompleted",
           turnRef: turn.uuid,
           ...(usage === undefined
@@ -258,14 +257,14 @@ const openSession = (
                 }
               })
         })
-        turn.mailbox.unsafeDone(Exit.void)
+        turn.queue.end(Exit.void)
       } else if (turn.interrupting || result.terminal_reason === "aborted_streaming") {
-        turn.mailbox.unsafeOffer({ _tag: "TurnInterrupted", turnRef: turn.uuid })
-        turn.mailbox.unsafeDone(Exit.void)
+        turn.queue.offer({ _tag: "TurnInterrupted", turnRef: turn.uuid })
+        turn.queue.end(Exit.void)
       } else {
         const why = [...(result.errors ?? []), ...(result.result ? [result.result] : [])].join("; ") || result.subtype
         offer(turn, { type: "error", message: clip(why, 4000), code: result.subtype })
-        turn.mailbox.unsafeDone(
+        turn.queue.end(
           Exit.fail(failure("error", `Claude Code ended the turn with ${result.subtype}: ${clip(why, 1000)}`))
         )
       }
@@ -472,7 +471,7 @@ const openSession = (
                   cp.control.clear()
                   const turn = cp.turn
                   cp.turn = null
-                  turn?.mailbox.unsafeDone(Exit.fail(gone))
+                  turn?.queue.end(Exit.fail(gone))
                 })
               ),
               Effect.zipRight(Effect.forkDaemon(Scope.close(scope, Exit.void))),
@@ -543,7 +542,7 @@ const openSession = (
         const uuid = Crypto.randomUUID()
         const turn: Turn = {
           uuid,
-          mailbox: yield* Mailbox.make<ProviderEvent, ProviderFailure>(),
+          queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),
           toolUses: new Map(),
           childrenDone: new Set(),
           last: null,
@@ -555,12 +554,12 @@ const openSession = (
         const tip = shared.tips.get(sessionId)
         if (tip !== undefined) shared.turnStarts.set(uuid, tip)
         const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
-        turn.mailbox.unsafeOffer({ _tag: "TurnStarted", turnRef: uuid, receivedAt: Date.now() })
+        turn.queue.offer({ _tag: "TurnStarted", turnRef: uuid, receivedAt: Date.now() })
         yield* cp.proc.send(userLine(uuid, texts)).pipe(
           Effect.tapError((error) =>
             Effect.sync(() => {
               if (cp.turn === turn) cp.turn = null
-              turn.mailbox.unsafeDone(Exit.fail(error))
+              turn.queue.end(Exit.fail(error))
             })
           ),
           Effect.ignore
@@ -568,7 +567,7 @@ const openSession = (
         const abandon = Effect.suspend(() =>
           cp.turn === turn ? interrupt(sessionId).pipe(Effect.ignore, Effect.forkIn(sessionScope)) : Effect.void
         )
-        yield* TurnEvents.deliver(turn.mailbox, onEvents).pipe(Effect.ensuring(abandon))
+        yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
       })
 
     const interrupt = (sessionId: string): Effect.Effect<void, ProviderFailure> =>

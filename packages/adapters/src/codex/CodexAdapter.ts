@@ -23,7 +23,6 @@ import type {
   ApprovalDecision,
   NativeThreadHandle,
   ProviderAdapter,
-  ProviderEvent,
   ProviderFailureCode,
   ProviderName,
   ProviderSessionHandle,
@@ -34,7 +33,7 @@ import type {
 } from "@skein/domain"
 import { defaultCapabilities, makeId, ProviderFailure } from "@skein/domain"
 import type { ProviderCapabilities } from "@skein/domain"
-import { Deferred, Effect, Either, Exit, Mailbox, ParseResult, Schema } from "effect"
+import { Deferred, Effect, Either, Exit, ParseResult, Schema } from "effect"
 import type { Scope } from "effect"
 import type { ApprovalPolicy } from "../agents/AgentCommon.js"
 import { automaticDecision, binaryFailure, clip, handoffPreamble } from "../agents/AgentCommon.js"
@@ -173,7 +172,7 @@ interface Pending {
 }
 
 interface ActiveTurn {
-  readonly mailbox: Mailbox.Mailbox<ProviderEvent, ProviderFailure>
+  readonly queue: TurnEvents.TurnQueue
   readonly turnId: Deferred.Deferred<string, ProviderFailure>
   id: string | null
   usage: TurnUsage | undefined
@@ -230,7 +229,7 @@ const openSession = (
         for (const [threadId, turn] of turns) {
           const why = reason(`a turn on thread ${threadId}`)
           Deferred.unsafeDone(turn.turnId, Exit.fail(why))
-          turn.mailbox.unsafeDone(Exit.fail(why))
+          turn.queue.end(Exit.fail(why))
           turns.delete(threadId)
         }
         approvals.clear()
@@ -246,7 +245,7 @@ const openSession = (
     }
 
     const offerItems = (turn: ActiveTurn, items: ReadonlyArray<TurnItemContent>) => {
-      for (const item of items) turn.mailbox.unsafeOffer({ _tag: "Item", item })
+      for (const item of items) turn.queue.offer({ _tag: "Item", item })
     }
 
     /** The running turn a message of `threadId` belongs to (a message of another turn id is stale). */
@@ -305,16 +304,16 @@ const openSession = (
           endTurn(threadId, turn)
           if (done.status === "failed") {
             const message = done.error?.message ?? "the turn failed"
-            turn.mailbox.unsafeOffer({ _tag: "Item", item: { type: "error", message, code: null } })
-            turn.mailbox.unsafeDone(Exit.fail(failure("error", `Codex failed the turn: ${message}`)))
+            turn.queue.offer({ _tag: "Item", item: { type: "error", message, code: null } })
+            turn.queue.end(Exit.fail(failure("error", `Codex failed the turn: ${message}`)))
             return
           }
-          turn.mailbox.unsafeOffer(
+          turn.queue.offer(
             done.status === "interrupted"
               ? { _tag: "TurnInterrupted", turnRef: done.id }
               : { _tag: "TurnCompleted", turnRef: done.id, ...(turn.usage ? { usage: turn.usage } : {}) }
           )
-          turn.mailbox.unsafeDone(Exit.void)
+          turn.queue.end(Exit.void)
           return
         }
       }
@@ -349,7 +348,7 @@ const openSession = (
         // Answered by the instance's policy (or nobody is there to ask: decline).
         const taken = decision ?? "decline"
         if (turn !== undefined) {
-          turn.mailbox.unsafeOffer({
+          turn.queue.offer({
             _tag: "Item",
             item: { type: "approval_request", approvalId, question: asked, status: taken }
           })
@@ -357,7 +356,7 @@ const openSession = (
         return proc.later(reply(id, { result: { decision: taken } }).pipe(Effect.ignore))
       }
       approvals.set(approvalId, { rpcId: id, threadId: request.threadId })
-      turn.mailbox.unsafeOffer({
+      turn.queue.offer({
         _tag: "Item",
         item: { type: "approval_request", approvalId, question: asked, status: "open" }
       })
@@ -501,7 +500,7 @@ const openSession = (
           return yield* Effect.fail(failure("error", `a turn is already running on Codex thread ${threadId}`))
         }
         const turn: ActiveTurn = {
-          mailbox: yield* Mailbox.make<ProviderEvent, ProviderFailure>(),
+          queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),
           turnId: yield* Deferred.make<string, ProviderFailure>(),
           id: null,
           usage: undefined
@@ -519,14 +518,14 @@ const openSession = (
             if (typeof id !== "string") return
             turn.id = id
             Deferred.unsafeDone(turn.turnId, Exit.succeed(id))
-            turn.mailbox.unsafeOffer({ _tag: "TurnStarted", turnRef: id, receivedAt: Date.now() })
+            turn.queue.offer({ _tag: "TurnStarted", turnRef: id, receivedAt: Date.now() })
           }
         ).pipe(
           Effect.tapError((error) =>
             Effect.sync(() => {
               endTurn(threadId, turn)
               Deferred.unsafeDone(turn.turnId, Exit.fail(error))
-              turn.mailbox.unsafeDone(Exit.fail(error))
+              turn.queue.end(Exit.fail(error))
             })
           ),
           Effect.ignore
@@ -535,7 +534,7 @@ const openSession = (
         const abandon = Effect.suspend(() =>
           turns.get(threadId) === turn ? interrupt(threadId).pipe(Effect.ignore, Effect.forkIn(scope)) : Effect.void
         )
-        yield* TurnEvents.deliver(turn.mailbox, onEvents).pipe(Effect.ensuring(abandon))
+        yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
       })
 
     const interrupt = (threadId: string): Effect.Effect<void, ProviderFailure> =>

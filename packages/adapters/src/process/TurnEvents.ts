@@ -1,35 +1,101 @@
 /**
- * A turn's events on their way out of an adapter. Each adapter collects a running
- * turn's events in a Mailbox, fed by its reader as the provider's lines arrive;
- * `deliver` hands them to the port's `onEvents` a batch at a time, up to and including
- * the terminal event. (A Mailbox read in a loop: an Effect Stream over the same
- * mailbox costs some ten times more per turn, on the latency of every run.)
+ * A turn's events on their way out of an adapter. Each adapter puts a running turn's
+ * events in a `TurnQueue`, fed by its reader as the provider's lines arrive; `deliver`
+ * hands them to the port's `onEvents` a batch at a time, up to and including the
+ * terminal event. (A Mailbox read in a loop: an Effect Stream over the same mailbox
+ * costs some ten times more per turn, on the latency of every run.)
+ *
+ * The queue holds a turn's plain items for up to `TurnInput.itemDelayMs`, so that they
+ * reach the runtime with what follows them, most often the turn's end: the run's driver
+ * is woken once for them, not once per item. Everything the runtime acts on goes at
+ * once, with whatever is held before it: the turn's start and end, approval requests,
+ * subagent requests, the turn's failure.
  */
 import type { ProviderEvent, ProviderFailure, TurnEventSink } from "@skein/domain"
-import { Chunk, Effect, Stream } from "effect"
-import type { Mailbox } from "effect"
+import { Chunk, Effect, Mailbox, Stream } from "effect"
+import type { Exit } from "effect"
 
 /** The event that ends a turn. */
 export const isTerminal = (event: ProviderEvent): boolean =>
   event._tag === "TurnCompleted" || event._tag === "TurnInterrupted"
 
-/**
- * Hands the mailbox's events to `onEvents` until the terminal one (included) or the
- * mailbox's end; fails with the mailbox's failure or `onEvents`'s.
- */
-export const deliver = <E>(
-  mailbox: Mailbox.ReadonlyMailbox<ProviderEvent, ProviderFailure>,
-  onEvents: TurnEventSink<E>
-): Effect.Effect<void, ProviderFailure | E> => {
-  const loop: Effect.Effect<void, ProviderFailure | E> = Effect.flatMap(mailbox.takeAll, ([chunk, done]) => {
-    const events = Chunk.toReadonlyArray(chunk)
-    const end = events.findIndex(isTerminal)
-    if (end >= 0) return onEvents(end === events.length - 1 ? events : events.slice(0, end + 1))
-    const rest = done ? Effect.void : loop
-    return events.length === 0 ? rest : Effect.zipRight(onEvents(events), rest)
-  })
-  return loop
+/** An event the runtime acts on as it comes (anything but an item that only reports). */
+export const isUrgent = (event: ProviderEvent): boolean =>
+  event._tag !== "Item" || event.item.type === "approval_request"
+
+/** A running turn's events, from the adapter's reader to the runtime. */
+export interface TurnQueue {
+  /**
+   * Adds an event. An urgent one (`isUrgent`) is handed over at once, after whatever is
+   * held; a plain item waits until the next urgent event, the end, or `delayMs` after
+   * the oldest item held. Once the queue has ended, nothing more is taken.
+   */
+  readonly offer: (event: ProviderEvent) => void
+  /** No more events: after the last one, or with the turn's failure. What is held goes first. */
+  readonly end: (exit: Exit.Exit<void, ProviderFailure>) => void
+  /**
+   * Hands the events to `onEvents` until the terminal one (included) or the queue's
+   * end; fails with the queue's failure or `onEvents`'s.
+   */
+  readonly deliver: <E>(onEvents: TurnEventSink<E>) => Effect.Effect<void, ProviderFailure | E>
 }
+
+/** A queue for one turn; `delayMs` 0 (or less) hands every event over at once. */
+export const make = (delayMs: number): Effect.Effect<TurnQueue> =>
+  Effect.map(Mailbox.make<ProviderEvent, ProviderFailure>(), (mailbox) => {
+    let held: Array<ProviderEvent> = []
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let ended = false
+    const release = () => {
+      if (timer !== undefined) clearTimeout(timer)
+      timer = undefined
+      if (held.length === 0) return
+      const events = held
+      held = []
+      mailbox.unsafeOfferAll(events)
+    }
+    return {
+      offer: (event) => {
+        if (ended) return
+        if (delayMs <= 0 || isUrgent(event)) {
+          release()
+          mailbox.unsafeOffer(event)
+          return
+        }
+        held.push(event)
+        timer ??= setTimeout(release, delayMs)
+      },
+      end: (exit) => {
+        if (ended) return
+        ended = true
+        release()
+        mailbox.unsafeDone(exit)
+      },
+      deliver: <E>(onEvents: TurnEventSink<E>) => {
+        const loop: Effect.Effect<void, ProviderFailure | E> = Effect.flatMap(mailbox.takeAll, ([chunk, done]) => {
+          const events = Chunk.toReadonlyArray(chunk)
+          const end = events.findIndex(isTerminal)
+          if (end >= 0) return onEvents(end === events.length - 1 ? events : events.slice(0, end + 1))
+          const rest = done ? Effect.void : loop
+          return events.length === 0 ? rest : Effect.zipRight(onEvents(events), rest)
+        })
+        // Stopped before the turn's end (a deadline, a stop, the process's exit seen first
+        // by the runtime): the turn's start and the items it reported still reach
+        // `onEvents`, held or not, so that none is lost with the turn.
+        const handOverRest = Effect.suspend(() => {
+          release()
+          return mailbox.clear.pipe(
+            Effect.flatMap((chunk) => {
+              const rest = Chunk.toReadonlyArray(chunk).filter((e) => e._tag === "Item" || e._tag === "TurnStarted")
+              return rest.length === 0 ? Effect.void : onEvents(rest)
+            }),
+            Effect.ignore
+          )
+        })
+        return Effect.onInterrupt(loop, () => handOverRest)
+      }
+    }
+  })
 
 /** Runs one turn and keeps its events (tests, tools): what `onEvents` would have seen, in one array. */
 export const collect = <E>(

@@ -4,12 +4,11 @@
  * notifications go to the running turn of their native thread.
  */
 import { createRequire } from "node:module"
-import { Deferred, Effect, Either, Exit, Mailbox, Option, Schema } from "effect"
+import { Deferred, Effect, Either, Exit, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import type {
   NativeThreadHandle,
   ProviderAdapter,
-  ProviderEvent,
   TurnEventSink,
   ProviderName,
   ProviderSessionHandle,
@@ -81,7 +80,7 @@ const openSession = (
       number,
       { readonly method: Method; readonly done: (reply: Exit.Exit<unknown, ProviderFailure>) => void }
     >()
-    const turns = new Map<string, Mailbox.Mailbox<ProviderEvent, ProviderFailure>>()
+    const turns = new Map<string, TurnEvents.TurnQueue>()
     let closed: ((method: Method) => ProviderFailure) | null = null
     let nextId = 1
 
@@ -113,12 +112,12 @@ const openSession = (
         return
       }
       const { event, nativeRef } = message.params
-      const mailbox = turns.get(nativeRef)
-      if (mailbox === undefined) return
-      mailbox.unsafeOffer(event)
+      const queue = turns.get(nativeRef)
+      if (queue === undefined) return
+      queue.offer(event)
       if (TurnEvents.isTerminal(event)) {
         turns.delete(nativeRef)
-        mailbox.unsafeDone(Exit.void)
+        queue.end(Exit.void)
       }
     }
 
@@ -186,13 +185,13 @@ const openSession = (
 
     const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
       Effect.gen(function* () {
-        const mailbox = yield* Mailbox.make<ProviderEvent, ProviderFailure>()
+        const queue = yield* TurnEvents.make(input.itemDelayMs ?? 0)
         if (turns.has(input.nativeRef)) {
           return yield* Effect.fail(failure("error", `a turn is already running on native thread ${input.nativeRef}`))
         }
-        turns.set(input.nativeRef, mailbox)
+        turns.set(input.nativeRef, queue)
         const unregister = () => {
-          if (turns.get(input.nativeRef) === mailbox) turns.delete(input.nativeRef)
+          if (turns.get(input.nativeRef) === queue) turns.delete(input.nativeRef)
         }
         // Sent from this fiber, so the turn reaches the process before anything else runs;
         // its reply (after the turn's last event) ends the events, or fails them.
@@ -201,23 +200,23 @@ const openSession = (
           { nativeRef: input.nativeRef, message: input.message, handoff: input.handoff, workspace: input.workspace },
           (reply) => {
             unregister()
-            mailbox.unsafeDone(Exit.isSuccess(reply) ? Exit.void : reply)
+            queue.end(Exit.isSuccess(reply) ? Exit.void : reply)
           }
         ).pipe(
           Effect.tapError((error) =>
             Effect.sync(() => {
               unregister()
-              mailbox.unsafeDone(Exit.fail(error))
+              queue.end(Exit.fail(error))
             })
           )
         )
         // A consumer that stops reading before the turn ended interrupts the provider turn.
         const abandon = Effect.suspend(() =>
-          turns.get(input.nativeRef) === mailbox
+          turns.get(input.nativeRef) === queue
             ? call("turn/interrupt", { nativeRef: input.nativeRef }).pipe(Effect.ignore, Effect.forkIn(scope))
             : Effect.void
         )
-        yield* TurnEvents.deliver(mailbox, onEvents).pipe(Effect.ensuring(abandon))
+        yield* queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
       })
 
     return {

@@ -203,7 +203,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   /** What the turn cost, as the provider reported it with the turn's end. */
   let usage: TurnUsage | undefined
   /** The turn's items until they are recorded; what is left goes with FinishRun, in its commit. */
-  const items = ItemBatch.make(input.itemDelayMs, (batch) => ask("RecordItems", { runId: run.id, items: batch }))
+  const items = ItemBatch.make((batch) => ask("RecordItems", { runId: run.id, items: batch }))
   /** Said on the run when its completed turn could not be checkpointed. */
   let checkpointNote: TurnItemContent | null = null
   /** Whether the completed turn's git checkpoint is to be taken (known once its end is first recorded). */
@@ -290,7 +290,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
                 }
               : null,
           model: run.model,
-          workspace: input.workspace
+          workspace: input.workspace,
+          itemDelayMs: input.itemDelayMs
         },
         onEvents
       )
@@ -439,7 +440,6 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
 
   return bodyUnderStop.pipe(
     // However the turn ended, items still held go with FinishRun.
-    Effect.ensuring(Effect.sync(items.close)),
     Effect.exit,
     // Unless the turn's end was recorded already. If this fails, the actor hears why from
     // this fiber's exit (DriverExited), and ends the run itself.
