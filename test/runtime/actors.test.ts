@@ -492,6 +492,28 @@ describe("thread actors", () => {
     )
   })
 
+  it("keeps held items when a deadline stops the turn: they go with the run's failure", async () => {
+    await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          // The command's item is held in the adapter (the delay is a minute) when the turn
+          // goes silent past its deadline and the runtime stops it.
+          const run = yield* o.startRun({
+            threadId: thread.id,
+            provider: alpha,
+            message: "[[cmd:build:0]] [[sleep:10000]]",
+            wait: true
+          })
+          expect(run.status).toBe("failed")
+          expect(run.failure?.reason).toBe("provider_timeout")
+          expect(run.items.filter((i) => i.type === "command_execution")).toHaveLength(1)
+          const stored = (yield* o.getThread(thread.id)).runs[0]!
+          expect(stored.items.filter((i) => i.type === "command_execution")).toHaveLength(1)
+        }),
+      { itemDelayMs: 60_000, deadlines: { firstEventMs: 400, idleMs: 400 } }
+    )
+  })
   it("ends a run at its turn's end event, not when the provider's call returns; a defect after it changes nothing", async () => {
     // The port's call returns only once the test lets it (or, for the third run, dies).
     const unwinding = Deferred.unsafeMake<void>(FiberId.none)

@@ -9,10 +9,13 @@
  * it: on a real agent's turn that cost some 0.4 ms of wall time a run.)
  */
 import type { SkeinError, TurnItemContent } from "@skein/domain"
-import { Array as Arr, Effect } from "effect"
+import { Array as Arr, Effect, HashSet } from "effect"
 
 export interface ItemBatch {
-  /** Items reported while the turn goes on: recorded now. Fails once a recording has failed. */
+  /**
+   * Items reported while the turn goes on: recorded now (held, if the turn is being
+   * stopped). Fails once a recording has failed.
+   */
   readonly add: (items: ReadonlyArray<TurnItemContent>) => Effect.Effect<void, SkeinError>
   /** The turn's end, with the items that came with it. Fails if a recording failed (its items stay held). */
   readonly end: (items: ReadonlyArray<TurnItemContent>) => Effect.Effect<void, SkeinError>
@@ -31,8 +34,11 @@ export const make = (
 
   return {
     add: (items) =>
-      Effect.suspend(() => {
-        if (failure !== undefined || !Arr.isNonEmptyReadonlyArray(items)) {
+      Effect.descriptorWith((fiber) => {
+        // Handed over as the turn is being stopped (the adapter's queue gives up what it
+        // held): kept for FinishRun, since an ask from a fiber on its way out could wait
+        // on an actor that is closing.
+        if (failure !== undefined || !Arr.isNonEmptyReadonlyArray(items) || HashSet.size(fiber.interruptors) > 0) {
           held.push(...items)
           return failed
         }
