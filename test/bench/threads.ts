@@ -215,8 +215,8 @@ const runs = (dir: string, dbPath: string) =>
     console.log(
       `thread.get, whole view of a ${first.runs.length.toLocaleString("en-US")}-run thread: ${(json.length / 1024 / 1024).toFixed(2)} MB in ${ms(percentile(samples, 50))}; a page of its newest 50 runs with items: ${(pageJson.length / 1024).toFixed(0)} KB in ${ms(percentile(pageSamples, 50))} (its first 50: ${(viewOf(firstPage).length / 1024).toFixed(0)} KB)`
     )
-    // A 1 MiB message: how many times the view carries it.
-    const big = `big-${"0123456789abcdef".repeat(65_536)}`
+    // A 1 MiB message (the most run.start takes): how many times the view carries it.
+    const big = `big-${"0123456789abcdef".repeat(65_535)}0123456789ab`
     yield* o.startRun({ threadId: startThread(10), provider: alpha, message: big, wait: true })
     const withBig = viewOf(yield* o.getThread(startThread(10)))
     console.log(
