@@ -492,6 +492,28 @@ describe("thread actors", () => {
     )
   })
 
+  it("ends a turn that goes silent after its first event at the idle deadline, though the first-event one is longer", async () => {
+    await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          const t0 = Date.now()
+          const run = yield* o.startRun({
+            threadId: thread.id,
+            provider: alpha,
+            message: "[[sleep:10000]]",
+            wait: true
+          })
+          // At idleMs (300 ms) after the turn's start, not at firstEventMs (20 s).
+          expect(Date.now() - t0).toBeLessThan(5_000)
+          expect(run.status).toBe("failed")
+          expect(run.failure?.reason).toBe("provider_timeout")
+          expect(run.failure?.message).toContain("went silent for 300 ms")
+        }),
+      { deadlines: { firstEventMs: 20_000, idleMs: 300 } }
+    )
+  })
+
   it("keeps held items when a deadline stops the turn: they go with the run's failure", async () => {
     await inTempRuntime(
       (o) =>

@@ -152,10 +152,14 @@ export const guardSession = (
       let deadline = Date.now() + deadlines.firstEventMs
       /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
       let sinkCause: Cause.Cause<E> | undefined
+      /** Wakes the watchdog sooner than it was set for, when the deadline has moved earlier. */
+      let sooner: ((at: number) => void) | undefined
       const sink: TurnEventSink<E> = (events) => {
         first = false
         waiting = asksForApproval(events)
         deadline = Date.now() + deadlines.idleMs
+        // Only the first event can bring it forward (when idleMs < firstEventMs).
+        if (!waiting) sooner?.(deadline)
         return Effect.tapErrorCause(onEvents(events), (cause) => Effect.sync(() => void (sinkCause = cause)))
       }
       const consume: Effect.Effect<void, ProviderFailure | E> = Effect.suspend(() => handle.runTurn(input, sink)).pipe(
@@ -166,8 +170,17 @@ export const guardSession = (
       return OneShot.race(consume, (verdict) => {
         // Wakes at the deadline; if events came meanwhile, sleeps again until the new one.
         let timer: ReturnType<typeof setTimeout> | undefined
+        /** When the timer fires (epoch ms). */
+        let timerAt = 0
         const arm = (ms: number) => {
-          timer = setTimeout(watchdog, Math.min(Math.max(ms, 1), MAX_TIMER_MS))
+          const wait = Math.min(Math.max(ms, 1), MAX_TIMER_MS)
+          timerAt = Date.now() + wait
+          timer = setTimeout(watchdog, wait)
+        }
+        sooner = (at) => {
+          if (timer === undefined || at >= timerAt) return
+          clearTimeout(timer)
+          arm(at - Date.now())
         }
         const watchdog = () => {
           timer = undefined
