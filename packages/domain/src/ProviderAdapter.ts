@@ -57,7 +57,8 @@ export interface TurnInput {
    * How long the adapter may hold the turn's plain items, to hand them over with what
    * follows them (most often the turn's end) rather than one batch each; absent or 0:
    * each as it comes. Whatever the runtime acts on goes at once, after what is held:
-   * the turn's start and end, approval requests, subagent requests, a failure.
+   * the turn's start and end, approval requests, subagent requests, a failure. A turn
+   * stopped before its end still hands over what it holds.
    */
   readonly itemDelayMs?: number
 }

@@ -35,7 +35,9 @@ export interface RuntimeOptions {
    * A Codex turn is then two commits instead of three: its last item's commit no longer
    * runs mid-turn beside the provider, though it moves onto the turn's end (+0.15 ms
    * there). The adapter holds the items (`TurnInput.itemDelayMs`), so the run's driver
-   * is not woken for each. Approval requests never wait.
+   * is not woken for each. Approval requests never wait. Items still held do not count
+   * as the turn's activity for `deadlines.idleMs`: keep this well below it (the
+   * defaults are 50 ms and 10 minutes).
    */
   readonly itemDelayMs: number
   readonly handoffBudgetTokens: number
