@@ -6,7 +6,7 @@ import * as TurnEvents from "../src/process/TurnEvents.js"
 
 const item = (text: string): ProviderEvent => ({
   _tag: "Item",
-  item: { type: "assistant_message", text } as TurnItemContent
+  item: { type: "assistant_message", text }
 })
 const approval: ProviderEvent = {
   _tag: "Item",

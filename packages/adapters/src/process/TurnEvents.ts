@@ -20,8 +20,7 @@ export const isTerminal = (event: ProviderEvent): boolean =>
   event._tag === "TurnCompleted" || event._tag === "TurnInterrupted"
 
 /** An event the runtime acts on as it comes (anything but an item that only reports). */
-export const isUrgent = (event: ProviderEvent): boolean =>
-  event._tag !== "Item" || event.item.type === "approval_request"
+const isUrgent = (event: ProviderEvent): boolean => event._tag !== "Item" || event.item.type === "approval_request"
 
 /** A running turn's events, from the adapter's reader to the runtime. */
 export interface TurnQueue {

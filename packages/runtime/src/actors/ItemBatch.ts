@@ -6,7 +6,7 @@
  * is recorded at once (one commit, one batch for live followers); the items that come
  * with the turn's end go with the run's end (`FinishRun`), in its commit. (The delay
  * used to be kept here, by a timer, and the driver was woken for every item only to hold
- * it: on a real agent's turn that cost some 0.4 ms of wall time a run.)
+ * it: on Codex runs, 0.07-0.20 ms of this process's CPU a run in the A/B tool.)
  */
 import type { SkeinError, TurnItemContent } from "@skein/domain"
 import { Array as Arr, Effect, HashSet } from "effect"

@@ -76,7 +76,7 @@ export interface DriveInput {
   /** Completed with the failure to record when the run must stop. */
   readonly stop: OneShot.OneShot<RunFailure, never>
   readonly graceMs: number
-  /** How long reported items may wait to be recorded with what follows them (see ItemBatch). */
+  /** How long reported items may wait to be recorded with what follows them (the adapter holds them: `TurnInput.itemDelayMs`). */
   readonly itemDelayMs: number
 }
 
