@@ -138,4 +138,62 @@ describe("turn events", () => {
     await Effect.runPromise(Fiber.interrupt(fiber))
     expect(seen.flat().map((e) => e._tag)).toEqual(["Item"])
   })
+  it("reads a report held unread when it hands it over, in its place among the items, and never twice", async () => {
+    const queue = await Effect.runPromise(TurnEvents.make(60_000))
+    const { batches, fiber } = watch(queue)
+    let reads = 0
+    queue.offer(item("a"))
+    queue.offerLater(() => {
+      reads += 1
+      return [item("b"), item("c")]
+    })
+    // A report that comes to nothing takes no place and wakes nobody.
+    queue.offerLater(() => [])
+    queue.offer(item("d"))
+    await tick(20)
+    expect(reads).toBe(0)
+    expect(batches).toHaveLength(0)
+    queue.offer(completed)
+    queue.end(Exit.void)
+    await Effect.runPromise(Fiber.await(fiber))
+    expect(reads).toBe(1)
+    expect(batches.map((b) => b.events)).toEqual([["a", "b", "c", "d", "TurnCompleted"]])
+  })
+
+  it("reads a report at once with no delay; one that throws leaves an error item, and the queue goes on", async () => {
+    const queue = await Effect.runPromise(TurnEvents.make(0))
+    const { batches, fiber } = watch(queue)
+    queue.offerLater(() => [item("a")])
+    await tick(10)
+    expect(batches.map((b) => b.events)).toEqual([["a"]])
+    queue.offerLater(() => [])
+    await tick(10)
+    expect(batches).toHaveLength(1)
+    queue.offerLater(() => {
+      throw new Error("bad report")
+    })
+    queue.offer(completed)
+    queue.end(Exit.void)
+    await Effect.runPromise(Fiber.await(fiber))
+    expect(batches.slice(1).flatMap((b) => b.events)).toEqual(["error", "TurnCompleted"])
+  })
+
+  it("reads what it holds when the delay passes, and when stopped", async () => {
+    const timed = await Effect.runPromise(TurnEvents.make(40))
+    const { batches, fiber } = watch(timed)
+    timed.offerLater(() => [item("a")])
+    await tick(120)
+    expect(batches.map((b) => b.events)).toEqual([["a"]])
+    timed.offer(completed)
+    timed.end(Exit.void)
+    await Effect.runPromise(Fiber.await(fiber))
+
+    const stopped = await Effect.runPromise(TurnEvents.make(60_000))
+    const seen: Array<ReadonlyArray<ProviderEvent>> = []
+    const reader = Effect.runFork(stopped.deliver((events) => Effect.sync(() => void seen.push(events))))
+    await tick(10)
+    stopped.offerLater(() => [item("b")])
+    await Effect.runPromise(Fiber.interrupt(reader))
+    expect(seen).toEqual([[item("b")]])
+  })
 })

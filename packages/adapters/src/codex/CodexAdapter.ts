@@ -42,7 +42,7 @@ import { cachedLocator, locateAgentBinary, platformSuffixes } from "../binary/Ag
 import type { LineProcess } from "../process/LineProcess.js"
 import { LineProcess as Lines, scopedEnv } from "../process/LineProcess.js"
 import * as TurnEvents from "../process/TurnEvents.js"
-import { planItemOf, turnItemsOf } from "./CodexItems.js"
+import { mayBeTurnItem, planItemOf, turnItemsOf } from "./CodexItems.js"
 import type {
   ApprovalMethod,
   AskForApproval,
@@ -175,7 +175,21 @@ interface ActiveTurn {
   readonly queue: TurnEvents.TurnQueue
   readonly turnId: Deferred.Deferred<string, ProviderFailure>
   id: string | null
-  usage: TurnUsage | undefined
+  /** The params of the turn's latest `thread/tokenUsage/updated`, read at the turn's end. */
+  usageReport: unknown
+}
+
+/**
+ * The notifications that only report (items, the plan, token usage): read when the
+ * turn's events are handed over, not as their lines arrive (TurnEvents, `offerLater`).
+ */
+const reports: ReadonlySet<string> = new Set(["item/completed", "turn/plan/updated", "thread/tokenUsage/updated"])
+
+/** `params.threadId` and `params.turnId` of a message not yet decoded, when both are strings. */
+const turnIdsOf = (params: unknown): { readonly threadId: string; readonly turnId: string } | undefined => {
+  if (typeof params !== "object" || params === null) return undefined
+  const { threadId, turnId } = params as { readonly threadId?: unknown; readonly turnId?: unknown }
+  return typeof threadId === "string" && typeof turnId === "string" ? { threadId, turnId } : undefined
 }
 
 interface WaitingApproval {
@@ -244,10 +258,6 @@ const openSession = (
       for (const [approvalId, waiting] of approvals) if (waiting.threadId === threadId) approvals.delete(approvalId)
     }
 
-    const offerItems = (turn: ActiveTurn, items: ReadonlyArray<TurnItemContent>) => {
-      for (const item of items) turn.queue.offer({ _tag: "Item", item })
-    }
-
     /** The running turn a message of `threadId` belongs to (a message of another turn id is stale). */
     const turnOf = (threadId: string, turnId: string | null): ActiveTurn | undefined => {
       const turn = turns.get(threadId)
@@ -258,6 +268,56 @@ const openSession = (
     const warn = (message: string, detail?: unknown) =>
       proc.later(detail === undefined ? Effect.logWarning(message) : Effect.logWarning(message, detail))
 
+    /** The items an item or plan notification adds to its turn, once decoded. */
+    const readReport = (method: string, params: unknown): ReadonlyArray<TurnItemContent> => {
+      const decoded = notificationDecoders[method as keyof typeof Notifications](params)
+      if (Either.isLeft(decoded)) {
+        warn(`${provider}: skipping a ${method} notification that does not decode`, decoded.left.message)
+        return []
+      }
+      return method === "item/completed"
+        ? turnItemsOf((decoded.right as (typeof Notifications)["item/completed"]["Type"]).item)
+        : [planItemOf(decoded.right as (typeof Notifications)["turn/plan/updated"]["Type"])]
+    }
+
+    /** The turn's usage from its latest report, if that decodes. */
+    const usageOf = (turn: ActiveTurn): TurnUsage | undefined => {
+      if (turn.usageReport === undefined) return undefined
+      const decoded = notificationDecoders["thread/tokenUsage/updated"](turn.usageReport)
+      if (Either.isLeft(decoded)) {
+        warn(
+          `${provider}: skipping a thread/tokenUsage/updated notification that does not decode`,
+          decoded.left.message
+        )
+        return undefined
+      }
+      const last = (decoded.right as (typeof Notifications)["thread/tokenUsage/updated"]["Type"]).tokenUsage.last
+      return {
+        inputTokens: last.inputTokens,
+        outputTokens: last.outputTokens,
+        cachedInputTokens: last.cachedInputTokens
+      }
+    }
+
+    /**
+     * A report of a running turn, kept undecoded: an item or plan notification in the
+     * turn's queue, the token usage on the turn (read at its end). False when it is not
+     * one (another method, no such turn, ids that are not strings): that is decoded at
+     * once, as any other message.
+     */
+    const heldReport = (method: string, params: unknown): boolean => {
+      if (!reports.has(method)) return false
+      const ids = turnIdsOf(params)
+      const turn = ids === undefined ? undefined : turnOf(ids.threadId, ids.turnId)
+      if (turn === undefined) return false
+      if (method === "thread/tokenUsage/updated") turn.usageReport = params
+      // An item that maps to nothing (the user's message, which every turn has) is dropped
+      // here, not held: holding it would start the queue's timer for nothing.
+      else if (method === "item/completed" && !mayBeTurnItem((params as { readonly item?: unknown }).item)) return true
+      else turn.queue.offerLater(() => readReport(method, params).map((item) => ({ _tag: "Item" as const, item })))
+      return true
+    }
+
     const onNotification = (method: string, params: unknown): void => {
       if (!(method in Notifications)) return
       const decoded = notificationDecoders[method as keyof typeof Notifications](params)
@@ -266,31 +326,6 @@ const openSession = (
       }
       const value = decoded.right
       switch (method) {
-        case "item/completed": {
-          const { item, threadId, turnId } = value as (typeof Notifications)["item/completed"]["Type"]
-          const turn = turnOf(threadId, turnId)
-          if (turn !== undefined) offerItems(turn, turnItemsOf(item))
-          return
-        }
-        case "turn/plan/updated": {
-          const plan = value as (typeof Notifications)["turn/plan/updated"]["Type"]
-          const turn = turnOf(plan.threadId, plan.turnId)
-          if (turn !== undefined) offerItems(turn, [planItemOf(plan)])
-          return
-        }
-        case "thread/tokenUsage/updated": {
-          const usage = value as (typeof Notifications)["thread/tokenUsage/updated"]["Type"]
-          const turn = turnOf(usage.threadId, usage.turnId)
-          if (turn !== undefined) {
-            const last = usage.tokenUsage.last
-            turn.usage = {
-              inputTokens: last.inputTokens,
-              outputTokens: last.outputTokens,
-              cachedInputTokens: last.cachedInputTokens
-            }
-          }
-          return
-        }
         case "error": {
           const notice = value as (typeof Notifications)["error"]["Type"]
           return proc.later(
@@ -308,14 +343,16 @@ const openSession = (
             turn.queue.end(Exit.fail(failure("error", `Codex failed the turn: ${message}`)))
             return
           }
+          const usage = done.status === "interrupted" ? undefined : usageOf(turn)
           turn.queue.offer(
             done.status === "interrupted"
               ? { _tag: "TurnInterrupted", turnRef: done.id }
-              : { _tag: "TurnCompleted", turnRef: done.id, ...(turn.usage ? { usage: turn.usage } : {}) }
+              : { _tag: "TurnCompleted", turnRef: done.id, ...(usage ? { usage } : {}) }
           )
           turn.queue.end(Exit.void)
           return
         }
+        // Reports of no running turn (item/completed, turn/plan/updated, thread/tokenUsage/updated): nothing to do.
       }
     }
 
@@ -380,6 +417,13 @@ const openSession = (
       if (typeof raw !== "object" || raw === null || Array.isArray(raw))
         return warn(`${provider}: skipping a message that is not an object`, raw)
       if ("method" in raw) {
+        // A running turn's report: held as it is, and decoded with the turn's other events.
+        if (
+          !("id" in raw) &&
+          typeof raw.method === "string" &&
+          heldReport(raw.method, (raw as { params?: unknown }).params)
+        )
+          return
         if ("id" in raw) {
           const request = decodeRequest(raw)
           return Either.isRight(request)
@@ -503,7 +547,7 @@ const openSession = (
           queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),
           turnId: yield* Deferred.make<string, ProviderFailure>(),
           id: null,
-          usage: undefined
+          usageReport: undefined
         }
         turns.set(threadId, turn)
         const text = (value: string): UserTextInput => ({ type: "text", text: value, text_elements: [] })

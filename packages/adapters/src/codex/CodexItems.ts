@@ -21,8 +21,11 @@ const typeOf = (raw: unknown): unknown =>
 
 const OUTPUT_CAP = 16_000
 
+/** Whether a Codex item, not yet decoded, can map to a turn item at all (by its type). */
+export const mayBeTurnItem = (raw: unknown): boolean => knownTypes.has(typeOf(raw))
+
 export const turnItemsOf = (raw: unknown): ReadonlyArray<TurnItemContent> => {
-  if (!knownTypes.has(typeOf(raw))) return []
+  if (!mayBeTurnItem(raw)) return []
   const decoded = decodeItem(raw)
   if (Option.isNone(decoded)) return []
   const item = decoded.value
