@@ -43,16 +43,23 @@ export const NativeTurnRef = Schema.String
 
 const random = (): string => globalThis.crypto.randomUUID().replace(/-/g, "").slice(0, 20)
 
+/**
+ * `schema.make` without its check: a prefix and 20 hex digits are a non-empty trimmed
+ * string by construction, and a run makes several ids on its path (run, items,
+ * checkpoint), where each check cost a schema parse.
+ */
+const unchecked = true
+
 /** Fresh ids. Random, so that ids made by two processes never collide. */
 export const makeId = {
-  thread: () => ThreadId.make(`thr_${random()}`),
-  run: () => RunId.make(`run_${random()}`),
-  turnItem: () => TurnItemId.make(`itm_${random()}`),
-  providerThread: () => ProviderThreadId.make(`pth_${random()}`),
-  providerSession: () => ProviderSessionId.make(`pss_${random()}`),
-  transfer: () => ContextTransferId.make(`xfr_${random()}`),
-  handoff: () => ContextHandoffId.make(`hof_${random()}`),
-  checkpoint: () => CheckpointId.make(`chk_${random()}`),
-  command: () => CommandId.make(`cmd_${random()}`),
-  approval: () => ApprovalId.make(`apr_${random()}`)
+  thread: () => ThreadId.make(`thr_${random()}`, unchecked),
+  run: () => RunId.make(`run_${random()}`, unchecked),
+  turnItem: () => TurnItemId.make(`itm_${random()}`, unchecked),
+  providerThread: () => ProviderThreadId.make(`pth_${random()}`, unchecked),
+  providerSession: () => ProviderSessionId.make(`pss_${random()}`, unchecked),
+  transfer: () => ContextTransferId.make(`xfr_${random()}`, unchecked),
+  handoff: () => ContextHandoffId.make(`hof_${random()}`, unchecked),
+  checkpoint: () => CheckpointId.make(`chk_${random()}`, unchecked),
+  command: () => CommandId.make(`cmd_${random()}`, unchecked),
+  approval: () => ApprovalId.make(`apr_${random()}`, unchecked)
 } as const
