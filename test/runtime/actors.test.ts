@@ -536,6 +536,7 @@ describe("thread actors", () => {
       { itemDelayMs: 60_000, deadlines: { firstEventMs: 400, idleMs: 400 } }
     )
   })
+
   it("ends a run at its turn's end event, not when the provider's call returns; a defect after it changes nothing", async () => {
     // The port's call returns only once the test lets it (or, for the third run, dies).
     const unwinding = Deferred.unsafeMake<void>(FiberId.none)

@@ -147,7 +147,7 @@ describe("turn events", () => {
       reads += 1
       return [item("b"), item("c")]
     })
-    // A report that comes to nothing takes no place and wakes nobody.
+    // A report that comes to nothing adds nothing to the batch.
     queue.offerLater(() => [])
     queue.offer(item("d"))
     await tick(20)

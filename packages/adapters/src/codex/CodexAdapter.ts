@@ -311,10 +311,11 @@ const openSession = (
       const turn = ids === undefined ? undefined : turnOf(ids.threadId, ids.turnId)
       if (turn === undefined) return false
       if (method === "thread/tokenUsage/updated") turn.usageReport = params
-      // An item that maps to nothing (the user's message, which every turn has) is dropped
-      // here, not held: holding it would start the queue's timer for nothing.
-      else if (method === "item/completed" && !mayBeTurnItem((params as { readonly item?: unknown }).item)) return true
-      else turn.queue.offerLater(() => readReport(method, params).map((item) => ({ _tag: "Item" as const, item })))
+      else if (method === "turn/plan/updated" || mayBeTurnItem((params as { readonly item?: unknown }).item)) {
+        turn.queue.offerLater(() => readReport(method, params).map((item) => ({ _tag: "Item" as const, item })))
+      }
+      // Else an item that maps to nothing (the user's message, which every turn has):
+      // dropped here, not held, which would start the queue's timer for nothing.
       return true
     }
 

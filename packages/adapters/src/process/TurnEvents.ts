@@ -94,26 +94,21 @@ export const make = (delayMs: number): Effect.Effect<TurnQueue> =>
       // Reports that came to nothing wake nobody.
       if (events.length > 0) mailbox.unsafeOfferAll(events)
     }
+    /** Holds a plain item or report for the delay; with no delay, hands it over now. */
     const hold = (entry: Held) => {
       held.push(entry)
-      timer ??= setTimeout(release, delayMs)
+      if (delayMs <= 0) release()
+      else timer ??= setTimeout(release, delayMs)
     }
     return {
       offer: (event) => {
         if (ended) return
-        if (delayMs <= 0 || isUrgent(event)) {
-          release()
-          mailbox.unsafeOffer(event)
-          return
-        }
-        hold(event)
+        if (!isUrgent(event)) return hold(event)
+        release()
+        mailbox.unsafeOffer(event)
       },
       offerLater: (report) => {
-        if (ended) return
-        if (delayMs > 0) return hold(report)
-        release()
-        const events = read(report)
-        if (events.length > 0) mailbox.unsafeOfferAll(events)
+        if (!ended) hold(report)
       },
       end: (exit) => {
         if (ended) return

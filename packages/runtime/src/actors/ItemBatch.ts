@@ -45,7 +45,7 @@ export const make = (
         return Effect.catchAll(record(items), (error) =>
           Effect.sync(() => {
             // Kept, so that the run's end still carries them.
-            held = [...held, ...items]
+            held.push(...items)
             failure ??= error
           })
         ).pipe(Effect.zipRight(failed))
