@@ -128,7 +128,9 @@ export interface ThreadActor {
   readonly settled: Effect.Effect<void>
   /**
    * `ask`, for a run start or a rollback: after `settled`, and again (after it again) if
-   * the actor refused because a checkpoint began being taken in between.
+   * the actor refused because a checkpoint began being taken in between. Handled on the
+   * caller's fiber when the actor is idle (`askInPlace`): a run start sends the turn
+   * and answers without a worker started for it or a reply to wake the caller.
    */
   readonly askSettled: ThreadAsk
 }
@@ -144,12 +146,23 @@ const infoOf = (adapter: ProviderAdapter): ProviderInfo => ({
 /**
  * `Effect.forkIn`, with the fiber started at once, on this stack, rather than queued
  * behind other fibers' work: a run's driver leases its session and sends the turn
- * (up to its first wait) before the accepting handler's reply goes out.
+ * (up to its first wait) before the accepting handler's reply goes out. Interruptible
+ * whatever its starter is (a handler runs uninterruptibly in place, see
+ * `SupervisedActor.askInPlace`), and with its starter's FiberRef values but not their
+ * history (`currentValuesOnly`): the driver reports through later messages, each
+ * handled on some other fiber.
  */
 const forkNowIn =
   (scope: Scope.Scope) =>
   <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<Fiber.RuntimeFiber<A, E>> =>
-    Effect.flatMap(Effect.runtime<never>(), (runtime) => Effect.sync(() => Runtime.runFork(runtime)(effect, { scope })))
+    Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+      Effect.sync(() =>
+        Runtime.runFork(runtime)(Effect.interruptible(effect), {
+          scope,
+          updateRefs: SupervisedActor.currentValuesOnly
+        })
+      )
+    )
 
 const startRunHash = (command: StartRunPayload) =>
   payloadHash({
@@ -864,16 +877,19 @@ export const makeThreadActor = (
       behaviour,
       // What a message read for its decision does not stay: an idle actor holds the compact state.
       afterEach: () => trimThread(state),
-      // A run in flight reports soon (its items, its end): its worker waits for them.
-      keepWorker: () => current !== null,
+      // A run in flight reports soon (its items, its end), each handled in place.
+      keepBehaviour: () => current !== null,
       onStopped,
       stopped: () => new ActorStopped({ threadId }),
       failed: (tag, cause) => new ActorFailed({ threadId, command: tag, detail: describeCause(cause) })
     })
-    ask = actor.ask
+    // A run's driver reports on its own fiber when the actor is idle (its handlers only
+    // write to storage): no worker is woken for its items and its end, and the driver
+    // is not woken again for each reply.
+    ask = actor.askInPlace
     const askSettled = ((tag: ThreadMessage["_tag"], payload: never) => {
       const attempt = (retries: number): Effect.Effect<unknown, SkeinError> =>
-        Effect.zipRight(settled, actor.ask(tag, payload) as Effect.Effect<unknown, SkeinError>).pipe(
+        Effect.zipRight(settled, actor.askInPlace(tag, payload) as Effect.Effect<unknown, SkeinError>).pipe(
           Effect.catchIf(
             (error) => retries > 0 && error._tag === "RunAlreadyActive" && error.runId === lastCapture,
             () => attempt(retries - 1)

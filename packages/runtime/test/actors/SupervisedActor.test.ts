@@ -1,6 +1,6 @@
 import { Rpc } from "@effect/rpc"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Either, Exit, Fiber, FiberRef, Schema } from "effect"
+import { Cause, Deferred, Effect, Either, Exit, Fiber, FiberId, FiberRef, Schema } from "effect"
 import * as SupervisedActor from "../../src/actors/SupervisedActor.js"
 
 class Stopped extends Schema.TaggedError<Stopped>()("Stopped", {}) {}
@@ -134,7 +134,7 @@ describe("SupervisedActor", () => {
   )
 
   it.live(
-    "while keepWorker holds, its worker waits for the next message; once it no longer holds, the worker leaves",
+    "while keepBehaviour holds, one behaviour serves message after message; once it no longer holds, it goes",
     () =>
       Effect.gen(function* () {
         let keep = true
@@ -145,31 +145,131 @@ describe("SupervisedActor", () => {
             made++
             return { handlers: { Double: ({ n }) => Effect.succeed(n * 2) }, restart: () => Effect.void }
           },
-          keepWorker: () => keep,
+          keepBehaviour: () => keep,
           stopped: () => new Stopped(),
           failed: (tag) => new Failed({ tag, detail: "" })
         })
-        expect(yield* actor.ask("Double", { n: 1 })).toBe(2)
-        // Messages well apart are served by the same worker (the same behaviour).
-        for (let n = 2; n <= 4; n++) {
+        // Messages well apart (each worker gone before the next), and in place.
+        for (let n = 1; n <= 4; n++) {
           yield* Effect.sleep("5 millis")
-          expect(yield* actor.ask("Double", { n })).toBe(n * 2)
+          expect(yield* n % 2 === 0 ? actor.ask("Double", { n }) : actor.askInPlace("Double", { n })).toBe(n * 2)
         }
         expect(made).toBe(1)
-        // Once it no longer holds, the worker leaves after its next message; a later one starts another.
+        // Once it no longer holds, the behaviour goes as soon as nobody serves (here, with
+        // the last worker): each message makes it again.
         keep = false
-        expect(yield* actor.ask("Double", { n: 5 })).toBe(10)
         yield* Effect.sleep("5 millis")
-        expect(yield* actor.ask("Double", { n: 6 })).toBe(12)
-        expect(made).toBe(2)
-        // Stopping interrupts a waiting worker: later callers hear `stopped`, and `done` completes.
-        keep = true
+        expect(yield* actor.askInPlace("Double", { n: 5 })).toBe(10)
+        expect(yield* actor.askInPlace("Double", { n: 6 })).toBe(12)
+        yield* Effect.sleep("5 millis")
         expect(yield* actor.ask("Double", { n: 7 })).toBe(14)
-        yield* Effect.sleep("5 millis")
-        yield* actor.stop
-        yield* actor.done
-        expect(yield* Effect.exit(actor.ask("Double", { n: 8 }))).toEqual(Exit.fail(new Stopped()))
+        expect(made).toBe(4)
       }).pipe(Effect.scoped)
+  )
+
+  it.live(
+    "askInPlace: an idle actor's message is handled on the caller's fiber; a busy actor's waits its turn, in order",
+    () =>
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        const seen: Array<string> = []
+        const Where = Rpc.make("Where", { payload: { label: Schema.String }, success: Schema.String })
+        const Hold = Rpc.make("Hold", { payload: { label: Schema.String } })
+        const actor = yield* SupervisedActor.make<typeof Where | typeof Hold, Stopped | Failed>({
+          name: "in place",
+          behaviour: () => ({
+            handlers: {
+              Where: ({ label }) =>
+                Effect.map(Effect.fiberId, (id) => {
+                  seen.push(label)
+                  return FiberId.threadName(id)
+                }),
+              Hold: ({ label }) =>
+                Effect.zipRight(
+                  Deferred.await(gate),
+                  Effect.sync(() => void seen.push(label))
+                )
+            },
+            restart: () => Effect.void
+          }),
+          stopped: () => new Stopped(),
+          failed: (tag) => new Failed({ tag, detail: "" })
+        })
+        const here = FiberId.threadName(yield* Effect.fiberId)
+        // Idle: on this fiber. Through the mailbox: on a worker.
+        expect(yield* actor.askInPlace("Where", { label: "a" })).toBe(here)
+        expect(yield* actor.ask("Where", { label: "b" })).not.toBe(here)
+        // Held in place by one caller: the others' messages, in place or not, wait in the
+        // mailbox and are served after it, in the order they came, by a worker.
+        const holding = yield* Effect.fork(actor.askInPlace("Hold", { label: "held" }))
+        yield* Effect.yieldNow()
+        const later = yield* Effect.fork(actor.askInPlace("Where", { label: "c" }))
+        const last = yield* Effect.fork(actor.ask("Where", { label: "d" }))
+        yield* Effect.sleep("5 millis")
+        expect(yield* actor.pending).toBe(2)
+        expect(seen).toEqual(["a", "b"])
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(holding)
+        const [c, d] = [yield* Fiber.join(later), yield* Fiber.join(last)]
+        expect(seen).toEqual(["a", "b", "held", "c", "d"])
+        expect(c).toBe(d)
+        expect(c).not.toBe(FiberId.threadName(later.id()))
+      }).pipe(Effect.scoped)
+  )
+
+  it.live(
+    "askInPlace: its caller cannot cut the handler short, and stopping waits for it before failing the rest",
+    () =>
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        const actor = yield* makeActor({ gate })
+        let finished = false
+        const caller = yield* Effect.fork(
+          Effect.tap(actor.askInPlace("Wait", { n: 1 }), () => Effect.sync(() => void (finished = true)))
+        )
+        yield* Effect.sleep("2 millis")
+        // The caller's interruption waits for the handler, which completes.
+        const interrupting = yield* Effect.fork(Fiber.interrupt(caller))
+        yield* Effect.sleep("2 millis")
+        expect(interrupting.unsafePoll()).toBeNull()
+        // Stopping meanwhile fails what waits in the mailbox, and returns once the handler is done.
+        const queued = yield* Effect.fork(actor.ask("Double", { n: 2 }))
+        yield* Effect.yieldNow()
+        const stopping = yield* Effect.fork(actor.stop)
+        yield* Effect.sleep("2 millis")
+        expect(yield* Fiber.await(queued)).toEqual(Exit.fail(new Stopped()))
+        expect(stopping.unsafePoll()).toBeNull()
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(stopping)
+        yield* Fiber.join(interrupting)
+        yield* actor.done
+        // The handler ran to its end; the caller was interrupted only after it.
+        expect(finished).toBe(false)
+        expect(Exit.isInterrupted(yield* Fiber.await(caller))).toBe(true)
+        expect(yield* Effect.exit(actor.askInPlace("Double", { n: 3 }))).toEqual(Exit.fail(new Stopped()))
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect("askInPlace: a defect fails its caller with `failed` and restarts; a failed restart stops the actor", () =>
+    Effect.gen(function* () {
+      let restarts = 0
+      let failRestart = false
+      const actor = yield* makeActor({
+        restart: () => (failRestart ? Effect.fail("storage is gone") : Effect.sync(() => void restarts++))
+      })
+      expect(yield* Effect.flip(actor.askInPlace("Explode", { why: "boom" }))).toEqual(
+        new Failed({ tag: "Explode", detail: "Error: boom" })
+      )
+      expect(restarts).toBe(1)
+      expect(yield* actor.askInPlace("Double", { n: 3 })).toBe(6)
+      // The caller hears the defect (it is not interrupted); the actor is stopped for good.
+      failRestart = true
+      expect(yield* Effect.flip(actor.askInPlace("Explode", { why: "again" }))).toEqual(
+        new Failed({ tag: "Explode", detail: "Error: again" })
+      )
+      yield* actor.done
+      expect(yield* Effect.exit(actor.ask("Double", { n: 1 }))).toEqual(Exit.fail(new Stopped()))
+    }).pipe(Effect.scoped)
   )
 
   it.live(
@@ -213,6 +313,16 @@ describe("SupervisedActor", () => {
         expect(replies[0]).toEqual(Either.right(6))
         expect(yield* actor.ask("Double", { n: 6 })).toBe(12)
         expect(served).toBeGreaterThanOrEqual(3)
+        // The same in place, once the worker has gone (and its behaviour with it).
+        yield* Effect.sleep("5 millis")
+        breakBehaviour = true
+        expect(yield* Effect.flip(actor.askInPlace("Double", { n: 7 }))).toEqual(
+          new Failed({ tag: "Double", detail: "Error: no behaviour" })
+        )
+        expect(yield* actor.askInPlace("Double", { n: 8 })).toBe(16)
+        breakAfter = true
+        expect(yield* actor.askInPlace("Double", { n: 9 })).toBe(18)
+        expect(yield* actor.askInPlace("Double", { n: 10 })).toBe(20)
       }).pipe(Effect.scoped)
   )
 
