@@ -41,7 +41,25 @@ export const NativeThreadRef = Schema.String
 /** A provider's own handle for one turn (Codex turn id, Claude message uuid …). */
 export const NativeTurnRef = Schema.String
 
-const random = (): string => globalThis.crypto.randomUUID().replace(/-/g, "").slice(0, 20)
+/** Two hex digits for each byte value. */
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"))
+/** Random bytes from the platform's CSPRNG, drawn 4 KB at a time: 80 bits an id. */
+const pool = new Uint8Array(4096)
+let taken = pool.length
+/**
+ * 20 random hex digits. (Cut from a `randomUUID` they cost several microseconds an id
+ * on a run's path, the regular expression most of it, and four of their bits were the
+ * UUID's version, the same in every id.)
+ */
+const random = (): string => {
+  if (taken + 10 > pool.length) {
+    globalThis.crypto.getRandomValues(pool)
+    taken = 0
+  }
+  let hex = ""
+  for (let i = 0; i < 10; i++) hex += HEX[pool[taken++]!]
+  return hex
+}
 
 /**
  * `schema.make` without its check: a prefix and 20 hex digits are a non-empty trimmed

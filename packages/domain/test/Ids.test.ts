@@ -39,4 +39,15 @@ describe("fresh ids", () => {
       expect(new Set(made).size).toBe(made.length)
     }
   })
+
+  it("are random in every digit, across many refills of the random pool", () => {
+    // 2,000 ids draw 20,000 bytes: the pool (4 KB) is refilled several times.
+    const digits = Array.from({ length: 20 }, () => new Set<string>())
+    for (let n = 0; n < 2000; n++) {
+      const id = makeId.run()
+      for (let i = 0; i < 20; i++) digits[i]!.add(id[4 + i]!)
+    }
+    // Each position takes all 16 values (one missing in 2,000 draws: about 16 × (15/16)^2000).
+    for (const seen of digits) expect(seen.size).toBe(16)
+  })
 })
