@@ -266,6 +266,10 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       // recorded now. (If that fails, the driver records the end again after the call.)
       sent = undefined
       yield* Effect.ignore(recordEnd(Exit.succeed({ outcome, turnRef })))
+      // The end was recorded on this fiber (`askInPlace`), which woke whoever waits for
+      // the run: they go first, and this fiber's unwinding (the port's call, the guard,
+      // the session's lease) follows their answer.
+      yield* Effect.yieldNow()
     })
 
   const turn = (lease: SessionLease, initial: RunContext) =>
