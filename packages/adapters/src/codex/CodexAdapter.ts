@@ -475,9 +475,11 @@ const openSession = (
         })
         yield* proc.send({ id, method, params }).pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
         const raw = yield* Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
-        return yield* Schema.decodeUnknown(Results[method] as Schema.Schema<(typeof Results)[M]["Type"]>)(raw).pipe(
-          Effect.mapError((error) => failure("error", `unexpected reply to ${method}: ${error.message}`))
-        )
+        const result = Schema.decodeUnknownEither(Results[method] as Schema.Schema<(typeof Results)[M]["Type"]>)(raw)
+        if (Either.isLeft(result)) {
+          return yield* Effect.fail(failure("error", `unexpected reply to ${method}: ${result.left.message}`))
+        }
+        return result.right
       })
 
     const initialize: InitializeParams = {

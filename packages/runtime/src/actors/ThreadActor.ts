@@ -875,8 +875,12 @@ export const makeThreadActor = (
     const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError>({
       name: `thread ${threadId}`,
       behaviour,
-      // What a message read for its decision does not stay: an idle actor holds the compact state.
-      afterEach: () => trimThread(state),
+      // What a message read for its decision does not stay: an idle actor holds the compact
+      // state. While a run is in flight its end's message trims (the trim after a run's
+      // start would run beside the provider's turn, just sent, on the same cores).
+      afterEach: () => {
+        if (current === null) trimThread(state)
+      },
       // A run in flight reports soon (its items, its end), each handled in place.
       keepBehaviour: () => current !== null,
       onStopped,
