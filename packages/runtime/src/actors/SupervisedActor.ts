@@ -117,10 +117,11 @@ export const make = <R extends Rpc.Any, E>(options: {
     let worker: Fiber.RuntimeFiber<void> | "starting" | undefined
     /** A handler is running (on the worker or in place): nobody else takes a message. */
     let serving = false
-    /** Completed when the message being handled in place is done (what `stop` waits for). */
+    /**
+     * While a message is handled in place: completed when it is done (what `stop`, and a
+     * worker that found the mailbox taken meanwhile, wait for).
+     */
     let inPlace: OneShot.OneShot<void, never> | undefined
-    /** Completed when a message handled in place is done, while the worker waits for that. */
-    let parked: OneShot.OneShot<void, never> | undefined
     const finished = OneShot.make<void>()
     let open = true
 
@@ -189,11 +190,7 @@ export const make = <R extends Rpc.Any, E>(options: {
      * While a message is handled in place, it waits for that to end.
      */
     const work: Effect.Effect<void> = Effect.suspend(() => {
-      if (serving) {
-        const wake = OneShot.make<void>()
-        parked = wake
-        return Effect.flatMap(OneShot.wait(wake), () => work)
-      }
+      if (inPlace !== undefined) return Effect.flatMap(OneShot.wait(inPlace), () => work)
       if (open && mailbox.length > 0) {
         // Made first: if that throws, the message is still in the mailbox to be failed.
         const current = behaviourNow()
@@ -249,16 +246,13 @@ export const make = <R extends Rpc.Any, E>(options: {
       )
     )
 
-    /** Whoever takes the mailbox next: the worker, woken or started (it must be marked in the same step). */
+    /**
+     * A worker for what waits in the mailbox, unless a handler is running (it hands on
+     * when done) or a worker exists (it takes the mailbox, once one handled in place is
+     * done); marked in the same step, so that a second caller does not start a second one.
+     */
     const handOn = Effect.suspend(() => {
-      if (parked !== undefined) {
-        // It takes the mailbox, or leaves if the actor has stopped meanwhile.
-        const waiting = parked
-        parked = undefined
-        OneShot.succeed(waiting, undefined)
-        return Effect.void
-      }
-      if (!open || mailbox.length === 0 || worker !== undefined) return Effect.void
+      if (serving || !open || mailbox.length === 0 || worker !== undefined) return Effect.void
       worker = "starting"
       return startWorker
     })
@@ -285,10 +279,8 @@ export const make = <R extends Rpc.Any, E>(options: {
           if (!open) return Effect.fail(options.stopped())
           const reply = OneShot.make<unknown, unknown>()
           mailbox.push({ tag, payload, reply })
-          // Whoever serves now takes it when done; an idle actor starts a worker (marked at
-          // once, in this same step: a second caller must not start a second one), before
-          // this caller can be interrupted.
-          return Effect.zipRight(serving ? Effect.void : handOn, restore(OneShot.wait(reply)))
+          // Started, if need be, before this caller can be interrupted.
+          return Effect.zipRight(handOn, restore(OneShot.wait(reply)))
         })
       ) as Effect.Effect<Rpc.Success<Message<R, Tag>>, Rpc.Error<Message<R, Tag>> | E>
 
