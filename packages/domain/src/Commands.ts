@@ -67,6 +67,8 @@ export const RollbackFields = {
   threadId: ThreadId,
   toRunOrdinal: Schema.Int.pipe(Schema.nonNegative()),
   restoreFiles: Schema.optional(Schema.Boolean),
+  /** With `restoreFiles`: say what the rollback and the restore would do, changing nothing. */
+  dryRun: Schema.optional(Schema.Boolean),
   commandId
 }
 export class Rollback extends ValidatedTaggedClass<Rollback>()("Rollback", RollbackFields) {}

@@ -127,6 +127,30 @@ export class GitFailed extends Schema.TaggedError<GitFailed>()("GitFailed", {
   }
 }
 
+/**
+ * The thread's files are owed a restore (a rollback with `restoreFiles` recorded but
+ * not finished): it takes no run until they are back.
+ */
+export class RestorePending extends Schema.TaggedError<RestorePending>()("RestorePending", {
+  threadId: Schema.String,
+  toRunOrdinal: Schema.Int
+}) {
+  override get message() {
+    return `Thread ${this.threadId} is restoring its workspace files to run ${this.toRunOrdinal}'s checkpoint, and takes no run until they are back. Retry once the rollback has answered (retrying the rollback with its commandId finishes the restore).`
+  }
+}
+
+/** Another process holds the database: one Skein serves a database at a time. */
+export class DatabaseInUse extends Schema.TaggedError<DatabaseInUse>()("DatabaseInUse", {
+  path: Schema.String,
+  /** The holder's process id, when known. */
+  pid: Schema.NullOr(Schema.Int)
+}) {
+  override get message() {
+    return `The database ${this.path} is in use by another Skein${this.pid === null ? "" : ` (process ${this.pid})`}; one daemon or embedded runtime serves a database at a time. Stop that one, or give this one another --db.`
+  }
+}
+
 export class ApprovalNotFound extends Schema.TaggedError<ApprovalNotFound>()("ApprovalNotFound", {
   threadId: Schema.String,
   approvalId: Schema.String
@@ -250,6 +274,8 @@ export const SkeinError = Schema.Union(
   InvalidWorkspace,
   UnsupportedContextTransfer,
   GitFailed,
+  RestorePending,
+  DatabaseInUse,
   InvalidSourcePoint,
   NotAFork,
   ObserveOnlyThread,

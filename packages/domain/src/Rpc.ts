@@ -22,7 +22,7 @@ import { Run } from "./Run.js"
 import { AppThread } from "./Thread.js"
 import { ContextTransfer } from "./Transfer.js"
 import { TurnItem } from "./TurnItem.js"
-import { ProviderInstanceInfo, RunView, ThreadView, ThreadViewOptions } from "./Views.js"
+import { ProviderInstanceInfo, RollbackView, RunView, ThreadView, ThreadViewOptions } from "./Views.js"
 
 export class SkeinRpcs extends RpcGroup.make(
   Rpc.make("thread.create", { payload: CreateThreadFields, success: AppThread, error: SkeinError }),
@@ -50,7 +50,7 @@ export class SkeinRpcs extends RpcGroup.make(
     error: SkeinError
   }),
   Rpc.make("thread.mergeBack", { payload: MergeBackFields, success: ContextTransfer, error: SkeinError }),
-  Rpc.make("thread.rollback", { payload: RollbackFields, success: ThreadView, error: SkeinError }),
+  Rpc.make("thread.rollback", { payload: RollbackFields, success: RollbackView, error: SkeinError }),
   Rpc.make("subagent.spawn", {
     payload: SpawnSubagentFields,
     success: Schema.Struct({ thread: AppThread, run: Run }),

@@ -1,7 +1,7 @@
 /** Read models returned by queries. */
 import { Schema } from "effect"
 import { ProviderCapabilities } from "./Capabilities.js"
-import { Checkpoint } from "./Checkpoint.js"
+import { Checkpoint, RestoreOutcome } from "./Checkpoint.js"
 import { ContextHandoff } from "./Handoff.js"
 import { ProviderThread } from "./ProviderThread.js"
 import { ProviderSession } from "./ProviderSession.js"
@@ -89,3 +89,7 @@ export const ProviderInstanceInfo = Schema.Struct({
   binary: Schema.optional(ProviderBinaryInfo)
 })
 export type ProviderInstanceInfo = typeof ProviderInstanceInfo.Type
+
+/** What `thread.rollback` answers: the thread as it now is and, with `restoreFiles`, what the restore did (or would do). */
+export const RollbackView = Schema.extend(ThreadView, Schema.Struct({ restore: Schema.optional(RestoreOutcome) }))
+export type RollbackView = typeof RollbackView.Type
