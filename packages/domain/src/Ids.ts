@@ -79,5 +79,7 @@ export const makeId = {
   handoff: () => ContextHandoffId.make(`hof_${random()}`, unchecked),
   checkpoint: () => CheckpointId.make(`chk_${random()}`, unchecked),
   command: () => CommandId.make(`cmd_${random()}`, unchecked),
-  approval: () => ApprovalId.make(`apr_${random()}`, unchecked)
+  approval: () => ApprovalId.make(`apr_${random()}`, unchecked),
+  /** A file restore's id (it names the restore's backup ref in the user's repository). */
+  restore: (): string => `rst_${random()}`
 } as const

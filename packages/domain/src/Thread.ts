@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { RestoreOutcome } from "./Checkpoint.js"
 import { ThreadId } from "./Ids.js"
 
 export const ThreadRelationship = Schema.Literal("fork", "subagent")
@@ -18,6 +19,27 @@ export const AppThreadLineage = Schema.Struct({
 })
 export type AppThreadLineage = typeof AppThreadLineage.Type
 
+/**
+ * The latest file restore a rollback asked for. It is recorded `owed` in the same
+ * commit as the rollback, before any file changes, and the thread takes no run while
+ * it is owed; it becomes `done` (with what it changed) or `failed` (with why). One
+ * found owed at start-up, or by a retry of the rollback's commandId, is finished then.
+ */
+export const ThreadRestore = Schema.Struct({
+  id: Schema.String,
+  toRunOrdinal: Schema.Int,
+  /** The checkpoint commit the workspace's files go back to. */
+  commit: Schema.String,
+  workspace: Schema.String,
+  status: Schema.Literal("owed", "done", "failed"),
+  requestedAt: Schema.String,
+  finishedAt: Schema.NullOr(Schema.String),
+  outcome: Schema.NullOr(RestoreOutcome),
+  /** Why it failed (status `failed`). */
+  detail: Schema.NullOr(Schema.String)
+})
+export type ThreadRestore = typeof ThreadRestore.Type
+
 /** The canonical conversation. It never belongs to one provider. */
 export const AppThread = Schema.Struct({
   id: ThreadId,
@@ -26,6 +48,8 @@ export const AppThread = Schema.Struct({
   workspace: Schema.NullOr(Schema.String),
   lineage: AppThreadLineage,
   createdAt: Schema.String,
-  updatedAt: Schema.String
+  updatedAt: Schema.String,
+  /** The latest file restore asked for by a rollback (absent until one is). */
+  restore: Schema.optional(ThreadRestore)
 })
 export type AppThread = typeof AppThread.Type

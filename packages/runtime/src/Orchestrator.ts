@@ -20,6 +20,7 @@ import type {
   StartRunFields,
   StoredEvent,
   ThreadId,
+  RollbackView,
   ThreadView,
   ThreadViewOptions,
   TurnItem,
@@ -56,7 +57,11 @@ export interface OrchestratorShape {
     input: Payload<typeof ForkThreadFields>
   ) => Effect.Effect<{ readonly thread: AppThread; readonly transfer: ContextTransfer }, SkeinError>
   readonly mergeBack: (input: Payload<typeof MergeBackFields>) => Effect.Effect<ContextTransfer, SkeinError>
-  readonly rollback: (input: Payload<typeof RollbackFields>) => Effect.Effect<ThreadView, SkeinError>
+  /**
+   * Rolls back to run N; with `restoreFiles`, the workspace's files too, saved first and
+   * answered with what changed (`restore`); with `dryRun`, that answer and nothing changed.
+   */
+  readonly rollback: (input: Payload<typeof RollbackFields>) => Effect.Effect<RollbackView, SkeinError>
   readonly spawnSubagent: (
     input: Payload<typeof SpawnSubagentFields>
   ) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>

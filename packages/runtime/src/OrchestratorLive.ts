@@ -20,8 +20,10 @@ import {
   CommandConflict,
   HandoffNotFound,
   InvalidSourcePoint,
+  InvalidInput as InvalidInputError,
   NotAFork,
   ProviderRegistry,
+  RestorePending,
   RunNotFound,
   StorageError,
   ThreadCreated,
@@ -38,6 +40,7 @@ import { checked } from "./InputCheck.js"
 import { Orchestrator } from "./Orchestrator.js"
 import type { OrchestratorShape } from "./Orchestrator.js"
 import { recoverInterruptedRuns } from "./Recovery.js"
+import { makeRestores } from "./Restores.js"
 import { RuntimeConfig } from "./RuntimeConfig.js"
 import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
@@ -58,6 +61,7 @@ export const makeOrchestrator = Effect.gen(function* () {
   const sessions = yield* ProviderSessions
   const config = yield* RuntimeConfig
   const checkpoints = yield* WorkspaceCheckpoints
+  const restores = yield* makeRestores
 
   const threadView = (threadId: ThreadId, options?: ThreadViewOptions) =>
     store
@@ -302,8 +306,51 @@ export const makeOrchestrator = Effect.gen(function* () {
       )
     })
 
+  /**
+   * `dryRun`: what the rollback's file restore would change, with nothing written. The
+   * checks are the rollback's own (the run exists, no run is active, its checkpoint can
+   * serve), so a dry run that answers is a rollback that would go ahead.
+   */
+  const previewRollback = (input: Parameters<OrchestratorShape["rollback"]>[0]) =>
+    Effect.gen(function* () {
+      const view = yield* threadView(input.threadId)
+      const { thread } = view
+      if (!input.restoreFiles) {
+        return yield* new InvalidInputError({
+          detail: "thread.rollback: dryRun previews the file restore and needs restoreFiles: true"
+        })
+      }
+      if (input.toRunOrdinal > view.runs.length) {
+        return yield* new InvalidInputError({
+          detail: `thread ${input.threadId} has ${view.runs.length} run(s): it cannot be rolled back to run ${input.toRunOrdinal}`
+        })
+      }
+      if (thread.restore?.status === "owed") {
+        return yield* new RestorePending({ threadId: input.threadId, toRunOrdinal: thread.restore.toRunOrdinal })
+      }
+      const checkpoint = Option.getOrUndefined(
+        yield* store.lookup.gitCheckpointOfRun(input.threadId, input.toRunOrdinal)
+      )
+      if (checkpoint?.commitSha === undefined || thread.workspace === null) {
+        return yield* new InvalidSourcePoint({
+          threadId: input.threadId,
+          detail: `run ${input.toRunOrdinal} has no git checkpoint to restore files from (its workspace is not a git repository, or the run did not complete)`
+        })
+      }
+      const restore = yield* checkpoints.restore({
+        workspace: thread.workspace,
+        threadId: input.threadId,
+        commit: checkpoint.commitSha,
+        toRunOrdinal: input.toRunOrdinal,
+        restoreId: "dry-run",
+        dryRun: true
+      })
+      return { ...view, restore }
+    })
+
   const rollback: OrchestratorShape["rollback"] = (input) =>
     Effect.gen(function* () {
+      if (input.dryRun) return yield* previewRollback(input)
       const started = yield* actors.use(input.threadId, (actor) =>
         actor.askSettled("Rollback", {
           toRunOrdinal: input.toRunOrdinal,
@@ -334,7 +381,6 @@ export const makeOrchestrator = Effect.gen(function* () {
             actor.ask("RollbackSettled", { toRunOrdinal: input.toRunOrdinal, results })
           )
         }
-        if (started.restore !== null) yield* checkpoints.restore(started.restore.workspace, started.restore.commit)
         // Work this thread sent elsewhere from runs now rolled back is no longer to be delivered.
         const view = yield* threadView(input.threadId)
         const targets = new Set(
@@ -356,8 +402,27 @@ export const makeOrchestrator = Effect.gen(function* () {
           }
         )
       }
-      return yield* threadView(input.threadId)
+      // The files last: the thread takes no run until they are back (RestorePending).
+      const restore = started.restore === null ? null : yield* restores.finish(input.threadId, started.restore)
+      if (!started.replayed) yield* dropRolledBackCheckpoints(input.threadId, input.toRunOrdinal)
+      const view = yield* threadView(input.threadId)
+      return restore?.outcome ? { ...view, restore: restore.outcome } : view
     })
+
+  /**
+   * The hidden refs of the runs a rollback dropped: their checkpoints are gone with
+   * them (rolled-back runs never live again). A failure only leaves refs behind: logged.
+   */
+  const dropRolledBackCheckpoints = (threadId: ThreadId, toRunOrdinal: number) =>
+    Effect.gen(function* () {
+      const workspace = Option.getOrNull(yield* store.lookup.thread(threadId))?.workspace ?? null
+      if (workspace === null || !(yield* checkpoints.isRepository(workspace))) return
+      yield* checkpoints.dropCheckpointsAfter(workspace, threadId, toRunOrdinal)
+    }).pipe(
+      Effect.catchAll((error) =>
+        Effect.logWarning(`thread ${threadId}: the checkpoint refs of rolled-back runs stay (${error.message})`)
+      )
+    )
 
   /** A thread exists once its first event (ThreadCreated) is in the log. */
   const ensureThread = (threadId: ThreadId) =>
@@ -463,8 +528,9 @@ export const makeOrchestrator = Effect.gen(function* () {
         actors.use(valid.threadId, (actor) => actor.respondApproval(valid))
       ),
     listProviders,
-    shutdown
-  } satisfies OrchestratorShape
+    shutdown,
+    recoverRestores: restores.recover
+  } satisfies OrchestratorShape & { readonly recoverRestores: Effect.Effect<void, StorageError> }
 })
 
 /** The orchestrator over an EventStore and a ProviderRegistry; recovers interrupted runs first. */
@@ -477,6 +543,8 @@ export const orchestratorLayer: Layer.Layer<
   Effect.gen(function* () {
     yield* recoverInterruptedRuns
     const orchestrator = yield* makeOrchestrator
+    // File restores a crash left owed are finished before any command is taken.
+    yield* orchestrator.recoverRestores
     // Runs still in flight when the runtime closes end `interrupted`, not orphaned.
     yield* Effect.addFinalizer(() => orchestrator.shutdown)
     return orchestrator

@@ -27,6 +27,7 @@ import type {
   StartRunFields,
   ThreadEvent,
   ThreadId,
+  ThreadRestore,
   TurnItem
 } from "@skein/domain"
 import {
@@ -36,8 +37,11 @@ import {
   GitFailed,
   InvalidInput,
   InvalidSourcePoint,
+  makeId,
   ObserveOnlyThread,
   ProviderFailure,
+  RestorePending,
+  ThreadUpdated,
   TransferRecorded,
   ApprovalNotFound,
   CommandConflict,
@@ -179,7 +183,7 @@ const RunReceipt = Schema.Struct({ runId: RunId })
 /** The run makes the replay's read of the item an indexed one; receipts written before it have none. */
 const ItemReceipt = Schema.Struct({ itemId: TurnItemId, runId: Schema.optional(RunId) })
 const TransferReceipt = Schema.Struct({ transferId: ContextTransferId })
-const RollbackReceipt = Schema.Struct({ toRunOrdinal: Schema.Int })
+const RollbackReceipt = Schema.Struct({ toRunOrdinal: Schema.Int, restoreId: Schema.optional(Schema.String) })
 
 /** Incoming transfers whose source run was rolled back since: superseded, never delivered. */
 const supersede = (stale: ReadonlyArray<ContextTransfer>, _now: string): Array<ThreadEvent> =>
@@ -325,6 +329,48 @@ export const makeThreadActor = (
           (run) =>
             run ? Effect.succeed({ run, sequence: state.lastThreadSequence }) : Effect.fail(new RunNotFound({ runId }))
         )
+
+      /** A thread whose files are owed a restore takes no run and no other rollback until they are back. */
+      const refuseWhileRestoring = Effect.suspend(() => {
+        const owed = state.thread.restore
+        return owed?.status === "owed"
+          ? Effect.fail(new RestorePending({ threadId, toRunOrdinal: owed.toRunOrdinal }))
+          : Effect.void
+      })
+
+      /**
+       * The file restore a rollback to run `toRunOrdinal` owes, refused before anything is
+       * written when that run's checkpoint cannot serve it.
+       */
+      const owedRestore = (toRunOrdinal: number, at: string) =>
+        Effect.gen(function* () {
+          const workspace = state.thread.workspace
+          const checkpoint = Option.getOrUndefined(yield* store.lookup.gitCheckpointOfRun(threadId, toRunOrdinal))
+          if (checkpoint?.commitSha === undefined || workspace === null) {
+            return yield* new InvalidSourcePoint({
+              threadId,
+              detail: `run ${toRunOrdinal} has no git checkpoint to restore files from (its workspace is not a git repository, or the run did not complete)`
+            })
+          }
+          if (!(yield* checkpoints.checkpointExists(workspace, checkpoint.commitSha))) {
+            return yield* new InvalidSourcePoint({
+              threadId,
+              detail: `run ${toRunOrdinal}'s checkpoint ${checkpoint.commitSha.slice(0, 12)} is no longer in the repository of ${workspace} (pruned); roll back without restoreFiles`
+            })
+          }
+          const restore: ThreadRestore = {
+            id: makeId.restore(),
+            toRunOrdinal,
+            commit: checkpoint.commitSha,
+            workspace,
+            status: "owed",
+            requestedAt: at,
+            finishedAt: null,
+            outcome: null,
+            detail: null
+          }
+          return restore
+        })
 
       /**
        * The stored result of `commandId`, if it was used before: for the same method and
@@ -504,6 +550,7 @@ export const makeThreadActor = (
             const replayed = yield* replay(command.commandId, "run.start", hash, RunReceipt)
             if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
             if (state.thread.lineage.observeOnly) return yield* new ObserveOnlyThread({ threadId })
+            yield* refuseWhileRestoring
             const adapter = yield* sessions.adapter(command.provider)
             const busy = activeRun(state)
             if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
@@ -796,7 +843,20 @@ export const makeThreadActor = (
           Effect.gen(function* () {
             const hash = payloadHash({ threadId, toRunOrdinal, restoreFiles })
             const replayed = yield* replay(commandId, "thread.rollback", hash, RollbackReceipt)
-            if (Option.isSome(replayed)) return { replayed: true, native: [], restore: null }
+            if (Option.isSome(replayed)) {
+              // The restore this command asked for, as it now stands (a later one replaces it).
+              const asked = replayed.value.restoreId
+              const restore = asked !== undefined && state.thread.restore?.id === asked ? state.thread.restore : null
+              if (restore?.status !== "failed") return { replayed: true, native: [], restore }
+              // Tried again: owed again, so that no run changes the files meanwhile.
+              const busy = activeRun(state)
+              if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
+              yield* refuseWhileCapturing
+              const again: ThreadRestore = { ...restore, status: "owed", finishedAt: null, detail: null }
+              yield* commit([new ThreadUpdated({ thread: { ...state.thread, restore: again, updatedAt: now() } })])
+              return { replayed: true, native: [], restore: again }
+            }
+            yield* refuseWhileRestoring
             const busy = activeRun(state)
             if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
             yield* refuseWhileCapturing
@@ -806,18 +866,8 @@ export const makeThreadActor = (
                 detail: `thread ${threadId} has ${last} run(s): it cannot be rolled back to run ${toRunOrdinal}`
               })
             }
-            let restore: { workspace: string; commit: string } | null = null
-            if (restoreFiles) {
-              const checkpoint = Option.getOrUndefined(yield* store.lookup.gitCheckpointOfRun(threadId, toRunOrdinal))
-              if (checkpoint === undefined || state.thread.workspace === null) {
-                return yield* new InvalidSourcePoint({
-                  threadId,
-                  detail: `run ${toRunOrdinal} has no git checkpoint to restore files from (its workspace is not a git repository, or the run did not complete)`
-                })
-              }
-              restore = { workspace: state.thread.workspace, commit: checkpoint.commitSha! }
-            }
             const at = now()
+            const restore = restoreFiles ? yield* owedRestore(toRunOrdinal, at) : null
             // A whole-thread change: planned on the complete state, read here.
             const plan = yield* demand((s) =>
               planRollback(s, {
@@ -826,13 +876,35 @@ export const makeThreadActor = (
                 now: at
               })
             )
+            // The restore is owed from the same commit as the rollback, before any file changes.
+            const events =
+              restore === null
+                ? plan.events
+                : [...plan.events, new ThreadUpdated({ thread: { ...state.thread, restore, updatedAt: at } })]
             // Recorded even when nothing changes, so that the commandId answers the same.
-            yield* commit(plan.events.length > 0 ? plan.events : [], commandId, {
+            yield* commit(events, commandId, {
               method: "thread.rollback",
               hash,
-              result: { toRunOrdinal }
+              result: restore === null ? { toRunOrdinal } : { toRunOrdinal, restoreId: restore.id }
             })
             return { replayed: false, native: plan.native, restore }
+          }),
+
+        RestoreFinished: ({ detail, outcome, restoreId }) =>
+          Effect.gen(function* () {
+            const owed = state.thread.restore
+            if (owed === undefined || owed.id !== restoreId) return null
+            if (owed.status !== "owed" && outcome === null) return owed
+            const at = now()
+            const finished: ThreadRestore = {
+              ...owed,
+              status: outcome === null ? "failed" : "done",
+              finishedAt: at,
+              outcome,
+              detail: outcome === null ? detail : null
+            }
+            yield* commit([new ThreadUpdated({ thread: { ...state.thread, restore: finished, updatedAt: at } })])
+            return finished
           }),
 
         RollbackSettled: ({ results, toRunOrdinal }) => {

@@ -24,6 +24,7 @@ import {
   ProviderThreadHead,
   ProviderThreadId,
   RespondApprovalFields,
+  RestoreOutcome,
   Run,
   RunFailure,
   RunId,
@@ -32,6 +33,7 @@ import {
   StartRunFields,
   TurnItem,
   TurnItemContent,
+  ThreadRestore,
   TurnUsage
 } from "@skein/domain"
 import { Schema } from "effect"
@@ -207,9 +209,23 @@ export const Rollback = Rpc.make("Rollback", {
     /** The commandId was used before for this same rollback: it already happened. */
     replayed: Schema.Boolean,
     native: Schema.Array(NativeRollbackTarget),
-    /** The checkpoint whose files to write back, when asked for. */
-    restore: Schema.NullOr(Schema.Struct({ workspace: Schema.String, commit: Schema.String }))
+    /**
+     * The file restore the rollback owes (recorded with it), or, for a replay, the one its
+     * command asked for as it now stands; null when none was asked for.
+     */
+    restore: Schema.NullOr(ThreadRestore)
   }),
+  error
+})
+
+/** A file restore the thread owed has ended: recorded `done` with its outcome, or `failed` with why. */
+export const RestoreFinished = Rpc.make("RestoreFinished", {
+  payload: {
+    restoreId: Schema.String,
+    outcome: Schema.NullOr(RestoreOutcome),
+    detail: Schema.NullOr(Schema.String)
+  },
+  success: Schema.NullOr(ThreadRestore),
   error
 })
 
@@ -248,6 +264,7 @@ export const threadRpcs = [
   RecordTransfer,
   Rollback,
   RollbackSettled,
+  RestoreFinished,
   RevalidateIncoming
 ] as const
 

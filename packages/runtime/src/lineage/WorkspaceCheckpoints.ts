@@ -13,7 +13,7 @@
  */
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import { NodeContext } from "@effect/platform-node"
-import type { DiffEntry, ThreadId } from "@skein/domain"
+import type { DiffEntry, RestoreOutcome, ThreadId } from "@skein/domain"
 import { GitFailed } from "@skein/domain"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import * as RcRegistry from "../actors/RcRegistry.js"
@@ -41,8 +41,21 @@ export interface WorkspaceCheckpointsShape {
     /** The previous checkpoint's commit (read only when the workspace is a repository). */
     readonly previous: Effect.Effect<string | null, GitFailed>
   }) => Effect.Effect<Option.Option<CapturedCheckpoint>, GitFailed>
-  /** Writes the checkpoint's files back to the work tree. */
-  readonly restore: (workspace: string, commit: string) => Effect.Effect<void, GitFailed>
+  /** Writes the checkpoint's files back to the work tree (STUB until the git level lands). */
+  readonly restore: (input: {
+    readonly workspace: string
+    readonly threadId: ThreadId
+    readonly commit: string
+    readonly toRunOrdinal: number
+    readonly restoreId: string
+    readonly dryRun: boolean
+  }) => Effect.Effect<RestoreOutcome, GitFailed>
+  readonly checkpointExists: (workspace: string, commit: string) => Effect.Effect<boolean, GitFailed>
+  readonly dropCheckpointsAfter: (
+    workspace: string,
+    threadId: ThreadId,
+    ordinal: number
+  ) => Effect.Effect<void, GitFailed>
 }
 
 export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceCheckpoints")<
@@ -98,8 +111,31 @@ export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceC
                 Effect.catchTag("GitError", (error) => Effect.fail(failed(input.workspace)(error))),
                 Effect.provide(context)
               ),
-        restore: (workspace, commit) =>
-          GitCheckpoints.restore({ workspace, commit }).pipe(
+        restore: (input) =>
+          (input.dryRun
+            ? Effect.void
+            : GitCheckpoints.restore({ workspace: input.workspace, commit: input.commit })
+          ).pipe(
+            Effect.as({
+              toRunOrdinal: input.toRunOrdinal,
+              checkpointCommit: input.commit,
+              workspace: input.workspace,
+              dryRun: input.dryRun,
+              backupRef: null,
+              backupCommit: null,
+              reverted: [],
+              deleted: [],
+              created: [],
+              omitted: [],
+              submodules: [],
+              undo: null
+            }),
+            Effect.mapError(failed(input.workspace)),
+            Effect.provide(context)
+          ),
+        checkpointExists: () => Effect.succeed(true),
+        dropCheckpointsAfter: (workspace, threadId, ordinal) =>
+          GitCheckpoints.dropAfter({ workspace, threadId, ordinal }).pipe(
             Effect.mapError(failed(workspace)),
             Effect.provide(context)
           )

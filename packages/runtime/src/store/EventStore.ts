@@ -42,6 +42,7 @@ import {
   listThreadRows,
   maxRowsPerStatement,
   pendingCheckpointRows,
+  owedRestoreRows,
   previousGitCommitRow,
   subagentsWithoutResultRows,
   turnItemRow,
@@ -206,6 +207,8 @@ export interface EventStoreShape {
     ) => Effect.Effect<ReadonlyArray<TurnItem>, StorageError>
     /** Subagent children (not observe-only) whose result the parent's log holds no transfer for, oldest first. */
     readonly subagentsWithoutResult: (parentId: ThreadId) => Effect.Effect<ReadonlyArray<AppThread>, StorageError>
+    /** Threads whose file restore a rollback recorded owed and nothing recorded finished (see ThreadRestore). */
+    readonly owedRestores: Effect.Effect<ReadonlyArray<AppThread>, StorageError>
     /** The commit of the newest git checkpoint of a run not rolled back (a new checkpoint's parent). */
     readonly previousGitCommit: (threadId: ThreadId) => Effect.Effect<string | null, StorageError>
     /** A ready git checkpoint of run `ordinal` with its commit (what a rollback restores files from). */
@@ -592,6 +595,7 @@ const make = Effect.gen(function* () {
       approvalRequests: (threadId, approvalId) => approvalRequestRows(sql, threadId, approvalId),
       subagentsWithoutResult: (parentId) => subagentsWithoutResultRows(sql, parentId),
       previousGitCommit: (threadId) => previousGitCommitRow(sql, threadId),
+      owedRestores: owedRestoreRows(sql),
       gitCheckpointOfRun: (threadId, ordinal) => gitCheckpointOfOrdinalRow(sql, threadId, ordinal)
     },
     activeRuns,

@@ -283,6 +283,13 @@ export const listThreadRows = (
   )
 }
 
+/** Threads whose file restore is owed (a rollback recorded it; nothing recorded it finished). */
+export const owedRestoreRows = (sql: Sql): Effect.Effect<ReadonlyArray<AppThread>, StorageError> =>
+  selectData(sql, "SELECT data FROM threads WHERE json_extract(data, '$.restore.status') = 'owed'", []).pipe(
+    Effect.mapError(fromSqlError("cannot list owed restores")),
+    Effect.flatMap((rows) => decodeAll(rows, decodeThread, "thread"))
+  )
+
 export const handoffRow = (sql: Sql, id: string): Effect.Effect<Option.Option<ContextHandoff>, StorageError> =>
   selectData(sql, "SELECT data FROM handoffs WHERE id = ? ORDER BY rowid DESC LIMIT 1", [id]).pipe(
     Effect.mapError(fromSqlError(`cannot read handoff ${id}`)),
