@@ -105,6 +105,17 @@ export const ProvidersConfig = Schema.Struct({
         Schema.filter((path) => Path.isAbsolute(path) || `workspace root ${JSON.stringify(path)} must be absolute`)
       )
     )
+  ),
+  /**
+   * Git checkpoints: `maxFileBytes`, the largest file a checkpoint holds (larger ones are
+   * left out and recorded; default 50 MiB); `keepRuns`, how many of a thread's newest
+   * run checkpoints keep their refs (older ones are pruned; default all).
+   */
+  checkpoints: Schema.optional(
+    Schema.Struct({
+      maxFileBytes: Schema.optional(Schema.Int.pipe(Schema.positive())),
+      keepRuns: Schema.optional(Schema.Int.pipe(Schema.positive()))
+    })
   )
 })
 export type ProvidersConfig = typeof ProvidersConfig.Type
@@ -197,7 +208,7 @@ export const parseProvidersConfig = (document: unknown, source: string): Effect.
     Effect.mapError(
       (error) =>
         new InvalidInput({
-          detail: `provider config ${source} is wrong ${formatIssues(error)}. Expected {"providers": {NAME: {"driver": "scripted" | "codex" | "claude", "capabilities"?, "command"?, "env"?, "model"?, "approvals"?, …}}, "workspaceRoots"?: [ABSOLUTE_PATH]}.`
+          detail: `provider config ${source} is wrong ${formatIssues(error)}. Expected {"providers": {NAME: {"driver": "scripted" | "codex" | "claude", "capabilities"?, "command"?, "env"?, "model"?, "approvals"?, …}}, "workspaceRoots"?: [ABSOLUTE_PATH], "checkpoints"?: {"maxFileBytes"?: N, "keepRuns"?: N}}.`
         })
     )
   )

@@ -55,7 +55,25 @@ export interface RuntimeOptions {
    * directory but the filesystem root and the home directory itself.
    */
   readonly workspaceRoots: ReadonlyArray<string> | null
+  /** Git checkpoints of workspaces that are repositories. */
+  readonly checkpoints: CheckpointOptions
 }
+
+export interface CheckpointOptions {
+  /**
+   * A file larger than this is left out of a checkpoint (never written into the user's
+   * repository) and recorded as omitted; a restore leaves it alone (default 50 MiB).
+   */
+  readonly maxFileBytes: number
+  /**
+   * How many of a thread's newest run checkpoints keep their refs; older ones are
+   * pruned after each capture, and a rollback can no longer restore their files
+   * (default null: all are kept).
+   */
+  readonly keepRuns: number | null
+}
+
+export const defaultCheckpointOptions: CheckpointOptions = { maxFileBytes: 50 * 1024 * 1024, keepRuns: null }
 
 export const defaultRuntimeOptions: RuntimeOptions = {
   passivateAfterMs: 60_000,
@@ -66,18 +84,26 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   summarySource: { _tag: "local" },
   deadlines: defaultDeadlines,
   staleness: defaultStalenessPolicy,
-  workspaceRoots: null
+  workspaceRoots: null,
+  checkpoints: defaultCheckpointOptions
 }
 
 /** Options a host may give: any subset, deadlines too (`{ deadlines: { callMs: 5000 } }`). */
-export type RuntimeOverrides = Partial<Omit<RuntimeOptions, "deadlines">> & {
+export type RuntimeOverrides = Partial<Omit<RuntimeOptions, "deadlines" | "checkpoints">> & {
   readonly deadlines?: Partial<ProviderDeadlines> | undefined
+  readonly checkpoints?:
+    { readonly maxFileBytes?: number | undefined; readonly keepRuns?: number | null | undefined } | undefined
 }
 
 export const runtimeOptions = (overrides: RuntimeOverrides = {}): RuntimeOptions => ({
   ...defaultRuntimeOptions,
   ...overrides,
-  deadlines: { ...defaultDeadlines, ...overrides.deadlines }
+  deadlines: { ...defaultDeadlines, ...overrides.deadlines },
+  checkpoints: {
+    maxFileBytes: overrides.checkpoints?.maxFileBytes ?? defaultCheckpointOptions.maxFileBytes,
+    keepRuns:
+      overrides.checkpoints?.keepRuns === undefined ? defaultCheckpointOptions.keepRuns : overrides.checkpoints.keepRuns
+  }
 })
 
 /** The longest delay a Node timer waits (2^31 - 1 ms, some 24.8 days); a longer one fires at once. */
@@ -107,7 +133,13 @@ const Overrides = Schema.Struct({
     } satisfies Record<keyof ProviderDeadlines, Schema.Struct.Field>)
   ),
   staleness: optional(Schema.typeSchema(StalenessPolicy)),
-  workspaceRoots: optional(Schema.NullOr(Schema.Array(Schema.String)))
+  workspaceRoots: optional(Schema.NullOr(Schema.Array(Schema.String))),
+  checkpoints: optional(
+    Schema.Struct({
+      maxFileBytes: optional(Schema.Int.pipe(Schema.between(1, Number.MAX_SAFE_INTEGER))),
+      keepRuns: optional(Schema.NullOr(Schema.Int.pipe(Schema.between(1, 1_000_000))))
+    } satisfies Record<keyof CheckpointOptions, Schema.Struct.Field>)
+  )
 } satisfies Record<keyof RuntimeOptions, Schema.Struct.Field>).annotations({ identifier: "RuntimeOverrides" })
 const checkOverrides = Schema.validateEither(Overrides)
 

@@ -32,6 +32,7 @@ export const skeinRuntimeLayer = (
       makeRuntimeLayer({
         dbPath: options.dbPath,
         workspaceRoots: config.workspaceRoots ?? null,
+        ...(config.checkpoints === undefined ? {} : { checkpoints: config.checkpoints }),
         ...(options.passivateAfterMs === undefined ? {} : { passivateAfterMs: options.passivateAfterMs })
       }).pipe(Layer.provide(registryLayerOf(config, { dataDir: options.dataDir })))
     )
