@@ -20,7 +20,7 @@ export type DiffEntry = typeof DiffEntry.Type
 /** A file a git checkpoint left out because it was larger than the per-file limit (path relative to the workspace). */
 export const OmittedFile = Schema.Struct({
   path: Schema.String,
-  bytes: Schema.Number
+  bytes: Schema.Int.pipe(Schema.nonNegative())
 })
 export type OmittedFile = typeof OmittedFile.Type
 
