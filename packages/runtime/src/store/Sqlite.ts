@@ -22,7 +22,7 @@
  * commit, and a worker thread keeps the WAL copied into the database.
  *
  * Rows read through `SqliteDirect` come back with the store's references to long
- * strings replaced by the strings (Blobs.ts).
+ * strings replaced by the strings (Blobs.ts); through `SqlClient`, as stored.
  *
  * A file database is also watched for being deleted or replaced under the connection
  * (which would go on writing into a file nobody can open again): before each direct
