@@ -99,37 +99,57 @@ const tryLock = (lockPath: string): LockConnection | "busy" => {
 
 /** How long a refused start looks for a live holder (one that just took the lock, or just died). */
 const SETTLE_MS = 1000
-const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
 
-/**
- * Takes the lock of the database `filename` or fails with DatabaseInUse (the holder's
- * pid when it can be read); synchronous. Returns the release.
- */
-const acquireNow = (filename: string): (() => void) => {
+/** One try at the lock of the database `filename`: its release, or the holder's pid (null: none seen). */
+const tryOnce = (filename: string): { readonly release: () => void } | { readonly holder: number | null } => {
   mkdirSync(dirname(resolve(filename)), { recursive: true })
   const key = canonical(filename)
-  if (held.has(key)) throw new DatabaseInUse({ path: filename, pid: process.pid })
+  if (held.has(key)) return { holder: process.pid }
   const lockPath = lockPathOf(key)
   // Created private before SQLite opens it; SQLite gives its journal the same mode.
   closeSync(openSync(lockPath, "a", 0o600))
   if ((statSync(lockPath).mode & 0o077) !== 0) chmodSync(lockPath, 0o600)
-  const deadline = Date.now() + SETTLE_MS
-  for (;;) {
-    const connection = tryLock(lockPath)
-    if (connection !== "busy") {
-      held.add(key)
-      return () => {
-        held.delete(key)
-        connection.close()
-      }
-    }
+  const connection = tryLock(lockPath)
+  if (connection === "busy") {
     // Another process holds it: this one holds no lock on the file, so reading it is safe.
     const pid = readHolder(lockPath)
-    const known = pid !== null && pid !== process.pid && isAlive(pid)
-    if (known || Date.now() >= deadline) throw new DatabaseInUse({ path: filename, pid: known ? pid : null })
-    sleep(20)
+    return { holder: pid !== null && pid !== process.pid && isAlive(pid) ? pid : null }
+  }
+  held.add(key)
+  return {
+    release: () => {
+      held.delete(key)
+      connection.close()
+    }
   }
 }
+
+const cannotLock = (filename: string, error: unknown) =>
+  new StorageError({
+    detail: `cannot lock database ${filename} (through ${lockPathOf(filename)}): ${error instanceof Error ? error.message : String(error)}`,
+    startup: true
+  })
+
+/**
+ * Takes the lock of the database `filename`, or fails with DatabaseInUse naming the
+ * holder's pid. A holder that cannot be named yet (it has just taken the lock and not
+ * yet written its pid, or has just died) is looked at again for up to SETTLE_MS.
+ */
+const acquire = (filename: string): Effect.Effect<() => void, DatabaseInUse | StorageError> =>
+  Effect.suspend(() => {
+    const deadline = Date.now() + SETTLE_MS
+    const attempt: Effect.Effect<() => void, DatabaseInUse | StorageError> = Effect.flatMap(
+      Effect.try({ try: () => tryOnce(filename), catch: (error) => cannotLock(filename, error) }),
+      (outcome) => {
+        if ("release" in outcome) return Effect.succeed(outcome.release)
+        if (outcome.holder !== null || Date.now() >= deadline) {
+          return Effect.fail(new DatabaseInUse({ path: filename, pid: outcome.holder }))
+        }
+        return Effect.zipRight(Effect.sleep("20 millis"), attempt)
+      }
+    )
+    return attempt
+  })
 
 /**
  * Holds the lock of the database `filename` for as long as the scope lasts. An
@@ -139,18 +159,4 @@ export const hold = (
   filename: string,
   isMemory: boolean
 ): Effect.Effect<void, DatabaseInUse | StorageError, Scope.Scope> =>
-  isMemory
-    ? Effect.void
-    : Effect.acquireRelease(
-        Effect.try({
-          try: () => acquireNow(filename),
-          catch: (error) =>
-            error instanceof DatabaseInUse
-              ? error
-              : new StorageError({
-                  detail: `cannot lock database ${filename} (through ${lockPathOf(filename)}): ${error instanceof Error ? error.message : String(error)}`,
-                  startup: true
-                })
-        }),
-        (release) => Effect.sync(release)
-      )
+  isMemory ? Effect.void : Effect.asVoid(Effect.acquireRelease(acquire(filename), (release) => Effect.sync(release)))

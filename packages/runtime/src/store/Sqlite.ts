@@ -39,6 +39,7 @@ import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Option, Runtime, Stream } from "effect"
 import { closeSync, openSync, statSync } from "node:fs"
+import { resolve } from "node:path"
 import * as Blobs from "./Blobs.js"
 import * as ConnectionLock from "./ConnectionLock.js"
 import * as WalCheckpointer from "./WalCheckpointer.js"
@@ -120,26 +121,28 @@ const identityOf = (path: string): string | null => {
  * it (null while it is the same file), saving what the connection holds the first time.
  */
 const fileWatch = (filename: string, db: RawDatabase, warn: (message: string) => void) => {
-  const opened = identityOf(filename)
+  // The path as SQLite resolved it when it opened the file, whatever the working directory becomes.
+  const path = resolve(filename)
+  const opened = identityOf(path)
   let lost: string | null = null
   /** Saves the connection's database beside the path, private; the copy's path, or why not. */
   const rescue = (): string => {
-    const copy = `${filename}.orphaned-${new Date().toISOString().replace(/[:.]/g, "-")}`
+    const copy = `${path}.orphaned-${new Date().toISOString().replace(/[:.]/g, "-")}`
     try {
       closeSync(openSync(copy, "wx", 0o600))
       db.prepare("VACUUM INTO ?").run(copy)
-      return `what this Skein had stored is saved in ${copy} (move it to ${filename} to keep it)`
+      return `what this Skein had stored is saved in ${copy} (move it to ${path} to keep it)`
     } catch (error) {
       return `it could not save what it had stored (${error instanceof Error ? error.message : String(error)})`
     }
   }
   const check = (): string | null => {
     if (lost !== null || opened === null) return lost
-    const now = identityOf(filename)
+    const now = identityOf(path)
     if (now === opened) return null
     const what = now === null ? "deleted" : "replaced by another file"
     lost =
-      `the database file ${filename} was ${what} while Skein had it open, so nothing more is written: ` +
+      `the database file ${path} was ${what} while Skein had it open, so nothing more is written: ` +
       `${rescue()}; then restart Skein`
     warn(lost)
     return lost
