@@ -6,6 +6,7 @@
  */
 import { spawn } from "node:child_process"
 import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import { binPath, childEnv, type RunResult, runSkein, startDaemon, tempDir, trackDaemons } from "./support.js"
 
@@ -19,12 +20,14 @@ const inUse = (db: string, pid: number) => ({
   message: `The database ${db} is in use by another Skein (process ${pid}); one daemon or embedded runtime serves a database at a time. Stop that one, or give this one another --db.`
 })
 
+const hostPath = fileURLToPath(new URL("../../packages/server/dist/src/examples/HostServer.js", import.meta.url))
+
 const lastJsonLine = (text: string): unknown => JSON.parse(text.trim().split("\n").at(-1)!)
 
-/** `skein stdio --db DB` with stdin open until `stdin` ends; resolves when the process exits. */
-const runStdio = (db: string, env: Record<string, string>, stdin: string, timeoutMs = 20_000) =>
+/** Runs `node ARGS` with `stdin` as its input; resolves when the process exits (SIGKILL after `timeoutMs`). */
+const runNode = (args: ReadonlyArray<string>, env: Record<string, string>, stdin: string, timeoutMs = 20_000) =>
   new Promise<RunResult>((resolve, reject) => {
-    const child = spawn(process.execPath, [binPath, "stdio", "--db", db], { env, stdio: ["pipe", "pipe", "pipe"] })
+    const child = spawn(process.execPath, args, { env, stdio: ["pipe", "pipe", "pipe"] })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
@@ -53,9 +56,15 @@ describe("one daemon per database", () => {
     expect(second.stdout).not.toContain("skein listening")
     expect(lastJsonLine(second.stderr)).toEqual(inUse(db, first.child.pid!))
     // `skein stdio` on the same database refuses the same way.
-    const stdio = await runStdio(db, childEnv(home), "")
+    const stdio = await runNode([binPath, "stdio", "--db", db], childEnv(home), "")
     expect(stdio.code).toBe(1)
     expect(lastJsonLine(stdio.stderr)).toEqual(inUse(db, first.child.pid!))
+    // So does the example host, which embeds Skein with SkeinEmbedding.layer (on SKEIN_HOME/skein.db).
+    const host = await runNode([hostPath, "0"], childEnv(home), "")
+    expect(host.code).not.toBe(0)
+    expect(host.stdout).not.toContain("listening")
+    // NodeRuntime.runMain logs the failure (to stdout).
+    expect(host.stdout + host.stderr).toContain(`DatabaseInUse: ${inUse(db, first.child.pid!).message}`)
     // The first daemon was left alone, and still answers.
     const listed = await runSkein(["call", "thread.list", "{}"], env)
     expect((JSON.parse(listed.stdout) as Array<{ id: string }>).map((t) => t.id)).toEqual([created.id])
