@@ -128,13 +128,16 @@ const formOf = (
     codec.field !== null ? (encoded as unknown as Record<string, unknown>)[codec.field] : withoutTag(encoded)
   const whole = JSON.stringify(value)
   const stored = Blobs.externalize(value, whole)
-  const payload = wrapData(codec, stored.json)
+  if (stored.blobs.length === 0) {
+    const payload = wrapData(codec, whole)
+    return { encoded, data: whole, payload, blobs: stored.blobs, whole: payload }
+  }
   return {
     encoded,
-    data: stored.json,
-    payload,
+    data: Blobs.mark(stored.json, stored.blobs),
+    payload: Blobs.mark(wrapData(codec, stored.json), stored.blobs),
     blobs: stored.blobs,
-    whole: stored.blobs.length === 0 ? payload : wrapData(codec, whole)
+    whole: wrapData(codec, whole)
   }
 }
 

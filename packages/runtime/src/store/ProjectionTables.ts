@@ -114,7 +114,7 @@ export const projectionRows = (
   const headJson = (head: unknown) => {
     const stored = Blobs.externalize(head, JSON.stringify(head))
     putBlobs(stored.blobs)
-    return stored.json
+    return Blobs.mark(stored.json, stored.blobs)
   }
   for (const { encoded: event, data, blobs } of events) {
     putBlobs(blobs)

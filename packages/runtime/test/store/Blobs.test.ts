@@ -96,6 +96,19 @@ describe("the store keeps a long message once", () => {
       yield* store.append({ threadId: t, events: log })
       // SqlClient returns rows as stored (SqliteDirect, which the store reads through, expands them).
       expect(yield* holders(run.message)).toEqual([{ name: "blobs", n: 1 }])
+      // A row that refers to blobs begins with a tab, still JSON to SQLite; the others as before.
+      const sql = yield* SqlClient
+      expect(yield* sql.unsafe(`SELECT type, unicode(payload) AS first FROM events ORDER BY thread_sequence`)).toEqual([
+        { type: "ThreadCreated", first: 123 },
+        { type: "RunStarted", first: 9 },
+        { type: "TurnItemRecorded", first: 9 },
+        { type: "TurnItemRecorded", first: 9 },
+        { type: "RunEnded", first: 9 }
+      ])
+      expect(
+        yield* sql.unsafe(`SELECT unicode(data) AS first, json_extract(data, '$.status') AS status FROM runs`)
+      ).toEqual([{ first: 9, status: "completed" }])
+      expect(yield* sql.unsafe(`SELECT unicode(data) AS first FROM threads`)).toEqual([{ first: 123 }])
       const stored = yield* store.readEvents(t, 0, 100)
       expect(stored.map((s) => s.event)).toEqual(log)
       expect(Option.getOrThrow(yield* store.loadCompleteThread(t))).toEqual(foldEvents(log))
