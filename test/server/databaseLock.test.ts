@@ -42,7 +42,7 @@ const runNode = (args: ReadonlyArray<string>, env: Record<string, string>, stdin
   })
 
 describe("one daemon per database", () => {
-  it("a second daemon refuses with the first's pid; after SIGKILL of the first, a new one starts and serves", async () => {
+  it("a second daemon refuses with the first's pid, its live run untouched; after SIGKILL of the first, a new one starts and serves", async () => {
     const home = tempDir("skein-dblock-")
     const db = Path.join(home, "skein.db")
     const first = await start(["--port", "0", "--db", db], childEnv(home))
@@ -50,6 +50,23 @@ describe("one daemon per database", () => {
     const created = JSON.parse((await runSkein(["call", "thread.create", '{"title":"kept"}'], env)).stdout) as {
       id: string
     }
+
+    // A run in flight on the first daemon while the others try: it must not be touched.
+    const live = runSkein(
+      [
+        "call",
+        "run.start",
+        JSON.stringify({ threadId: created.id, provider: "alpha", message: "[[sleep:4000]] live", wait: true })
+      ],
+      env,
+      30_000
+    )
+    const running = async () => {
+      const view = await runSkein(["call", "thread.get", JSON.stringify({ threadId: created.id })], env)
+      return (JSON.parse(view.stdout) as { runs: Array<{ status: string }> }).runs[0]?.status === "running"
+    }
+    for (let i = 0; i < 50 && !(await running()); i++) await new Promise((r) => setTimeout(r, 100))
+    expect(await running()).toBe(true)
 
     const second = await runSkein(["daemon", "--port", "0", "--db", db], childEnv(home))
     expect(second.code).toBe(1)
@@ -65,7 +82,10 @@ describe("one daemon per database", () => {
     expect(host.stdout).not.toContain("listening")
     // NodeRuntime.runMain logs the failure (to stdout).
     expect(host.stdout + host.stderr).toContain(`DatabaseInUse: ${inUse(db, first.child.pid!).message}`)
-    // The first daemon was left alone, and still answers.
+    // The first daemon was left alone: its client gets its answer, and it still serves.
+    const answer = await live
+    expect(answer.code).toBe(0)
+    expect((JSON.parse(answer.stdout) as { status: string }).status).toBe("completed")
     const listed = await runSkein(["call", "thread.list", "{}"], env)
     expect((JSON.parse(listed.stdout) as Array<{ id: string }>).map((t) => t.id)).toEqual([created.id])
 
