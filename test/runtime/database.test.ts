@@ -90,6 +90,19 @@ describe("one runtime per database", () => {
       )
     }))
 
+  it("a lock file that is not SQLite's fails the start with StorageError saying what to do", () =>
+    inTempDir(async (dir) => {
+      const db = Path.join(dir, "skein.db")
+      Fs.writeFileSync(`${db}.lock`, "x".repeat(4096))
+      const started = await Effect.runPromise(Effect.either(Effect.scoped(Layer.build(runtimeOn(dir)))))
+      expect(Either.isLeft(started) && started.left._tag).toBe("StorageError")
+      expect(Either.isLeft(started) ? started.left.message : "").toBe(
+        `Skein cannot use its database: cannot lock database ${db} (through ${db}.lock): file is not a database. If no Skein is running on it, delete ${db}.lock and start again.`
+      )
+      // Nothing was opened or written: no database file.
+      expect(Fs.existsSync(db)).toBe(false)
+    }))
+
   it("in-memory databases take no lock", async () => {
     const memory = makeRuntimeLayer({ dbPath: ":memory:" }).pipe(
       Layer.provide(providerRegistryLayer({ dataDir: tempDir("skein-database-") }))

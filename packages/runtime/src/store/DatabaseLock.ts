@@ -126,7 +126,7 @@ const tryOnce = (filename: string): { readonly release: () => void } | { readonl
 
 const cannotLock = (filename: string, error: unknown) =>
   new StorageError({
-    detail: `cannot lock database ${filename} (through ${lockPathOf(filename)}): ${error instanceof Error ? error.message : String(error)}`,
+    detail: `cannot lock database ${filename} (through ${lockPathOf(filename)}): ${error instanceof Error ? error.message : String(error)}. If no Skein is running on it, delete ${lockPathOf(filename)} and start again`,
     startup: true
   })
 
