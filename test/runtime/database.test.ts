@@ -203,6 +203,24 @@ describe("a database file deleted or replaced under a running runtime", () => {
       expect(messagesOf(logs, "WARN the database file")).toEqual([`WARN ${detail}`])
     }))
 
+  it("deleted while nothing is written: closing the runtime saves what it had and says so", () =>
+    inTempDir(async (dir) => {
+      const db = Path.join(dir, "skein.db")
+      const logs = captureLogs()
+      const threadId = await withLoggedRuntime(dir, logs, (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({ title: "kept" })
+          yield* o.startRun({ threadId: thread.id, provider: alpha, message: "acknowledged", wait: true })
+          Fs.rmSync(db)
+          return thread.id
+        })
+      )
+      const copy = await expectSaved(dir, threadId)
+      expect(messagesOf(logs.lines, "WARN the database file")).toEqual([
+        `WARN the database file ${db} was deleted while Skein had it open, so nothing more is written: what this Skein had stored is saved in ${Path.join(dir, copy)} (move it to ${db} to keep it); then restart Skein`
+      ])
+    }))
+
   it("replaced: the next mutating commands fail with StorageError saying so; what was acknowledged is saved", () =>
     inTempDir(async (dir) => {
       const db = Path.join(dir, "skein.db")

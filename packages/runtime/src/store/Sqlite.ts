@@ -27,9 +27,9 @@
  * A file database is also watched for being deleted or replaced under the connection
  * (which would go on writing into a file nobody can open again): before each direct
  * transaction, the path's device and inode are compared with the file opened (one
- * `stat`, a few microseconds). Once they differ, every direct transaction fails, what
- * the connection holds is saved beside the path (`VACUUM INTO`), and a warning says
- * so, once.
+ * `stat`, a few microseconds), and once more when the connection closes. Once they
+ * differ, every direct transaction fails, what the connection holds is saved beside
+ * the path (`VACUUM INTO`), and a warning says so, once.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as Client from "@effect/sql/SqlClient"
@@ -193,7 +193,10 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     const runtime = yield* Effect.runtime<never>()
     const watch = isMemory(filename)
       ? null
-      : fileWatch(filename, db, (message) => Runtime.runFork(runtime)(Effect.logWarning(message)))
+      : fileWatch(filename, db, (message) => Runtime.runSync(runtime)(Effect.logWarning(message)))
+    // Looked at once more before the connection closes (finalizers run in reverse): a
+    // file deleted while nothing was written is still saved, and said, before it is gone.
+    if (watch !== null) yield* Effect.addFinalizer(() => Effect.sync(() => void watch.check()))
     const checkpointer = isMemory(filename)
       ? null
       : yield* WalCheckpointer.start(filename, checkpointing, {
