@@ -18,6 +18,7 @@ import type {
 import { ForkThreadFields, ThreadId as ThreadIdSchema } from "@skein/domain"
 import {
   CommandConflict,
+  type DatabaseInUse,
   HandoffNotFound,
   InvalidSourcePoint,
   InvalidInput as InvalidInputError,
@@ -558,12 +559,12 @@ export const orchestratorLayer: Layer.Layer<
 /** Everything a host needs: SQLite at `dbPath`, the actor runtime and the Orchestrator. */
 export const makeRuntimeLayer = (
   options: { readonly dbPath: string } & RuntimeOverrides
-): Layer.Layer<Orchestrator | ThreadActors, StorageError | InvalidInput, ProviderRegistry> => {
+): Layer.Layer<Orchestrator | ThreadActors, StorageError | InvalidInput | DatabaseInUse, ProviderRegistry> => {
   const { dbPath, ...tunables } = options
   // The options are checked first: options out of range leave no database behind.
   return orchestratorLayer.pipe(
     Layer.provide(EventStore.layer),
-    Layer.provide(Database.layer({ filename: dbPath })),
+    Layer.provide(Database.locked({ filename: dbPath })),
     Layer.provide(RuntimeConfig.layer(tunables))
   )
 }

@@ -5,7 +5,7 @@
  *   const App = HttpLayerRouter.serve(Layer.mergeAll(HostRoutes, SkeinEmbedding.layer({ ... })))
  */
 import { HttpLayerRouter } from "@effect/platform"
-import type { InvalidInput, StorageError } from "@skein/domain"
+import type { DatabaseInUse, InvalidInput, StorageError } from "@skein/domain"
 import type { Orchestrator } from "@skein/runtime"
 import { Effect, Layer } from "effect"
 import type { WeakToken } from "./Auth.js"
@@ -39,7 +39,7 @@ const layer = (
   options: SkeinEmbeddingOptions
 ): Layer.Layer<
   Orchestrator,
-  StorageError | InvalidInput | NoProviders | WeakToken | InvalidOrigin,
+  StorageError | InvalidInput | DatabaseInUse | NoProviders | WeakToken | InvalidOrigin,
   HttpLayerRouter.HttpRouter
 > => route(options).pipe(Layer.provideMerge(skeinRuntimeLayer(options)))
 

@@ -5,7 +5,7 @@
  * with no provider instance could run nothing: it refuses to start.
  */
 import { loadConfigOrDefaults, registryLayerOf } from "@skein/adapters"
-import type { InvalidInput, StorageError } from "@skein/domain"
+import type { DatabaseInUse, InvalidInput, StorageError } from "@skein/domain"
 import { makeRuntimeLayer, Orchestrator } from "@skein/runtime"
 import { Context, Effect, Layer, Schema } from "effect"
 
@@ -26,7 +26,7 @@ export class NoProviders extends Schema.TaggedError<NoProviders>()("NoProviders"
 
 export const skeinRuntimeLayer = (
   options: SkeinRuntimeOptions
-): Layer.Layer<Orchestrator, StorageError | InvalidInput | NoProviders> =>
+): Layer.Layer<Orchestrator, StorageError | InvalidInput | DatabaseInUse | NoProviders> =>
   Layer.unwrapEffect(
     Effect.map(loadConfigOrDefaults(options.configFile), (config) =>
       makeRuntimeLayer({

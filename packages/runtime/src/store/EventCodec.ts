@@ -3,7 +3,8 @@
  * class Schema (chosen by `_tag`, about twice as fast as the union) and serialises the
  * entity once: the projection row's `data` is the entity JSON, and the log's `payload`
  * is the same text wrapped as `{"_tag": …, "<field>": <data>}`: the same JSON value as
- * `Schema.encodeSync(ThreadEvent)(event)`, with `_tag` first.
+ * `Schema.encodeSync(ThreadEvent)(event)`, with `_tag` first. Both are stored with
+ * their long strings taken out (Blobs.ts); a transport gets the whole payload.
  */
 import {
   CheckpointRecorded,
@@ -22,6 +23,7 @@ import {
 } from "@skein/domain"
 import type { StoredEvent } from "@skein/domain"
 import { Either, ParseResult, Schema } from "effect"
+import * as Blobs from "./Blobs.js"
 import { describeError } from "./Codec.js"
 
 export type EncodedThreadEvent = typeof ThreadEvent.Encoded
@@ -72,10 +74,14 @@ const decodeUnion = Schema.decodeUnknownEither(ThreadEvent)
 /** An event in its stored forms. */
 export interface StoredForm {
   readonly encoded: EncodedThreadEvent
-  /** JSON of the encoded entity (projection `data`). */
+  /** JSON of the encoded entity as stored (projection `data`). */
   readonly data: string
-  /** JSON of the encoded event (log `payload`). */
+  /** JSON of the encoded event as stored (log `payload`). */
   readonly payload: string
+  /** The long strings `data` and `payload` refer to, stored beside them. */
+  readonly blobs: ReadonlyArray<Blobs.Blob>
+  /** JSON of the encoded event, whole: what a transport sends. */
+  readonly whole: string
 }
 
 const formatError = (error: ParseResult.ParseError) => ParseResult.TreeFormatter.formatErrorSync(error)
@@ -89,7 +95,7 @@ const payloads = new WeakMap<ThreadEvent, string>()
 
 export const encodeEvent = (event: ThreadEvent): Either.Either<StoredForm, StorageError> => {
   const form = encodeForm(event)
-  if (Either.isRight(form)) payloads.set(event, form.right.payload)
+  if (Either.isRight(form)) payloads.set(event, form.right.whole)
   return form
 }
 
@@ -118,14 +124,31 @@ const formOf = (
   codec: { readonly prefix: string; readonly field: string | null },
   encoded: EncodedThreadEvent
 ): StoredForm => {
-  if (codec.field !== null) {
-    const data = JSON.stringify((encoded as unknown as Record<string, unknown>)[codec.field])
-    return { encoded, data, payload: `${codec.prefix}${data}}` }
+  const value =
+    codec.field !== null ? (encoded as unknown as Record<string, unknown>)[codec.field] : withoutTag(encoded)
+  const whole = JSON.stringify(value)
+  const stored = Blobs.externalize(value, whole)
+  if (stored.blobs.length === 0) {
+    const payload = wrapData(codec, whole)
+    return { encoded, data: whole, payload, blobs: stored.blobs, whole: payload }
   }
-  const { _tag: _, ...fields } = encoded as unknown as Record<string, unknown>
-  const data = JSON.stringify(fields)
-  return { encoded, data, payload: `${codec.prefix}${data.slice(1)}` }
+  return {
+    encoded,
+    data: Blobs.mark(stored.json, stored.blobs),
+    payload: Blobs.mark(wrapData(codec, stored.json), stored.blobs),
+    blobs: stored.blobs,
+    whole: wrapData(codec, whole)
+  }
 }
+
+const withoutTag = (encoded: EncodedThreadEvent): Record<string, unknown> => {
+  const { _tag: _, ...fields } = encoded as unknown as Record<string, unknown>
+  return fields
+}
+
+/** The event's payload around its data: the tag, then the entity (or the fields). */
+const wrapData = (codec: { readonly prefix: string; readonly field: string | null }, data: string): string =>
+  codec.field !== null ? `${codec.prefix}${data}}` : `${codec.prefix}${data.slice(1)}`
 
 /** Decodes a stored payload; `what` names the event in the error (e.g. `event 3 of thread thr_1`). */
 export const decodeEvent = (payload: string, what: string): Either.Either<ThreadEvent, StorageError> => {

@@ -253,6 +253,12 @@ const pendingCheckpoints = statements(
   `CREATE INDEX checkpoints_pending ON checkpoints (thread_id, run_ordinal) WHERE status = 'pending'`
 )
 
+/**
+ * Long strings stored once (Blobs.ts): stored JSON refers to them by their SHA-256.
+ * Never cleared with the projections: the log refers to them too.
+ */
+const blobs = statements(`CREATE TABLE blobs (hash TEXT PRIMARY KEY NOT NULL, text TEXT NOT NULL)`)
+
 /** Every schema version, keyed `NNNN_name` as `Migrator.fromRecord` expects. */
 export const migrations = {
   "0001_initial": initial,
@@ -261,7 +267,8 @@ export const migrations = {
   "0004_compact_threads": compactThreads,
   "0005_turn_items_by_run": turnItemsByRun,
   "0006_fewer_pages_per_run": fewerPagesPerRun,
-  "0007_pending_checkpoints": pendingCheckpoints
+  "0007_pending_checkpoints": pendingCheckpoints,
+  "0008_blobs": blobs
 } as const
 
 export const loader: Migrator.Loader = Migrator.fromRecord(migrations)

@@ -21,6 +21,7 @@ import {
   type ThreadId
 } from "@skein/domain"
 import { Effect, Either, Option } from "effect"
+import * as Blobs from "./Blobs.js"
 import { fromSqlError, jsonDecoder } from "./Codec.js"
 import type { StoredForm } from "./EventCodec.js"
 
@@ -74,6 +75,13 @@ const tables = {
     columns: ["thread_id", "id", "run_id", "run_ordinal", "status", "data"],
     conflict: ["thread_id", "id"],
     fixed: ["run_id", "run_ordinal"]
+  },
+  // Not a projection: the long strings the rows and the log refer to (Blobs.ts), each
+  // written once; never cleared.
+  blobs: {
+    columns: ["hash", "text"],
+    conflict: ["hash"],
+    fixed: ["text"]
   }
 } as const satisfies Record<string, TableSpec>
 
@@ -96,10 +104,20 @@ const put = (rows: ProjectionRows, table: ProjectionTable, key: string, row: Rea
 /** The projection rows of a batch of one thread's events (pure). */
 export const projectionRows = (
   threadId: string,
-  events: ReadonlyArray<Pick<StoredForm, "encoded" | "data">>,
+  events: ReadonlyArray<Pick<StoredForm, "encoded" | "data" | "blobs">>,
   rows: ProjectionRows = new Map()
 ): ProjectionRows => {
-  for (const { encoded: event, data } of events) {
+  const putBlobs = (blobs: ReadonlyArray<Blobs.Blob>) => {
+    for (const b of blobs) put(rows, "blobs", b.hash, [b.hash, b.text])
+  }
+  /** A head column's JSON, its long strings referenced like the data's. */
+  const headJson = (head: unknown) => {
+    const stored = Blobs.externalize(head, JSON.stringify(head))
+    putBlobs(stored.blobs)
+    return Blobs.mark(stored.json, stored.blobs)
+  }
+  for (const { encoded: event, data, blobs } of events) {
+    putBlobs(blobs)
     switch (event._tag) {
       case "ThreadCreated":
       case "ThreadUpdated": {
@@ -122,7 +140,7 @@ export const projectionRows = (
       case "ProviderThreadRecorded": {
         const p = event.providerThread
         const { coverage, nativeTurns: _, ...rest } = p
-        const head = JSON.stringify({ ...rest, coverage: { handoffIds: coverage.handoffIds } })
+        const head = headJson({ ...rest, coverage: { handoffIds: coverage.handoffIds } })
         put(rows, "provider_threads", p.id, [threadId, p.id, p.provider, p.status, data, head])
         break
       }
@@ -155,7 +173,7 @@ export const projectionRows = (
       case "HandoffRecorded": {
         const h = event.handoff
         const { payload: _, summaryText: __, ...head } = h
-        put(rows, "handoffs", h.id, [threadId, h.id, h.transferId, h.status, h.targetRunId, data, JSON.stringify(head)])
+        put(rows, "handoffs", h.id, [threadId, h.id, h.transferId, h.status, h.targetRunId, data, headJson(head)])
         break
       }
       case "CheckpointRecorded": {
@@ -184,11 +202,12 @@ export const multiRowInsert = (table: string, columns: ReadonlyArray<string>, n:
   return text
 }
 
-const upsertSuffix = (spec: TableSpec): string =>
-  ` ON CONFLICT (${spec.conflict.join(", ")}) DO UPDATE SET ${spec.columns
-    .filter((c) => !spec.conflict.includes(c) && !(spec.fixed ?? []).includes(c))
-    .map((c) => `${c} = excluded.${c}`)
-    .join(", ")}`
+const upsertSuffix = (spec: TableSpec): string => {
+  const updated = spec.columns.filter((c) => !spec.conflict.includes(c) && !(spec.fixed ?? []).includes(c))
+  return ` ON CONFLICT (${spec.conflict.join(", ")}) ${
+    updated.length === 0 ? "DO NOTHING" : `DO UPDATE SET ${updated.map((c) => `${c} = excluded.${c}`).join(", ")}`
+  }`
+}
 
 const suffixes = Object.fromEntries(Object.entries(tables).map(([name, spec]) => [name, upsertSuffix(spec)])) as Record<
   ProjectionTable,
@@ -329,7 +348,11 @@ export const pendingCheckpointRows = (
 
 /** Deletes every projection row (inside the caller's transaction). */
 export const clearProjections = (sql: Sql): Effect.Effect<void, SqlError> =>
-  Effect.forEach(Object.keys(tables), (table) => sql.unsafe(`DELETE FROM ${table}`), { discard: true })
+  Effect.forEach(
+    Object.keys(tables).filter((table) => table !== "blobs"),
+    (table) => sql.unsafe(`DELETE FROM ${table}`),
+    { discard: true }
+  )
 
 // --- lineage lookups: single rows by key, cost independent of the thread's length ---
 

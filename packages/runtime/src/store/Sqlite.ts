@@ -20,6 +20,16 @@
  *
  * A file database also gets a WalCheckpointer: each direct transaction reports its
  * commit, and a worker thread keeps the WAL copied into the database.
+ *
+ * Rows read through `SqliteDirect` come back with the store's references to long
+ * strings replaced by the strings (Blobs.ts); through `SqlClient`, as stored.
+ *
+ * A file database is also watched for being deleted or replaced under the connection
+ * (which would go on writing into a file nobody can open again): before each direct
+ * transaction, the path's device and inode are compared with the file opened (one
+ * `stat`, a few microseconds), and once more when the connection closes. Once they
+ * differ, every direct transaction fails, what the connection holds is saved beside
+ * the path (`VACUUM INTO`), and a warning says so, once.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as Client from "@effect/sql/SqlClient"
@@ -27,7 +37,10 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, Layer, Option, Stream } from "effect"
+import { Context, Effect, Layer, Option, Runtime, Stream } from "effect"
+import { closeSync, openSync, statSync } from "node:fs"
+import { resolve } from "node:path"
+import * as Blobs from "./Blobs.js"
 import * as ConnectionLock from "./ConnectionLock.js"
 import * as WalCheckpointer from "./WalCheckpointer.js"
 
@@ -97,6 +110,46 @@ const STATEMENT_CACHE = 512
 export const isMemory = (filename: string) =>
   filename === ":memory:" || filename === "" || filename.startsWith("file::memory:")
 
+/** Device and inode of the file at `path`, or null when there is none. */
+const identityOf = (path: string): string | null => {
+  const stat = statSync(path, { throwIfNoEntry: false })
+  return stat === undefined ? null : `${stat.dev}:${stat.ino}`
+}
+
+/**
+ * Watches the path of the file the connection opened: `check()` says what happened to
+ * it (null while it is the same file), saving what the connection holds the first time.
+ */
+const fileWatch = (filename: string, db: RawDatabase, warn: (message: string) => void) => {
+  // The path as SQLite resolved it when it opened the file, whatever the working directory becomes.
+  const path = resolve(filename)
+  const opened = identityOf(path)
+  let lost: string | null = null
+  /** Saves the connection's database beside the path, private; the copy's path, or why not. */
+  const rescue = (): string => {
+    const copy = `${path}.orphaned-${new Date().toISOString().replace(/[:.]/g, "-")}`
+    try {
+      closeSync(openSync(copy, "wx", 0o600))
+      db.prepare("VACUUM INTO ?").run(copy)
+      return `what this Skein had stored is saved in ${copy} (move it to ${path} to keep it)`
+    } catch (error) {
+      return `it could not save what it had stored (${error instanceof Error ? error.message : String(error)})`
+    }
+  }
+  const check = (): string | null => {
+    if (lost !== null || opened === null) return lost
+    const now = identityOf(path)
+    if (now === opened) return null
+    const what = now === null ? "deleted" : "replaced by another file"
+    lost =
+      `the database file ${path} was ${what} while Skein had it open, so nothing more is written: ` +
+      `${rescue()}; then restart Skein`
+    warn(lost)
+    return lost
+  }
+  return { check }
+}
+
 const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOptions) =>
   Effect.gen(function* () {
     const db = yield* Effect.acquireRelease(
@@ -137,6 +190,13 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
         }),
         () => false
       )
+    const runtime = yield* Effect.runtime<never>()
+    const watch = isMemory(filename)
+      ? null
+      : fileWatch(filename, db, (message) => Runtime.runSync(runtime)(Effect.logWarning(message)))
+    // Looked at once more before the connection closes (finalizers run in reverse): a
+    // file deleted while nothing was written is still saved, and said, before it is gone.
+    if (watch !== null) yield* Effect.addFinalizer(() => Effect.sync(() => void watch.check()))
     const checkpointer = isMemory(filename)
       ? null
       : yield* WalCheckpointer.start(filename, checkpointing, {
@@ -212,8 +272,12 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       spanAttributes: [["db.system.name", "sqlite"]]
     })
 
+    /** A long string the store keeps once (Blobs.ts), by its hash. */
+    const blob = (hash: string): string | undefined =>
+      (prepare("SELECT text FROM blobs WHERE hash = ?").all(hash)[0] as { readonly text: string } | undefined)?.text
     const direct: DirectDb = {
-      all: <A>(sql: string, params: ReadonlyArray<unknown> = []) => prepare(sql).all(...params) as ReadonlyArray<A>,
+      all: <A>(sql: string, params: ReadonlyArray<unknown> = []) =>
+        Blobs.expandRows(prepare(sql).all(...params), blob) as ReadonlyArray<A>,
       run: (sql, params = []) => {
         const result = prepare(sql).run(...params)
         return { changes: result.changes, lastInsertRowid: Number(result.lastInsertRowid) }
@@ -229,6 +293,8 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       committed?: (result: A) => void
     ) =>
       lock.now((): Effect.Effect<A, E | SqlError> => {
+        const lost = watch?.check() ?? null
+        if (lost !== null) return Effect.fail(new SqlError({ message: lost }))
         let result: A
         try {
           result = inTransaction(() => f(direct, abort))
@@ -242,7 +308,10 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       })
 
     const runNow = <A>(sql: string, params: ReadonlyArray<unknown>) =>
-      attemptNow("Failed to execute statement", () => rows(prepare(sql), params) as ReadonlyArray<A>)
+      attemptNow(
+        "Failed to execute statement",
+        () => Blobs.expandRows(rows(prepare(sql), params), blob) as ReadonlyArray<A>
+      )
     const sql: Sql = {
       // Inside a `withTransaction`, its fiber holds the lock already.
       unsafe: <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>

@@ -27,9 +27,10 @@
  * the actors bench: 56 syncs on the main thread, some 40 of them these; the slow
  * commits that made most of the dispatch p99 were in them.) While the worker runs the
  * threshold is `sqlitePages` (10,000 pages: the same count went to 11), so the WAL
- * file may reach some 40 MB, a size it then keeps (SQLite reuses the file; it does not
- * shrink it). When the worker stops, the threshold goes back to SQLite's 1,000, as
- * checkpoints are then SQLite's alone.
+ * file may reach some 40 MB; SQLite reuses the file, and cuts it back to
+ * `journal_size_limit` (Database.ts) only when the WAL starts over. When the worker
+ * stops, the threshold goes back to SQLite's 1,000, as checkpoints are then SQLite's
+ * alone.
  *
  * Starting the WAL over has a price of its own: the first commit after a complete
  * checkpoint writes a new WAL header and, at `synchronous = NORMAL`, syncs the WAL file
