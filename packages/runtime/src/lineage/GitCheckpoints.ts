@@ -76,7 +76,7 @@ const indexOf = (workspace: string): string | undefined => {
  * copy keeps the original's modification time (rounded down), since git judges whether
  * a cached stat can be trusted by comparing it with the index file's own time.
  */
-const temporaryIndex = (workspace: string): Effect.Effect<string, GitError, Scope.Scope> =>
+export const temporaryIndex = (workspace: string): Effect.Effect<string, GitError, Scope.Scope> =>
   Effect.flatMap(
     Effect.acquireRelease(
       fileSystem("create a temporary index", () => Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-git-"))),
@@ -116,6 +116,13 @@ const refComponent = (threadId: string) =>
   }).join("")
 
 const refPrefix = (threadId: string) => `refs/skein/${refComponent(threadId)}/`
+
+/** Where a file restore saves the work tree before it changes a file. */
+export const backupRefOf = (threadId: string, restoreId: string) => `${refPrefix(threadId)}restore-${restoreId}`
+
+/** Whether `commit` is a commit of the repository holding `workspace` (a pruned checkpoint's is not). */
+export const commitExists = (workspace: string, commit: string) =>
+  Effect.map(gitRaw(["cat-file", "-e", `${commit}^{commit}`], { cwd: workspace }), (out) => out.code === 0)
 
 const checkOrdinal = (what: string, ordinal: number) =>
   Number.isSafeInteger(ordinal) && ordinal >= 0

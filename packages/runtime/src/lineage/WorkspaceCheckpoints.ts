@@ -18,6 +18,7 @@ import { GitFailed } from "@skein/domain"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import * as RcRegistry from "../actors/RcRegistry.js"
 import * as GitCheckpoints from "./GitCheckpoints.js"
+import * as GitRestore from "./GitRestore.js"
 import * as GitWriter from "./GitWriter.js"
 
 /** How long a workspace's writer processes outlive its last checkpoint. */
@@ -112,28 +113,22 @@ export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceC
                 Effect.provide(context)
               ),
         restore: (input) =>
-          (input.dryRun
-            ? Effect.void
-            : GitCheckpoints.restore({ workspace: input.workspace, commit: input.commit })
-          ).pipe(
-            Effect.as({
-              toRunOrdinal: input.toRunOrdinal,
-              checkpointCommit: input.commit,
+          Effect.scoped(
+            GitRestore.restore({
               workspace: input.workspace,
+              commit: input.commit,
+              toRunOrdinal: input.toRunOrdinal,
+              backupRef: GitCheckpoints.backupRefOf(input.threadId, input.restoreId),
               dryRun: input.dryRun,
-              backupRef: null,
-              backupCommit: null,
-              reverted: [],
-              deleted: [],
-              created: [],
               omitted: [],
-              submodules: [],
-              undo: null
-            }),
-            Effect.mapError(failed(input.workspace)),
+              temporaryIndex: GitCheckpoints.temporaryIndex(input.workspace)
+            })
+          ).pipe(Effect.mapError(failed(input.workspace)), Effect.provide(context)),
+        checkpointExists: (workspace, commit) =>
+          GitCheckpoints.commitExists(workspace, commit).pipe(
+            Effect.mapError(failed(workspace)),
             Effect.provide(context)
           ),
-        checkpointExists: () => Effect.succeed(true),
         dropCheckpointsAfter: (workspace, threadId, ordinal) =>
           GitCheckpoints.dropAfter({ workspace, threadId, ordinal }).pipe(
             Effect.mapError(failed(workspace)),
