@@ -1,7 +1,7 @@
 /**
  * The RPC over WebSocket as an HTTP app: a daemon serves it on its own HTTP server,
  * an embedding host mounts it on its router. Who may connect is decided on the
- * upgrade request (`Handshake`): a refused request gets a plain HTTP 403 or 401 and
+ * upgrade request (`Handshake`): a refused request gets a plain HTTP 421, 403 or 401 and
  * never becomes a socket.
  */
 import type { HttpApp } from "@effect/platform"
@@ -11,7 +11,7 @@ import { Deferred, Effect } from "effect"
 import type { Scope } from "effect"
 import type { WeakToken } from "./Auth.js"
 import { makeGuardedProtocol } from "./GuardedProtocol.js"
-import { admitUpgrade, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
+import { admitUpgrade, type InvalidAllowedHost, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
 import { makeRpcDispatch } from "./RpcDispatch.js"
 
 /** The `send` of the `ws` socket behind `Socket.WebSocket` on Node (a text frame from bytes). */
@@ -34,6 +34,14 @@ export interface EndpointOptions {
    * not browsers) are not concerned. None by default.
    */
   readonly allowedOrigins?: ReadonlyArray<string> | undefined
+  /**
+   * When given (even empty), a request must be addressed (its `Host` header) to a
+   * loopback address, `localhost`, or one of these names, else it is refused with 421:
+   * for an endpoint served on loopback only, this defeats DNS rebinding. A daemon on a
+   * loopback address always checks (`--allow-host` adds names); by default an
+   * embedding host's endpoint does not.
+   */
+  readonly allowedHosts?: ReadonlyArray<string> | undefined
   /** Largest accepted frame in bytes (default 4 MiB). */
   readonly maxFrameBytes?: number | undefined
   /**
@@ -50,7 +58,7 @@ export interface EndpointOptions {
  */
 export const makeWebSocketEndpoint = (
   options: EndpointOptions = {}
-): Effect.Effect<HttpApp.Default, WeakToken | InvalidOrigin, Orchestrator | Scope.Scope> =>
+): Effect.Effect<HttpApp.Default, WeakToken | InvalidOrigin | InvalidAllowedHost, Orchestrator | Scope.Scope> =>
   Effect.gen(function* () {
     const policy = yield* makeAccessPolicy(options)
     const orchestrator = yield* Orchestrator
