@@ -210,6 +210,10 @@ describe("the Host a request names", () => {
     for (const host of ["attacker.example", `attacker.example:${port}`, `localhost.attacker.example:${port}`]) {
       expect(await rawUpgrade(daemon.url, host, token), host).toEqual(refusal(host))
     }
+    // the daemon says which name it refused, once
+    const warning = `refused a request addressed to Host \\"attacker.example\\" (not a loopback name nor allowed by --allow-host)`
+    for (let i = 0; i < 50 && !daemon.stderr().includes(warning); i++) await new Promise((r) => setTimeout(r, 20))
+    expect(daemon.stderr().split(warning)).toHaveLength(2)
     // the CLI on the daemon's own url is unaffected
     const listed = await runSkein(["call", "--url", daemon.url, "thread.list"], childEnv(home))
     expect(listed.stdout.trim()).toBe("[]")

@@ -71,25 +71,36 @@ export const makeWebSocketEndpoint = (
     // When the scope closes, every open connection ends first (its socket closes),
     // then the requests still under way are interrupted.
     const closing = yield* Deferred.make<void>()
-    // A refused origin is logged once (a page may retry in a loop): the user learns
-    // which page tried, or which origin to allow.
-    const reportedOrigins = new Set<string>()
-    const reportRefusedOrigin = (origin: string) =>
+    // A refused origin or Host name is logged once (a page may retry in a loop): the
+    // user learns which page tried, or which origin or name to allow.
+    const reported = new Set<string>()
+    const reportOnce = (key: string, warning: string) =>
       Effect.suspend(() => {
-        if (reportedOrigins.has(origin) || reportedOrigins.size >= 64) return Effect.void
-        reportedOrigins.add(origin)
-        return Effect.logWarning(
-          `skein: refused a WebSocket from a page of origin ${JSON.stringify(origin)} (not allowed by --allow-origin)`
-        )
+        if (reported.has(key) || reported.size >= 64) return Effect.void
+        reported.add(key)
+        return Effect.logWarning(warning)
       })
+    const reportRefused = (admission: { readonly origin?: string; readonly host?: string }) =>
+      admission.host !== undefined
+        ? reportOnce(
+            `host ${admission.host}`,
+            `skein: refused a request addressed to Host ${JSON.stringify(admission.host)} (not a loopback name nor allowed by --allow-host)`
+          )
+        : admission.origin !== undefined
+          ? reportOnce(
+              `origin ${admission.origin}`,
+              `skein: refused a WebSocket from a page of origin ${JSON.stringify(admission.origin)} (not allowed by --allow-origin)`
+            )
+          : Effect.void
     yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
 
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      // Refused first: a page of another origin gets 403 for any request, upgrade or not.
+      // Refused first: a request addressed to a foreign name (421) or from a page of
+      // another origin (403), upgrade or not.
       const admission = admitUpgrade(request, policy)
       if (admission._tag === "Refuse") {
-        if (admission.origin !== undefined) yield* reportRefusedOrigin(admission.origin)
+        yield* reportRefused(admission)
         return HttpServerResponse.text(admission.reason, {
           status: admission.status,
           headers: admission.status === 401 ? { "www-authenticate": 'Bearer realm="skein"' } : {}
