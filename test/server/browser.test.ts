@@ -1,35 +1,30 @@
 /**
- * A real browser against a real daemon: Debian's headless Chromium opens a page
- * served from another origin (a loopback server on another port) that tries every
- * way in to a default daemon, with no token, a guessed one and even the right one;
- * not one call goes through. A page of an origin the daemon allows, with the token,
- * makes its call.
+ * A real browser against a real daemon: headless Chromium opens a page served from
+ * another origin (a loopback server on another port) that tries every way in to a
+ * default daemon, with no token, a guessed one and even the right one; not one call
+ * goes through. A page of an origin the daemon allows, with the token, makes its call.
  *
- * Chromium must be installed (`.ci/run` installs Debian's package): without it the
- * test fails and says so rather than skipping.
+ * The browser is the system's Chromium where there is one, else the one the npm
+ * registry ships (see test/support/browser.ts): the test needs no system package.
  */
-import { type ChildProcess, spawn } from "node:child_process"
-import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { describe, expect, it } from "vitest"
+import { withChromium } from "../support/browser.js"
 import { childEnv, runSkein, tempDir, tokenIn, trackDaemons } from "./support.js"
 
-const CHROMIUM = "/usr/bin/chromium"
 const start = trackDaemons()
 
 /**
- * The page: tries each WebSocket url in turn (on open it asks for thread.create),
- * then a plain HTTP POST to the RPC path, and posts what happened to its own origin.
- * Its parameters come in the fragment: `daemon`, and `token` when the page has one.
+ * The page: \`tryEveryWay(daemon, token)\` tries each WebSocket url in turn (on open
+ * it asks for thread.create), then a plain HTTP POST to the RPC path, and answers
+ * with what happened and the page's own origin.
  */
 const pageHtml = `<!doctype html>
 <meta charset="utf-8">
 <title>a page of another origin</title>
 <script>
-const params = new URLSearchParams(location.hash.slice(1))
-const daemon = params.get("daemon")
-const token = params.get("token")
+window.tryEveryWay = async (daemon, token) => {
 const create = JSON.stringify({ _tag: "Request", id: "1", tag: "thread.create", payload: { title: "made by " + location.origin }, headers: [] })
 const attempts = [["no token", daemon], ["guessed token", daemon + "?token=" + "g".repeat(20) + "uessed-token-0123456789"]]
 if (token) attempts.push(["the right token", daemon + "?token=" + encodeURIComponent(token)])
@@ -51,36 +46,22 @@ const post = async () => {
     return { name: "http post", fetchError: String(e) }
   }
 }
-;(async () => {
-  const results = []
-  for (const a of attempts) results.push(await attempt(a))
-  results.push(await post())
-  await fetch("/report", { method: "POST", body: JSON.stringify({ origin: location.origin, results }) })
-})()
+const results = []
+for (const a of attempts) results.push(await attempt(a))
+results.push(await post())
+return { origin: location.origin, results }
+}
 </script>
 `
 
 interface PageServer {
   readonly origin: string
-  /** What the page reported, once it has. */
-  readonly report: Promise<any>
   readonly close: () => Promise<void>
 }
 
-/** Serves the page on 127.0.0.1 (a port of its own: an origin of its own) and takes its report. */
+/** Serves the page on 127.0.0.1 (a port of its own: an origin of its own). */
 const servePage = async (): Promise<PageServer> => {
-  let deliver!: (report: unknown) => void
-  const report = new Promise<any>((resolve) => (deliver = resolve))
   const server = Http.createServer((request, response) => {
-    if (request.method === "POST" && request.url === "/report") {
-      let body = ""
-      request.on("data", (d: Buffer) => (body += d.toString()))
-      request.on("end", () => {
-        response.end("thanks")
-        deliver(JSON.parse(body))
-      })
-      return
-    }
     if (request.url === "/") {
       response.writeHead(200, { "content-type": "text/html; charset=utf-8" })
       return void response.end(pageHtml)
@@ -91,7 +72,6 @@ const servePage = async (): Promise<PageServer> => {
   const { port } = server.address() as AddressInfo
   return {
     origin: `http://127.0.0.1:${port}`,
-    report,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections()
@@ -100,80 +80,13 @@ const servePage = async (): Promise<PageServer> => {
   }
 }
 
-/** Processes whose command line names `marker` (Chromium's helpers carry its profile dir). */
-const processesWith = (marker: string): Array<number> =>
-  Fs.readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker)
-      } catch {
-        return false
-      }
-    })
-    .map(Number)
-
-/**
- * Opens `url` in headless Chromium with a fresh profile until `report` resolves
- * (bounded), then stops it by PID: SIGTERM, then SIGKILL for it and any helper
- * process of its profile still running.
- */
-const inChromium = async <A>(url: string, report: Promise<A>, timeoutMs = 40_000): Promise<A> => {
-  if (!Fs.existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: this test needs Debian's chromium package (apt-get install -y chromium; .ci/run installs it).`
-    )
-  }
-  const profile = tempDir("skein-chromium-")
-  const browser: ChildProcess = spawn(
-    CHROMIUM,
-    [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-      `--user-data-dir=${profile}`,
-      url
-    ],
-    { stdio: ["ignore", "ignore", "pipe"] }
-  )
-  let stderr = ""
-  browser.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)))
-  const exited = new Promise<string>((resolve) =>
-    browser.once("exit", (code, signal) => resolve(`chromium exited (${code ?? signal}); stderr: ${stderr}`))
-  )
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    return await Promise.race([
-      report,
-      exited.then((how) => Promise.reject(new Error(how))),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`no report from the page within ${timeoutMs} ms; stderr: ${stderr}`)),
-          timeoutMs
-        )
-      })
-    ])
-  } finally {
-    clearTimeout(timer)
-    if (browser.exitCode === null && browser.signalCode === null && browser.pid !== undefined) {
-      process.kill(browser.pid, "SIGTERM")
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))])
-    }
-    for (const pid of [browser.pid, ...processesWith(profile)]) {
-      try {
-        if (pid !== undefined) process.kill(pid, "SIGKILL")
-      } catch {
-        // already gone
-      }
-    }
-  }
-}
+/** Opens the page in headless Chromium and has it try every way in to `daemon`. */
+const tryFromPage = (page: PageServer, daemon: string, token: string): Promise<any> =>
+  withChromium(async (browser) => {
+    const tab = await browser.newPage()
+    await tab.goto(`${page.origin}/`)
+    return tab.evaluate(`tryEveryWay(${JSON.stringify(daemon)}, ${JSON.stringify(token)})`)
+  })
 
 const threadTitles = async (home: string, url: string): Promise<Array<string>> => {
   const listed = await runSkein(["call", "--url", url, "thread.list"], childEnv(home))
@@ -187,8 +100,7 @@ describe("a browser", () => {
     const daemon = await start(["--port", "0"], childEnv(home))
     const page = await servePage()
     try {
-      const fragment = new URLSearchParams({ daemon: daemon.url, token: tokenIn(home) })
-      const report = await inChromium(`${page.origin}/#${fragment}`, page.report)
+      const report = await tryFromPage(page, daemon.url, tokenIn(home))
       expect(report.origin).toBe(page.origin)
       const sockets = report.results.filter((r: { name: string }) => r.name !== "http post")
       expect(sockets.map((r: { name: string }) => r.name)).toEqual(["no token", "guessed token", "the right token"])
@@ -212,8 +124,7 @@ describe("a browser", () => {
     const page = await servePage()
     try {
       const daemon = await start(["--port", "0", "--allow-origin", page.origin], childEnv(home))
-      const fragment = new URLSearchParams({ daemon: daemon.url, token: tokenIn(home) })
-      const report = await inChromium(`${page.origin}/#${fragment}`, page.report)
+      const report = await tryFromPage(page, daemon.url, tokenIn(home))
       const byName = new Map(report.results.map((r: { name: string }) => [r.name, r]))
       // the origin alone is not enough
       for (const name of ["no token", "guessed token"]) {

@@ -64,6 +64,12 @@ const allowOrigin = Options.text("allow-origin").pipe(
     "Let web pages of this origin connect (e.g. http://localhost:5173); repeatable. Pages of any other origin are refused."
   )
 )
+const allowHost = Options.text("allow-host").pipe(
+  Options.repeated,
+  Options.withDescription(
+    "Answer requests addressed to this host name too (e.g. skein.internal); repeatable. A daemon on a loopback address answers only loopback names by default."
+  )
+)
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
 const db = Options.text("db").pipe(
   Options.optional,
@@ -93,6 +99,7 @@ const daemon = Command.make(
     ),
     token: daemonToken,
     allowOrigin,
+    allowHost,
     maxFrameBytes: Options.integer("max-frame-bytes").pipe(Options.optional)
   },
   (o) => server((commands) => commands.daemon(o))

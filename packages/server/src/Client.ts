@@ -9,7 +9,9 @@
  * stream that resumes after a drop from the last sequence it delivered.
  *
  * The token: the one given, else `SKEIN_TOKEN`, else (for a daemon on a loopback
- * address) the daemon's token file `DATA_DIR/token`. When the daemon refuses the
+ * address) the daemon's token file `DATA_DIR/token`, read under the daemon's own
+ * checks: a token file or data directory the daemon would refuse makes the client
+ * fail before it sends anything. When the daemon refuses the
  * handshake, requests fail with an `RpcClientError` whose cause is `HandshakeRefused`,
  * saying which token was tried and where the right one is.
  */
@@ -20,10 +22,10 @@ import type { SkeinError, StoredEvent, ThreadId } from "@skein/domain"
 import { Context, Duration, Effect, Layer, Schedule, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import { WebSocket as NodeWebSocket } from "ws"
-import { isLoopbackHost } from "./Auth.js"
-import { defaultDataDir } from "./DataDir.js"
+import { isLoopbackHost, type WeakToken } from "./Auth.js"
+import { defaultDataDir, type UnsafeDataDir } from "./DataDir.js"
 import { makeSkeinRpcClient, type SkeinClientShape } from "./SkeinRpcClient.js"
-import { readTokenFile } from "./TokenFile.js"
+import { readTokenFile, type TokenFileError } from "./TokenFile.js"
 
 export interface SkeinClientOptions {
   /** The daemon's RPC url, as printed by `skein daemon` (`ws://127.0.0.1:7878/rpc`). */
@@ -40,35 +42,42 @@ export interface ClientToken {
   readonly source: string
 }
 
+/** Why a client would not use its token file: it, or its directory, fails the daemon's checks. */
+export type ClientTokenError = TokenFileError | WeakToken | UnsafeDataDir
+
 /**
  * The token to present: `options.token`, else `SKEIN_TOKEN`, else, for a loopback
  * url only, the daemon's token file (a token that protects the local daemon is never
- * sent anywhere else).
+ * sent anywhere else). Fails when that file is there but the daemon would refuse it.
  */
 export const resolveClientToken = (
   options: SkeinClientOptions,
   env: Readonly<Record<string, string | undefined>> = process.env
-): ClientToken => {
-  if (options.token !== undefined) return { token: options.token, source: "the token given" }
-  const fromEnv = env["SKEIN_TOKEN"]
-  if (fromEnv !== undefined && fromEnv.trim() !== "") return { token: fromEnv.trim(), source: "SKEIN_TOKEN" }
-  let host: string
-  try {
-    host = new URL(options.url).hostname
-  } catch {
-    return { token: undefined, source: "no token" }
-  }
-  if (!isLoopbackHost(host)) {
-    return {
-      token: undefined,
-      source: "no token (none given, SKEIN_TOKEN unset; the token file is only for loopback daemons)"
+): Effect.Effect<ClientToken, ClientTokenError> =>
+  Effect.suspend(() => {
+    if (options.token !== undefined) return Effect.succeed({ token: options.token, source: "the token given" })
+    const fromEnv = env["SKEIN_TOKEN"]
+    if (fromEnv !== undefined && fromEnv.trim() !== "") {
+      return Effect.succeed({ token: fromEnv.trim(), source: "SKEIN_TOKEN" })
     }
-  }
-  const file = readTokenFile(options.dataDir ?? defaultDataDir(env))
-  return file.token !== undefined
-    ? { token: file.token, source: `the token in ${file.path}` }
-    : { token: undefined, source: `no token (none given, SKEIN_TOKEN unset, and ${file.path}: ${file.problem})` }
-}
+    let host: string
+    try {
+      host = new URL(options.url).hostname
+    } catch {
+      return Effect.succeed({ token: undefined, source: "no token" })
+    }
+    if (!isLoopbackHost(host)) {
+      return Effect.succeed({
+        token: undefined,
+        source: "no token (none given, SKEIN_TOKEN unset; the token file is only for loopback daemons)"
+      })
+    }
+    return Effect.map(readTokenFile(options.dataDir ?? defaultDataDir(env)), (file) =>
+      file.token !== undefined
+        ? { token: file.token, source: `the token in ${file.path}` }
+        : { token: undefined, source: `no token (none given, SKEIN_TOKEN unset, and ${file.path}: ${file.problem})` }
+    )
+  })
 
 /** The daemon answered the WebSocket upgrade with an HTTP error instead of a connection. */
 export class HandshakeRefused extends Schema.TaggedError<HandshakeRefused>()("HandshakeRefused", {
@@ -84,7 +93,9 @@ export class HandshakeRefused extends Schema.TaggedError<HandshakeRefused>()("Ha
         ? `it needs the daemon's token, and ${this.tokenSource.startsWith("no token") ? `there was ${this.tokenSource}` : `${this.tokenSource} is not it`}. Pass it with --token or SKEIN_TOKEN; a daemon started without --token keeps it in DATA_DIR/token ($SKEIN_HOME or ~/.skein)`
         : this.status === 403
           ? "it does not allow this client's Origin (start the daemon with --allow-origin ORIGIN)"
-          : "see the daemon's log"
+          : this.status === 421
+            ? "it answers only requests addressed to a loopback name such as 127.0.0.1 or localhost (start the daemon with --allow-host NAME to allow another)"
+            : "see the daemon's log"
     return `Skein at ${this.url} refused the connection (HTTP ${this.status}): ${what}.`
   }
 }
@@ -135,10 +146,15 @@ const webSocketConstructor = Layer.succeed(
   (url, protocols) => new NodeWebSocket(url, protocols) as unknown as globalThis.WebSocket
 )
 
-/** A client whose connection lives as long as the scope. */
-export const makeSkeinClient = (options: SkeinClientOptions): Effect.Effect<SkeinClientShape, never, Scope.Scope> =>
+/**
+ * A client whose connection lives as long as the scope. Fails, without connecting,
+ * when the token file it would read is one the daemon would refuse.
+ */
+export const makeSkeinClient = (
+  options: SkeinClientOptions
+): Effect.Effect<SkeinClientShape, ClientTokenError, Scope.Scope> =>
   Effect.gen(function* () {
-    const { token, source } = resolveClientToken(options)
+    const { token, source } = yield* resolveClientToken(options)
     const protocol = yield* Layer.build(
       RpcClient.layerProtocolSocket({ retryTransientErrors: false, retrySchedule: backoff("2 seconds") }).pipe(
         Layer.provide(Layer.scoped(Socket.Socket, Socket.makeWebSocket(clientUrl({ url: options.url, token })))),
@@ -211,6 +227,6 @@ export const followThread = (
   })
 
 export class SkeinClient extends Context.Tag("@skein/server/SkeinClient")<SkeinClient, SkeinClientShape>() {
-  static readonly layer = (options: SkeinClientOptions): Layer.Layer<SkeinClient> =>
+  static readonly layer = (options: SkeinClientOptions): Layer.Layer<SkeinClient, ClientTokenError> =>
     Layer.scoped(SkeinClient, makeSkeinClient(options))
 }

@@ -12,7 +12,7 @@ import * as Fs from "node:fs"
 import { Orchestrator } from "@skein/runtime"
 import { Context, Effect, Layer } from "effect"
 import { checkBind, checkToken } from "./Auth.js"
-import { defaultDataDir } from "./DataDir.js"
+import { defaultDataDir, ensureDataDir } from "./DataDir.js"
 import { skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { loadOrCreateToken } from "./TokenFile.js"
 import { DEFAULT_HOST, type RunningServer, serveWebSocket, type WebSocketServerOptions } from "./WebSocketServer.js"
@@ -38,15 +38,13 @@ export const startDaemon = (options: DaemonOptions = {}) =>
   Effect.gen(function* () {
     yield* checkBind(options.host ?? DEFAULT_HOST, options.token)
     const { dataDir, dbPath } = resolvePaths(options)
+    // Whoever may write here could replace the token or the database: refused first.
+    yield* ensureDataDir(dataDir)
     const access =
       options.token === undefined
         ? yield* loadOrCreateToken(dataDir)
         : { token: yield* checkToken(options.token, options.tokenSource ?? "--token"), path: undefined }
-    yield* Effect.sync(() => {
-      // The token file lives here: only the user may list it (when Skein creates it).
-      Fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-      Fs.mkdirSync(Path.dirname(dbPath), { recursive: true })
-    })
+    yield* Effect.sync(() => Fs.mkdirSync(Path.dirname(dbPath), { recursive: true }))
     const runtime = yield* Layer.build(skeinRuntimeLayer({ dbPath, dataDir, configFile: options.configFile }))
     const orchestrator = Context.get(runtime, Orchestrator)
     // Runs after the server has stopped accepting (finalizers run in reverse order).

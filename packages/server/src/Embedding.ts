@@ -9,7 +9,7 @@ import type { DatabaseInUse, InvalidInput, StorageError } from "@skein/domain"
 import type { Orchestrator } from "@skein/runtime"
 import { Effect, Layer } from "effect"
 import type { WeakToken } from "./Auth.js"
-import type { InvalidOrigin } from "./Handshake.js"
+import type { InvalidAllowedHost, InvalidOrigin } from "./Handshake.js"
 import { type NoProviders, type SkeinRuntimeOptions, skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
 
@@ -23,7 +23,7 @@ export interface SkeinEmbeddingOptions extends SkeinRouteOptions, SkeinRuntimeOp
 /** Registers the RPC route on the host's router, for an Orchestrator the host provides. */
 const route = (
   options: SkeinRouteOptions
-): Layer.Layer<never, WeakToken | InvalidOrigin, HttpLayerRouter.HttpRouter | Orchestrator> =>
+): Layer.Layer<never, WeakToken | InvalidOrigin | InvalidAllowedHost, HttpLayerRouter.HttpRouter | Orchestrator> =>
   HttpLayerRouter.use((router) =>
     Effect.gen(function* () {
       const endpoint = yield* makeWebSocketEndpoint(options)
@@ -39,7 +39,7 @@ const layer = (
   options: SkeinEmbeddingOptions
 ): Layer.Layer<
   Orchestrator,
-  StorageError | InvalidInput | DatabaseInUse | NoProviders | WeakToken | InvalidOrigin,
+  StorageError | InvalidInput | DatabaseInUse | NoProviders | WeakToken | InvalidOrigin | InvalidAllowedHost,
   HttpLayerRouter.HttpRouter
 > => route(options).pipe(Layer.provideMerge(skeinRuntimeLayer(options)))
 

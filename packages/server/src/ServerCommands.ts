@@ -7,6 +7,7 @@ import { stdin } from "@effect/platform-node/NodeStream"
 import { Console, Effect, Option } from "effect"
 import { reportFailures } from "./ClientCommands.js"
 import { resolvePaths, startDaemon } from "./Daemon.js"
+import { ensureDataDir } from "./DataDir.js"
 import { runDemo } from "./Demo.js"
 import { skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { serveStdio } from "./Stdio.js"
@@ -23,6 +24,7 @@ export const daemon = (
     readonly port: number
     readonly token: Option.Option<string>
     readonly allowOrigin: ReadonlyArray<string>
+    readonly allowHost: ReadonlyArray<string>
     readonly maxFrameBytes: Option.Option<number>
   }
 ) =>
@@ -34,6 +36,7 @@ export const daemon = (
         token: Option.getOrUndefined(o.token),
         tokenSource: "--token (or SKEIN_TOKEN)",
         allowedOrigins: o.allowOrigin,
+        allowedHosts: o.allowHost,
         dbPath: Option.getOrUndefined(o.db),
         dataDir: Option.getOrUndefined(o.dataDir),
         configFile: Option.getOrUndefined(o.config),
@@ -53,6 +56,7 @@ export const stdio = (o: Paths) =>
       dbPath: Option.getOrUndefined(o.db),
       dataDir: Option.getOrUndefined(o.dataDir)
     })
+    yield* ensureDataDir(dir)
     yield* Effect.scoped(
       serveStdio({
         stdin,

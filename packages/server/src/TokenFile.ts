@@ -4,12 +4,17 @@
  * creates it with 256 random bits on first start; the CLI and the typed client read it
  * when no token is given. It lasts across restarts, so a client that reconnects after
  * a restart still holds the right token. Delete the file to get a new token.
+ *
+ * The daemon and the clients read it through one check (`readCheckedTokenFile`): a
+ * regular file, not a symbolic link, the user's own, that others may not read, in a
+ * data directory that others may not write to, holding a strong token.
  */
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Effect, Schema } from "effect"
 import { checkToken, type WeakToken } from "./Auth.js"
+import { checkDataDir, ensureDataDir, type UnsafeDataDir } from "./DataDir.js"
 
 export const TOKEN_FILE_NAME = "token"
 
@@ -29,15 +34,36 @@ export const generateToken = (): string => randomBytes(32).toString("base64url")
 
 const errorText = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
-/** Reads an existing token file; refuses one that others may read or that is not the user's. */
-const readOwnTokenFile = (path: string): Effect.Effect<string, TokenFileError | WeakToken> =>
+const symlinkTarget = (path: string): string => {
+  try {
+    return Fs.readlinkSync(path)
+  } catch {
+    return "somewhere else"
+  }
+}
+
+/**
+ * The token in an existing token file, for the daemon and for every client alike:
+ * refuses a file that is not a regular file (a symbolic link is not followed), that
+ * others may read, or that is not the user's, and a weak token.
+ */
+export const readCheckedTokenFile = (path: string): Effect.Effect<string, TokenFileError | WeakToken> =>
   Effect.gen(function* () {
     const stat = yield* Effect.try({
       try: () => Fs.lstatSync(path),
       catch: (cause) => new TokenFileError({ path, problem: errorText(cause) })
     })
+    if (stat.isSymbolicLink()) {
+      return yield* new TokenFileError({
+        path,
+        problem: `it is a symbolic link (to ${symlinkTarget(path)}), and Skein reads only a regular file of its own; delete the link (the daemon makes a new token file on its next start) or pass the token with --token or SKEIN_TOKEN`
+      })
+    }
     if (!stat.isFile()) {
-      return yield* new TokenFileError({ path, problem: "it is not a regular file (delete it; a new one is made)" })
+      return yield* new TokenFileError({
+        path,
+        problem: "it is not a regular file; delete it (the daemon makes a new one on its next start)"
+      })
     }
     if ((stat.mode & 0o077) !== 0) {
       return yield* new TokenFileError({
@@ -88,32 +114,42 @@ const createTokenFile = (path: string): Effect.Effect<"created" | "exists", Toke
  */
 export const loadOrCreateToken = (
   dataDir: string
-): Effect.Effect<{ readonly token: string; readonly path: string }, TokenFileError | WeakToken> =>
+): Effect.Effect<{ readonly token: string; readonly path: string }, TokenFileError | WeakToken | UnsafeDataDir> =>
   Effect.gen(function* () {
     const path = tokenFilePath(dataDir)
-    yield* Effect.try({
-      try: () => Fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 }),
-      catch: (cause) => new TokenFileError({ path, problem: `cannot create ${dataDir}: ${errorText(cause)}` })
-    })
-    if (!Fs.existsSync(path)) yield* createTokenFile(path)
-    return { token: yield* readOwnTokenFile(path), path }
+    yield* ensureDataDir(dataDir)
+    if (!isPresent(path)) yield* createTokenFile(path)
+    return { token: yield* readCheckedTokenFile(path), path }
   })
 
-/**
- * The token in `DATA_DIR/token` for a client, or why there is none. Never fails: a
- * client without a token is refused by the daemon with a message naming this file.
- */
-export const readTokenFile = (
-  dataDir: string
-):
-  | { readonly token: string; readonly path: string }
-  | { readonly token: undefined; readonly path: string; readonly problem: string } => {
-  const path = tokenFilePath(dataDir)
+/** Whether anything is at `path`, a dangling symbolic link included. */
+const isPresent = (path: string): boolean => {
   try {
-    const token = Fs.readFileSync(path, "utf8").trim()
-    return token === "" ? { token: undefined, path, problem: "it is empty" } : { token, path }
-  } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code
-    return { token: undefined, path, problem: code === "ENOENT" ? "it does not exist" : errorText(cause) }
+    Fs.lstatSync(path)
+    return true
+  } catch {
+    return false
   }
 }
+
+/**
+ * The token in `DATA_DIR/token` for a client, or why there is none. A missing file is
+ * no error (the daemon refuses the client with a message naming this file); a file
+ * that is there is used only if it passes the daemon's own checks, in a data directory
+ * that passes them too, else the client fails before it sends anything.
+ */
+export type TokenFileRead =
+  | { readonly token: string; readonly path: string }
+  | { readonly token: undefined; readonly path: string; readonly problem: string }
+
+export const readTokenFile = (
+  dataDir: string
+): Effect.Effect<TokenFileRead, TokenFileError | WeakToken | UnsafeDataDir> =>
+  Effect.suspend((): Effect.Effect<TokenFileRead, TokenFileError | WeakToken | UnsafeDataDir> => {
+    const path = tokenFilePath(dataDir)
+    if (!isPresent(path)) return Effect.succeed({ token: undefined, path, problem: "it does not exist" })
+    return Effect.zipRight(
+      checkDataDir(dataDir),
+      Effect.map(readCheckedTokenFile(path), (token) => ({ token, path }))
+    )
+  })

@@ -1,7 +1,7 @@
 /**
  * The RPC over WebSocket as an HTTP app: a daemon serves it on its own HTTP server,
  * an embedding host mounts it on its router. Who may connect is decided on the
- * upgrade request (`Handshake`): a refused request gets a plain HTTP 403 or 401 and
+ * upgrade request (`Handshake`): a refused request gets a plain HTTP 421, 403 or 401 and
  * never becomes a socket.
  */
 import type { HttpApp } from "@effect/platform"
@@ -11,7 +11,7 @@ import { Deferred, Effect } from "effect"
 import type { Scope } from "effect"
 import type { WeakToken } from "./Auth.js"
 import { makeGuardedProtocol } from "./GuardedProtocol.js"
-import { admitUpgrade, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
+import { admitUpgrade, type InvalidAllowedHost, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
 import { makeRpcDispatch } from "./RpcDispatch.js"
 
 /** The `send` of the `ws` socket behind `Socket.WebSocket` on Node (a text frame from bytes). */
@@ -34,6 +34,14 @@ export interface EndpointOptions {
    * not browsers) are not concerned. None by default.
    */
   readonly allowedOrigins?: ReadonlyArray<string> | undefined
+  /**
+   * When given (even empty), a request must be addressed (its `Host` header) to a
+   * loopback address, `localhost`, or one of these names, else it is refused with 421:
+   * for an endpoint served on loopback only, this defeats DNS rebinding. A daemon on a
+   * loopback address always checks (`--allow-host` adds names); by default an
+   * embedding host's endpoint does not.
+   */
+  readonly allowedHosts?: ReadonlyArray<string> | undefined
   /** Largest accepted frame in bytes (default 4 MiB). */
   readonly maxFrameBytes?: number | undefined
   /**
@@ -50,7 +58,7 @@ export interface EndpointOptions {
  */
 export const makeWebSocketEndpoint = (
   options: EndpointOptions = {}
-): Effect.Effect<HttpApp.Default, WeakToken | InvalidOrigin, Orchestrator | Scope.Scope> =>
+): Effect.Effect<HttpApp.Default, WeakToken | InvalidOrigin | InvalidAllowedHost, Orchestrator | Scope.Scope> =>
   Effect.gen(function* () {
     const policy = yield* makeAccessPolicy(options)
     const orchestrator = yield* Orchestrator
@@ -63,25 +71,36 @@ export const makeWebSocketEndpoint = (
     // When the scope closes, every open connection ends first (its socket closes),
     // then the requests still under way are interrupted.
     const closing = yield* Deferred.make<void>()
-    // A refused origin is logged once (a page may retry in a loop): the user learns
-    // which page tried, or which origin to allow.
-    const reportedOrigins = new Set<string>()
-    const reportRefusedOrigin = (origin: string) =>
+    // A refused origin or Host name is logged once (a page may retry in a loop): the
+    // user learns which page tried, or which origin or name to allow.
+    const reported = new Set<string>()
+    const reportOnce = (key: string, warning: string) =>
       Effect.suspend(() => {
-        if (reportedOrigins.has(origin) || reportedOrigins.size >= 64) return Effect.void
-        reportedOrigins.add(origin)
-        return Effect.logWarning(
-          `skein: refused a WebSocket from a page of origin ${JSON.stringify(origin)} (not allowed by --allow-origin)`
-        )
+        if (reported.has(key) || reported.size >= 64) return Effect.void
+        reported.add(key)
+        return Effect.logWarning(warning)
       })
+    const reportRefused = (admission: { readonly origin?: string; readonly host?: string }) =>
+      admission.host !== undefined
+        ? reportOnce(
+            `host ${admission.host}`,
+            `skein: refused a request addressed to Host ${JSON.stringify(admission.host)} (not a loopback name nor allowed by --allow-host)`
+          )
+        : admission.origin !== undefined
+          ? reportOnce(
+              `origin ${admission.origin}`,
+              `skein: refused a WebSocket from a page of origin ${JSON.stringify(admission.origin)} (not allowed by --allow-origin)`
+            )
+          : Effect.void
     yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
 
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      // Refused first: a page of another origin gets 403 for any request, upgrade or not.
+      // Refused first: a request addressed to a foreign name (421) or from a page of
+      // another origin (403), upgrade or not.
       const admission = admitUpgrade(request, policy)
       if (admission._tag === "Refuse") {
-        if (admission.origin !== undefined) yield* reportRefusedOrigin(admission.origin)
+        yield* reportRefused(admission)
         return HttpServerResponse.text(admission.reason, {
           status: admission.status,
           headers: admission.status === 401 ? { "www-authenticate": 'Bearer realm="skein"' } : {}

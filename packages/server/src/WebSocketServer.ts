@@ -1,6 +1,8 @@
 /**
  * The daemon's transport: an HTTP server on host:port whose `path` speaks the Skein
- * RPC over WebSocket. Loopback by default; other hosts need a token.
+ * RPC over WebSocket. Loopback by default; other hosts need a token. On a loopback
+ * address it answers only requests addressed to a loopback name or an allowed one
+ * (`allowedHosts`).
  * The WebSocket layer (`ws`) closes a socket whose single message passes 100 MiB
  * with code 1009 before Skein sees it; messages up to that size that pass
  * `maxFrameBytes` get a typed answer.
@@ -12,8 +14,8 @@ import type { ServeError } from "@effect/platform/HttpServerError"
 import type { Orchestrator } from "@skein/runtime"
 import { Effect, ExecutionStrategy, Scope } from "effect"
 import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RPC_PATH } from "./Address.js"
-import { checkBind, type InsecureBind, type WeakToken } from "./Auth.js"
-import { type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
+import { checkBind, type InsecureBind, isLoopbackHost, type WeakToken } from "./Auth.js"
+import { type InvalidAllowedHost, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
 
 export { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RPC_PATH }
@@ -40,13 +42,21 @@ const formatHost = (host: string): string => (host.includes(":") && !host.starts
  */
 export const serveWebSocket = (
   options: WebSocketServerOptions = {}
-): Effect.Effect<RunningServer, InsecureBind | WeakToken | InvalidOrigin | ServeError, Orchestrator | Scope.Scope> =>
+): Effect.Effect<
+  RunningServer,
+  InsecureBind | WeakToken | InvalidOrigin | InvalidAllowedHost | ServeError,
+  Orchestrator | Scope.Scope
+> =>
   Effect.gen(function* () {
     const host = options.host ?? DEFAULT_HOST
     const path = options.path ?? DEFAULT_RPC_PATH
     yield* checkBind(host, options.token)
-    // Fail on a weak token or a bad origin before listening (the endpoint checks them too).
-    yield* makeAccessPolicy(options)
+    // On loopback, requests must be addressed to a loopback name (or an allowed one).
+    const endpointOptions: EndpointOptions = isLoopbackHost(host)
+      ? { ...options, allowedHosts: options.allowedHosts ?? [] }
+      : options
+    // Fail on a weak token, a bad origin or host name before listening (the endpoint checks them too).
+    yield* makeAccessPolicy(endpointOptions)
     const nodeServer = Http.createServer()
     // The HTTP server lives in a child scope that closes last: its WebSocket server
     // waits for every socket to close, so the endpoint must close them before.
@@ -54,7 +64,7 @@ export const serveWebSocket = (
     const server = yield* NodeHttpServer.make(() => nodeServer, { host, port: options.port ?? DEFAULT_PORT }).pipe(
       Scope.extend(httpScope)
     )
-    const endpoint = yield* makeWebSocketEndpoint(options)
+    const endpoint = yield* makeWebSocketEndpoint(endpointOptions)
     // Closing runs in reverse: stop accepting and drop idle keep-alives, then the
     // endpoint closes its connections and interrupts their requests, then the HTTP server closes.
     yield* Effect.addFinalizer(() =>

@@ -20,10 +20,18 @@ export {
   resolveClientToken,
   SkeinClient
 } from "./Client.js"
-export type { ClientToken, FollowOptions, SkeinClientOptions, SkeinClientShape } from "./Client.js"
-export { admitUpgrade, InvalidOrigin, makeAccessPolicy, normaliseOrigin } from "./Handshake.js"
+export type { ClientToken, ClientTokenError, FollowOptions, SkeinClientOptions, SkeinClientShape } from "./Client.js"
+export {
+  admitUpgrade,
+  hostOfHeader,
+  InvalidAllowedHost,
+  InvalidOrigin,
+  makeAccessPolicy,
+  normaliseOrigin
+} from "./Handshake.js"
 export type { AccessPolicy, Admission } from "./Handshake.js"
 export { defaultDataDir, resolvePaths, startDaemon } from "./Daemon.js"
+export { checkDataDir, dataDirProblem, ensureDataDir, UnsafeDataDir } from "./DataDir.js"
 export type { DaemonOptions, StartedDaemon } from "./Daemon.js"
 export { coverageSummary, demoRegistryLayer, driveSeed, matchesSeed, seedExpectedCoverage, seedScript } from "./Demo.js"
 export type { CoverageSummary } from "./Demo.js"
@@ -39,7 +47,14 @@ export { NoProviders, skeinRuntimeLayer } from "./SkeinRuntime.js"
 export type { SkeinRuntimeOptions } from "./SkeinRuntime.js"
 export { serveStdio } from "./Stdio.js"
 export type { StdioOptions } from "./Stdio.js"
-export { generateToken, loadOrCreateToken, readTokenFile, TokenFileError, tokenFilePath } from "./TokenFile.js"
+export {
+  generateToken,
+  loadOrCreateToken,
+  readCheckedTokenFile,
+  readTokenFile,
+  TokenFileError,
+  tokenFilePath
+} from "./TokenFile.js"
 export { makeSkeinStdioClient, SkeinStdioClient, SkeinStdioClientError } from "./StdioClient.js"
 export type { SkeinStdioClientOptions } from "./StdioClient.js"
 export { makeWebSocketEndpoint } from "./WebSocketEndpoint.js"

@@ -11,6 +11,7 @@ import { pathToFileURL } from "node:url"
 import { HttpLayerRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Console, Layer } from "effect"
+import { isLoopbackHost } from "../Auth.js"
 import { SkeinEmbedding } from "../Embedding.js"
 
 export interface HostServerOptions {
@@ -39,7 +40,9 @@ export const hostServerLayer = (options: HostServerOptions) =>
         dbPath: options.dbPath,
         dataDir: options.dataDir,
         configFile: options.configFile,
-        token: options.token
+        token: options.token,
+        // Served on loopback: answer only requests addressed to a loopback name.
+        allowedHosts: isLoopbackHost(options.host ?? "127.0.0.1") ? [] : undefined
       })
     ),
     { disableLogger: true, disableListenLog: true }
