@@ -218,8 +218,18 @@ describe("the Host a request names", () => {
     const listed = await runSkein(["call", "--url", daemon.url, "thread.list"], childEnv(home))
     expect(listed.stdout.trim()).toBe("[]")
 
+    // A database of its own: the first daemon holds the default one.
     const allowing = await start(
-      ["--port", "0", "--allow-host", "Skein.Test", "--allow-host", "other.test"],
+      [
+        "--port",
+        "0",
+        "--db",
+        Path.join(home, "allowing.db"),
+        "--allow-host",
+        "Skein.Test",
+        "--allow-host",
+        "other.test"
+      ],
       childEnv(home)
     )
     const allowingPort = new URL(allowing.url).port

@@ -9,6 +9,7 @@ import { reportFailures } from "./ClientCommands.js"
 import { resolvePaths, startDaemon } from "./Daemon.js"
 import { ensureDataDir } from "./DataDir.js"
 import { runDemo } from "./Demo.js"
+import { normaliseAllowedHost, normaliseOrigin } from "./Handshake.js"
 import { skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { serveStdio } from "./Stdio.js"
 
@@ -30,6 +31,9 @@ export const daemon = (
 ) =>
   Effect.scoped(
     Effect.gen(function* () {
+      // Options first: a daemon refused for one leaves its database untouched.
+      yield* Effect.forEach(o.allowHost, normaliseAllowedHost)
+      yield* Effect.forEach(o.allowOrigin, normaliseOrigin)
       const running = yield* startDaemon({
         host: o.host,
         port: o.port,
