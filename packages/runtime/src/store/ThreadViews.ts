@@ -35,7 +35,10 @@ import {
   decodeTransfer,
   listThreadRows,
   outgoingTransfers,
-  selectData
+  runTimestamps,
+  selectData,
+  threadWithActivity,
+  withActivity
 } from "./ProjectionTables.js"
 import { currentHead, groupItems, loadCompleteThreadState, servedColumns, type ServedRow } from "./ThreadLoading.js"
 
@@ -54,7 +57,9 @@ const wholeView = (
       : Effect.map(
           Effect.all([outgoingTransfers(sql, threadId), listThreadRows(sql, { parentThreadId: threadId })]),
           ([extra, children]) => {
-            const view = toThreadView(state.value, extra, children)
+            const last = state.value.runs.get(state.value.runCount)
+            const thread = withActivity(state.value.thread, last === undefined ? [] : runTimestamps(last))
+            const view = { ...toThreadView(state.value, extra, children), thread }
             return Option.some(items ? view : { ...view, runs: view.runs.map((run) => ({ ...run, items: [] })) })
           }
         )
@@ -120,7 +125,11 @@ const pagedView = (
     const threadRows = yield* selectData(sql, "SELECT data FROM threads WHERE id = ?", [threadId])
     if (threadRows[0] === undefined) return Option.none()
     const what = `thread ${threadId}:`
-    const thread: AppThread = yield* decodeThread(threadRows[0].data, `${what} thread row`)
+    const thread: AppThread = yield* threadWithActivity(
+      sql,
+      threadId,
+      yield* decodeThread(threadRows[0].data, `${what} thread row`)
+    )
     const [{ runCount } = { runCount: 0 }] = yield* sql.unsafe<{ readonly runCount: number }>(
       "SELECT COALESCE(MAX(ordinal), 0) AS runCount FROM runs WHERE thread_id = ?",
       [threadId]
