@@ -60,6 +60,7 @@ export const makeProgress = (out: NodeJS.WriteStream, enabled: boolean, style: S
   let text = "waiting for the run"
   let frame = 0
   let shown = false
+  let stopped = false
   const clear = () => {
     if (shown) out.write("\r\u001b[2K")
     shown = false
@@ -76,12 +77,13 @@ export const makeProgress = (out: NodeJS.WriteStream, enabled: boolean, style: S
     print: (line) => {
       clear()
       out.write(`${line}\n`)
-      draw()
+      if (!stopped) draw()
     },
     label: (next) => {
       text = next
     },
     stop: () => {
+      stopped = true
       clearInterval(timer)
       clear()
     }

@@ -434,7 +434,11 @@ export const helpRequest = (args: ReadonlyArray<string>): HelpRequest | undefine
   // A group without its subcommand: its help.
   if (words.length === 1 && words[0] === "thread")
     return { _tag: "Help", text: (style) => commandHelp(byPath.get("thread")!, style) }
-  const asked = words[0] === "help" ? words.slice(1) : words.includes("--help") || words.includes("-h") ? words : null
+  const wantsHelp = words.includes("--help") || words.includes("-h")
+  if (words[0] === "help" && words.length > 1 && words.slice(1).every((w) => w === "--help" || w === "-h")) {
+    return { _tag: "Help", text: (style) => commandHelp(byPath.get("help")!, style) }
+  }
+  const asked = words[0] === "help" ? words.slice(1) : wantsHelp ? words : null
   if (asked === null) return undefined
   const path = commandPathOf(asked)
   const doc = path === undefined ? undefined : byPath.get(path)
