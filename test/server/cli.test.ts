@@ -139,7 +139,7 @@ describe("skein send", () => {
     expect(lines[8]).toBe(`  follow it: skein follow ${child![1]}`)
     expect(lines[9]).toBe("ok")
     expect(lines[10]).toMatch(
-      /^run 1 completed in \d+\.\d s · run_\w+ · alpha on pth_\w+ · context none · tokens \d+ in, \d+ out$/
+      /^run 1 completed in \d+ ms · run_\w+ · alpha on pth_\w+ · context none · tokens \d+ in, \d+ out$/
     )
     expect(Fs.readFileSync(Path.join(workspace, "notes.txt"), "utf8")).toBe("hi")
 
@@ -166,7 +166,7 @@ describe("skein send", () => {
     const thread = (await ok("thread", "new")).trim()
     const result = await runSkein(["send", thread, "alpha", "[[fail]]"], env)
     expect(result.code).toBe(1)
-    expect(result.stdout).toMatch(/\nrun 1 failed in \d+\.\d s · run_\w+ · alpha on /)
+    expect(result.stdout).toMatch(/\nrun 1 failed in \d+ ms · run_\w+ · alpha on /)
     expect(result.stderr).toMatch(/^skein: run 1 failed: .+\n$/)
   }, 30_000)
 })

@@ -286,7 +286,8 @@ const timeOf = (iso: string): string => (iso.length >= 23 ? iso.slice(11, 23) : 
 export const eventLine = (stored: StoredEvent): string =>
   `#${stored.threadSequence} ${timeOf(stored.createdAt)} ${eventText(stored)}`
 
-const seconds = (ms: number) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`)
+const seconds = (ms: number) =>
+  ms < 1000 ? `${Math.round(ms)} ms` : ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`
 
 /** How long a run took, from its timestamps. */
 export const runDurationMs = (run: Run): number | undefined => {
