@@ -192,7 +192,9 @@ describe("skein errors", () => {
       'skein: Invalid input: RUN: "-1" is neither a run ordinal (0, 1, 2 … as skein show prints them) nor a run id (run_…)\n'
     )
     const missing = await runSkein(["show", "thr_nope"], env)
-    expect(missing.stderr).toBe("skein: No thread with id thr_nope. List threads with thread.list.\n")
+    expect(missing.stderr).toBe(
+      "skein: No thread with id thr_nope. List threads with skein threads (the RPC thread.list).\n"
+    )
 
     // a second answer to the same approval says what the first one was
     await ok("send", thread, "alpha", "[[ask:ship it?]]")

@@ -8,7 +8,7 @@ export class ThreadNotFound extends Schema.TaggedError<ThreadNotFound>()("Thread
   threadId: Schema.String
 }) {
   override get message() {
-    return `No thread with id ${this.threadId}. List threads with thread.list.`
+    return `No thread with id ${this.threadId}. List threads with skein threads (the RPC thread.list).`
   }
 }
 

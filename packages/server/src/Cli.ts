@@ -157,7 +157,7 @@ const approve = Command.make(
     ...connection,
     json,
     thread: threadArg,
-    words: Args.text({ name: "APPROVAL] [DECISION" }).pipe(Args.between(1, 2))
+    words: Args.text({ name: "DECISION" }).pipe(Args.between(1, 2))
   },
   (o) => client((commands) => commands.approve(o))
 )

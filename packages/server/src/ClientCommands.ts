@@ -378,7 +378,7 @@ export const follow = (o: OnThread & { readonly limit: Option.Option<number>; re
   withClient(o, (client) =>
     Effect.gen(function* () {
       const threadId = yield* decodeThreadId(o.thread)
-      if (Option.isSome(o.from) && o.from.value < 0) {
+      if (Option.isSome(o.from) && o.from.value < 1) {
         return yield* new InvalidInput({ detail: `--from: an event number is 1 or more, not ${o.from.value}` })
       }
       // --from N starts at event N: the stream delivers the events after a sequence.
