@@ -6,7 +6,7 @@
 import type { AppThread, TurnItem } from "@skein/domain"
 import { describe, expect, it } from "vitest"
 import { approvalAnswer } from "../../packages/runtime/src/actors/ThreadPlanner.js"
-import { withActivity } from "../../packages/runtime/src/store/ProjectionTables.js"
+import { withActivity } from "../../packages/runtime/src/store/ThreadActivity.js"
 
 const thread = { id: "thr_1", updatedAt: "2026-01-01T00:00:00.000Z" } as unknown as AppThread
 

@@ -22,6 +22,7 @@ import {
 } from "@skein/domain"
 import { Effect, Either, Option } from "effect"
 import { fromSqlError, jsonDecoder } from "./Codec.js"
+import { withActivity } from "./ThreadActivity.js"
 import type { StoredForm } from "./EventCodec.js"
 
 export type Param = string | number | null
@@ -299,25 +300,6 @@ const lastRunActivity = `SELECT json_array(json_extract(r.data, '$.createdAt'), 
 
 const activityOf = (json: string | null): ReadonlyArray<string | null | undefined> =>
   json === null ? [] : (JSON.parse(json) as Array<string | null>)
-
-/** The latest of a run's timestamps: when it was created, started, ended or rolled back. */
-export const runTimestamps = (run: Run): ReadonlyArray<string | null | undefined> => [
-  run.createdAt,
-  run.startedAt,
-  run.completedAt,
-  run.rolledBackAt
-]
-
-/**
- * The thread with `updatedAt` moved to its last run's latest timestamp when that is
- * later (pure): a thread's own record changes only when it is renamed, but the thread is
- * updated whenever a run of it starts, ends or is rolled back.
- */
-export const withActivity = (thread: AppThread, timestamps: ReadonlyArray<string | null | undefined>): AppThread => {
-  let latest = thread.updatedAt
-  for (const at of timestamps) if (typeof at === "string" && at > latest) latest = at
-  return latest === thread.updatedAt ? thread : { ...thread, updatedAt: latest }
-}
 
 /** A thread's record with `updatedAt` as `withActivity` gives it. */
 export const threadWithActivity = (sql: Sql, threadId: ThreadId, thread: AppThread) =>

@@ -35,10 +35,8 @@ import {
   decodeTransfer,
   listThreadRows,
   outgoingTransfers,
-  runTimestamps,
   selectData,
-  threadWithActivity,
-  withActivity
+  threadWithActivity
 } from "./ProjectionTables.js"
 import { currentHead, groupItems, loadCompleteThreadState, servedColumns, type ServedRow } from "./ThreadLoading.js"
 
@@ -57,9 +55,7 @@ const wholeView = (
       : Effect.map(
           Effect.all([outgoingTransfers(sql, threadId), listThreadRows(sql, { parentThreadId: threadId })]),
           ([extra, children]) => {
-            const last = state.value.runs.get(state.value.runCount)
-            const thread = withActivity(state.value.thread, last === undefined ? [] : runTimestamps(last))
-            const view = { ...toThreadView(state.value, extra, children), thread }
+            const view = toThreadView(state.value, extra, children)
             return Option.some(items ? view : { ...view, runs: view.runs.map((run) => ({ ...run, items: [] })) })
           }
         )
