@@ -254,6 +254,9 @@ describe("every capability a command", () => {
     const handoffId = /via handoff (hof_\w+)/.exec(sent)![1]!
     const handoff = (await ok("handoff", handoffId)).split("\n")
     expect(handoff[0]).toBe(`handoff ${handoffId}  portable_context  full_thread_summary  ready`)
+    expect(handoff[1]).toMatch(
+      new RegExp(`^thread ${a}, transfer xfr_\\w+ \\(provider_handoff from ${a}\\), for run run_\\w+$`)
+    )
     expect(handoff[2]).toMatch(/^covers runs 1; from pth_\w+ to pth_\w+$/)
     expect(handoff).toContain("# Context handoff (full_thread_summary): run 1")
 

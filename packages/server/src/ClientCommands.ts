@@ -462,7 +462,15 @@ export const handoff = (o: Connection & Json & { readonly id: string }) =>
     Effect.gen(function* () {
       const handoffId = yield* checked(ContextHandoffId, o.id, { "": "ID" })
       const record = yield* client.handoff.get({ handoffId })
-      yield* o.json ? printJson(Schema.encodeSync(ContextHandoff)(record)) : printLines(handoffRecordLines(record))
+      if (o.json) return yield* printJson(Schema.encodeSync(ContextHandoff)(record))
+      // What it carried (a handoff between providers, a merge-back, a subagent's result …) is its transfer's type.
+      const view = yield* client.thread.get({ threadId: record.threadId, items: false })
+      yield* printLines(
+        handoffRecordLines(
+          record,
+          view.transfers.find((x) => x.id === record.transferId)
+        )
+      )
     })
   )
 

@@ -328,9 +328,9 @@ export const threadListLines = (threads: ReadonlyArray<AppThread>): Array<string
     )
 
 /** `skein handoff`: the record, then its text as the agent read it. */
-export const handoffRecordLines = (h: ContextHandoff): Array<string> => [
+export const handoffRecordLines = (h: ContextHandoff, carried?: ContextTransfer): Array<string> => [
   `handoff ${h.id}  ${h.kind}  ${h.strategy}  ${h.status}`,
-  `thread ${h.threadId}, transfer ${h.transferId}${h.targetRunId === null ? "" : `, for run ${h.targetRunId}`}`,
+  `thread ${h.threadId}, transfer ${h.transferId}${carried === undefined ? "" : ` (${carried.type} from ${carried.sourceThreadId})`}${h.targetRunId === null ? "" : `, for run ${h.targetRunId}`}`,
   `covers runs ${range(h)}; from ${h.fromProviderThreadIds.join(", ") || "-"} to ${h.toProviderThreadId ?? "-"}`,
   `~${h.tokenEstimate} tokens of a ${h.budgetTokens} budget; written by ${h.createdByProvider ?? "the local summariser"} at ${h.createdAt}`,
   ...h.payload.omitted.map((o) => `omitted ${o.lines} line(s) of ${o.section}: ${o.reason}`),
