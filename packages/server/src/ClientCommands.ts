@@ -1,11 +1,11 @@
 /**
- * What `call` and the human commands do (`thread new`, `send`, `show`, `follow`,
- * `fork`, `merge-back`, `rollback`, `tree`; declared in `Cli.ts`, which imports this
+ * What `call` and the human commands do (declared in `Cli.ts`, which imports this
  * module when one of them runs), and how every command reports a failure. Only the
  * typed client: nothing here imports the runtime, the adapters or SQLite.
  *
- * Failures print the typed error as JSON on stderr (`{"_tag":…,"message":…,…}`)
- * and exit non-zero.
+ * Each payload is checked against its method's schema before it is sent. Failures
+ * print one line for a person on stderr (`skein: …`), or with `--json` (and always for
+ * `call`) the typed error as JSON (`{"_tag":…,"message":…,…}`), and exit non-zero.
  */
 import { RpcSchema } from "@effect/rpc"
 import * as Path from "node:path"
