@@ -8,7 +8,8 @@
  * For comparison, in the same run and the same way: the bundle without its code cache
  * (`SKEIN_CODE_CACHE=off`: what a Node other than the one that built it gets), and the
  * unbundled CLI (`dist/src/bin.js`, the tsc output, as `skein` ran before the bundle;
- * fewer runs, it is slow). Then what each command loads (`SKEIN_TRACE_LOADING`).
+ * fewer runs, it is slow). Then the human commands beside `skein call` of the same
+ * method, and what each command loads (`SKEIN_TRACE_LOADING`).
  */
 import { spawn, spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
@@ -96,6 +97,55 @@ const describeTrace = (trace: Trace, allScripts: ReadonlyArray<string>): string 
   return `${trace.scripts.length} of ${allScripts.length} scripts (${mib(size(trace.scripts.map((s) => s.file)))} of ${mib(size(allScripts))}), code cache ${[...caches].map(([k, n]) => `${k} ${n}`).join(", ")}; better-sqlite3 ${sqlite ? "loaded" : "not loaded"}`
 }
 
+/** `skein ARGS`'s stdout; throws when it fails. */
+const output = (args: ReadonlyArray<string>, env: Record<string, string>): string => {
+  const result = spawnSync(process.execPath, [bin, ...args], { env, encoding: "utf8" })
+  if (result.status !== 0) throw new Error(`skein ${args.join(" ")} failed (${result.status}): ${result.stderr}`)
+  return result.stdout
+}
+
+/**
+ * The human commands against `skein call` of the same method, in the same rounds:
+ * `threads` beside `call thread.list`, and `send` (which starts the run, then reads the
+ * thread's events until the run's end and prints them) beside `call run.start` with
+ * `wait` on a thread of its own, each thread growing by one run a round. The scripted
+ * provider answers at once, so the difference is the CLI's own.
+ */
+const humanCommands = (env: Record<string, string>) => {
+  for (let i = 0; i < 20; i++) output(["thread", "new", "--title", `listed ${i}`], env)
+  const sendThread = output(["thread", "new", "--title", "send"], env).trim()
+  const callThread = output(["thread", "new", "--title", "call"], env).trim()
+  const start = JSON.stringify({ threadId: callThread, provider: "alpha", message: "hello", wait: true })
+  const pairs: ReadonlyArray<readonly [Subject, Subject]> = [
+    [
+      { label: "skein threads (22 threads)", args: [bin, "threads"], env, runs: RUNS },
+      { label: "skein call thread.list", args: [bin, "call", "thread.list"], env, runs: RUNS }
+    ],
+    [
+      { label: "skein send (scripted provider)", args: [bin, "send", sendThread, "alpha", "hello"], env, runs: RUNS },
+      { label: "skein call run.start (wait)", args: [bin, "call", "run.start", start], env, runs: RUNS }
+    ]
+  ]
+  const subjects = pairs.flat()
+  const samples = new Map<Subject, Array<number>>(subjects.map((s) => [s, []]))
+  for (let round = 0; round < WARMUP + RUNS; round++) {
+    const order = subjects.map((_, i) => subjects[(i + round) % subjects.length]!)
+    for (const subject of order) {
+      const ms = time(subject)
+      if (round >= WARMUP) samples.get(subject)!.push(ms)
+    }
+  }
+  console.log(`cli: human commands beside skein call of the same method, median of ${RUNS} runs each, same rounds`)
+  for (const [human, raw] of pairs) {
+    const h = percentile(samples.get(human)!, 50)
+    const r = percentile(samples.get(raw)!, 50)
+    console.log(
+      `  ${human.label.padEnd(48)} ${h.toFixed(0).padStart(5)} ms  (call ${h >= r ? "+" : ""}${(h - r).toFixed(0)} ms)`
+    )
+    console.log(`  ${raw.label.padEnd(48)} ${r.toFixed(0).padStart(5)} ms`)
+  }
+}
+
 export async function run(): Promise<void> {
   const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-bench-cli-"))
   const daemon = await startDaemon(home)
@@ -149,6 +199,8 @@ export async function run(): Promise<void> {
       const over = subject === baseline ? "  (baseline)" : `  (node -e 0 + ${(ms - base).toFixed(0)} ms)`
       console.log(`  ${subject.label.padEnd(48)} ${ms.toFixed(0).padStart(5)} ms${over}${goal}`)
     }
+
+    humanCommands(env)
 
     const allScripts = Fs.readdirSync(bundleDir, { recursive: true })
       .map((file) => Path.join(bundleDir, String(file)))

@@ -72,7 +72,7 @@ describe("skein daemon and skein call", () => {
     const newThread = await runSkein(["thread", "new", "--title", "human", "--json"], env)
     expect(JSON.parse(newThread.stdout).title).toBe("human")
     const followed = await runSkein(["follow", "--limit", "2", thread.id], env)
-    expect(followed.stdout.trim().split("\n")[0]).toMatch(/^#1 ThreadCreated/)
+    expect(followed.stdout.trim().split("\n")[0]).toMatch(/^#1 \d\d:\d\d:\d\d\.\d{3} thread created "from the cli"$/)
   }, 90_000)
 
   it("refuses a non-loopback host without a token, or with a weak one, with a clear error", async () => {
@@ -281,12 +281,12 @@ describe("skein daemon and skein call", () => {
     )
     expect(spawned.thread.lineage.relationshipToParent).toBe("subagent")
     const rolled = await ok("rollback", thread, "2")
-    expect(rolled).toMatch(/run 3 .* rolled_back/)
+    expect(rolled).toBe(`thread ${thread} rolled back to run 2: run 3 rolled back`)
     const tree = await ok("tree", thread)
     expect(tree).toMatch(/^thread thr_\w+ "cli lineage"  2 run\(s\), 1 rolled back/)
     expect(tree).toContain(`fork ${fork} "side path" from run 1`)
     expect(tree).toContain(`subagent ${spawned.thread.id}`)
-    const failed = await runSkein(["merge-back", thread], env)
+    const failed = await runSkein(["merge-back", thread, "--json"], env)
     expect(failed.code).not.toBe(0)
     expect(JSON.parse(failed.stderr.trim())._tag).toBe("NotAFork")
   }, 60_000)

@@ -8,7 +8,7 @@ export class ThreadNotFound extends Schema.TaggedError<ThreadNotFound>()("Thread
   threadId: Schema.String
 }) {
   override get message() {
-    return `No thread with id ${this.threadId}. List threads with thread.list.`
+    return `No thread with id ${this.threadId}. List threads with skein threads (the RPC thread.list).`
   }
 }
 
@@ -151,12 +151,19 @@ export class DatabaseInUse extends Schema.TaggedError<DatabaseInUse>()("Database
   }
 }
 
+/**
+ * No open approval by that id on the thread. `answered` is the decision already
+ * recorded when the approval exists but was answered before.
+ */
 export class ApprovalNotFound extends Schema.TaggedError<ApprovalNotFound>()("ApprovalNotFound", {
   threadId: Schema.String,
-  approvalId: Schema.String
+  approvalId: Schema.String,
+  answered: Schema.optional(Schema.Literal("accept", "decline", "cancel"))
 }) {
   override get message() {
-    return `No open approval ${this.approvalId} on thread ${this.threadId}.`
+    return this.answered === undefined
+      ? `No open approval ${this.approvalId} on thread ${this.threadId}: see the thread's open approvals with skein show ${this.threadId}.`
+      : `Approval ${this.approvalId} on thread ${this.threadId} was already answered: ${this.answered}.`
   }
 }
 

@@ -1,20 +1,23 @@
 /**
  * The `skein` command line: the daemon, the stdio server, a raw `call` of any RPC
- * method, human commands on top (each with `--json`), and the offline demo.
+ * method, a human command for every capability (each with `--json`), and the offline demo.
  *
- * This module only declares the commands, their arguments and their help; what each
- * command does is imported when it runs: `ClientCommands.ts` for `call` and the human
- * commands (the typed client), `ServerCommands.ts` for `daemon`, `stdio` and `demo` (the
- * runtime, the adapters, SQLite). So `skein --help` loads neither, a client command never
- * loads the runtime, and the bundle (`build.mjs`) keeps each half in chunks of its own.
+ * This module only declares the commands and their arguments; their help is `Help.ts`
+ * (answered here before @effect/cli parses anything); what each command does is
+ * imported when it runs: `ClientCommands.ts` for `call` and the human commands (the
+ * typed client), `ServerCommands.ts` for `daemon`, `stdio` and `demo` (the runtime, the
+ * adapters, SQLite). So `skein --help` loads neither, a client command never loads the
+ * runtime, and the bundle (`build.mjs`) keeps each half in chunks of its own.
  *
- * Failures print the typed error as JSON on stderr (`{"_tag":…,"message":…,…}`)
- * and exit non-zero.
+ * Failures print one line for a person on stderr (`skein: …`), or with `--json` (and
+ * for `call`) the typed error as JSON (`{"_tag":…,"message":…,…}`), and exit non-zero.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { Config, Effect, Option } from "effect"
+import { Config, Console, Effect, Option } from "effect"
 import { DEFAULT_HOST, DEFAULT_PORT } from "./Address.js"
-import type { CliExit } from "./CliExit.js"
+import { CliExit } from "./CliExit.js"
+import { colourFor } from "./CliStyle.js"
+import { helpRequest } from "./Help.js"
 
 export { CliExit } from "./CliExit.js"
 
@@ -39,48 +42,25 @@ const server = <R>(run: (commands: ServerCommands) => Effect.Effect<void, CliExi
 
 const url = Options.text("url").pipe(
   Options.withFallbackConfig(Config.string("SKEIN_URL")),
-  Options.withDefault(`ws://${DEFAULT_HOST}:${DEFAULT_PORT}/rpc`),
-  Options.withDescription("The daemon's RPC url (env SKEIN_URL).")
+  Options.withDefault(`ws://${DEFAULT_HOST}:${DEFAULT_PORT}/rpc`)
 )
 const token = Options.text("token").pipe(
   Options.withFallbackConfig(Config.string("SKEIN_TOKEN")),
   Options.optional,
   // An empty SKEIN_TOKEN is no token.
-  Options.map(Option.filter((t) => t.trim() !== "")),
-  Options.withDescription(
-    "The daemon's token (env SKEIN_TOKEN). Clients default to the token file DATA_DIR/token of a loopback daemon."
-  )
+  Options.map(Option.filter((t) => t.trim() !== ""))
 )
 const daemonToken = Options.text("token").pipe(
   Options.withFallbackConfig(Config.string("SKEIN_TOKEN")),
-  Options.optional,
-  Options.withDescription(
-    "Require this token (env SKEIN_TOKEN; at least 32 random characters). Default: the token in DATA_DIR/token, generated on first start."
-  )
+  Options.optional
 )
-const allowOrigin = Options.text("allow-origin").pipe(
-  Options.repeated,
-  Options.withDescription(
-    "Let web pages of this origin connect (e.g. http://localhost:5173); repeatable. Pages of any other origin are refused."
-  )
-)
-const allowHost = Options.text("allow-host").pipe(
-  Options.repeated,
-  Options.withDescription(
-    "Answer requests addressed to this host name too (e.g. skein.internal); repeatable. A daemon on a loopback address answers only loopback names by default."
-  )
-)
-const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
-const db = Options.text("db").pipe(
-  Options.optional,
-  Options.withDescription("SQLite file (default DATA_DIR/skein.db).")
-)
-const config = Options.file("config").pipe(Options.optional, Options.withDescription("Provider instances (JSON)."))
-const dataDir = Options.directory("data-dir").pipe(
-  Options.optional,
-  Options.withDescription("Data directory (default $SKEIN_HOME or ~/.skein).")
-)
-const limit = Options.integer("limit").pipe(Options.optional, Options.withDescription("Stop after N stream items."))
+const allowOrigin = Options.text("allow-origin").pipe(Options.repeated)
+const allowHost = Options.text("allow-host").pipe(Options.repeated)
+const json = Options.boolean("json")
+const db = Options.text("db").pipe(Options.optional)
+const config = Options.file("config").pipe(Options.optional)
+const dataDir = Options.directory("data-dir").pipe(Options.optional)
+const limit = Options.integer("limit").pipe(Options.optional)
 
 const connection = { url, token }
 
@@ -93,21 +73,16 @@ const daemon = Command.make(
     config,
     dataDir,
     host: Options.text("host").pipe(Options.withDefault(DEFAULT_HOST)),
-    port: Options.integer("port").pipe(
-      Options.withDefault(DEFAULT_PORT),
-      Options.withDescription("0 picks a free port.")
-    ),
+    port: Options.integer("port").pipe(Options.withDefault(DEFAULT_PORT)),
     token: daemonToken,
     allowOrigin,
     allowHost,
     maxFrameBytes: Options.integer("max-frame-bytes").pipe(Options.optional)
   },
   (o) => server((commands) => commands.daemon(o))
-).pipe(Command.withDescription("Run Skein as a daemon serving the RPC over WebSocket."))
-
-const stdio = Command.make("stdio", { db, config, dataDir }, (o) => server((commands) => commands.stdio(o))).pipe(
-  Command.withDescription("Serve the RPC over stdin/stdout (one JSON message per line), for a parent process.")
 )
+
+const stdio = Command.make("stdio", { db, config, dataDir }, (o) => server((commands) => commands.stdio(o)))
 
 // ---- call -------------------------------------------------------------------------
 
@@ -120,43 +95,86 @@ const call = Command.make(
     payload: Args.text({ name: "JSON" }).pipe(Args.optional)
   },
   (o) => client((commands) => commands.call(o))
-).pipe(Command.withDescription("Call any RPC method with a JSON payload; prints the JSON result (NDJSON for streams)."))
+)
 
 // ---- human commands ---------------------------------------------------------------
 
+const title = Options.text("title").pipe(Options.optional)
+const threadArg = Args.text({ name: "THREAD" })
+const provider = Args.text({ name: "PROVIDER" })
+const listFilter = {
+  root: Options.text("root").pipe(Options.optional),
+  parent: Options.text("parent").pipe(Options.optional),
+  limit: Options.integer("limit").pipe(Options.optional)
+}
+
 const threadNew = Command.make(
   "new",
-  { ...connection, json, title: Options.text("title").pipe(Options.optional) },
+  { ...connection, json, title, workspace: Options.text("workspace").pipe(Options.optional) },
   (o) => client((commands) => commands.threadNew(o))
 )
-const thread = Command.make("thread").pipe(
-  Command.withSubcommands([threadNew]),
-  Command.withDescription("Thread commands.")
+const threadList = Command.make("list", { ...connection, json, ...listFilter }, (o) =>
+  client((commands) => commands.threads(o))
 )
-
-const threadArg = Args.text({ name: "THREAD" })
+const thread = Command.make("thread").pipe(Command.withSubcommands([threadNew, threadList]))
+const threads = Command.make("threads", { ...connection, json, ...listFilter }, (o) =>
+  client((commands) => commands.threads(o))
+)
 
 const send = Command.make(
   "send",
   {
     ...connection,
     json,
+    model: Options.text("model").pipe(Options.optional),
+    cleanContext: Options.boolean("clean-context"),
+    budget: Options.integer("budget").pipe(Options.optional),
     thread: threadArg,
-    provider: Args.text({ name: "PROVIDER" }),
+    provider,
     message: Args.text({ name: "MESSAGE" })
   },
   (o) => client((commands) => commands.send(o))
-).pipe(Command.withDescription("Send a message to a provider on a thread; waits for the run and prints the reply."))
+)
 
-const show = Command.make("show", { ...connection, json, thread: threadArg }, (o) =>
-  client((commands) => commands.show(o))
-).pipe(Command.withDescription("Show a thread: runs, lineage, provider coverage and handoffs."))
+const show = Command.make(
+  "show",
+  { ...connection, json, messages: Options.boolean("messages"), thread: threadArg },
+  (o) => client((commands) => commands.show(o))
+)
 
 const follow = Command.make(
   "follow",
   { ...connection, json, limit, from: Options.integer("from").pipe(Options.optional), thread: threadArg },
   (o) => client((commands) => commands.follow(o))
-).pipe(Command.withDescription("Print a thread's events (replay, then live) until interrupted or --limit."))
+)
+
+const interrupt = Command.make("interrupt", { ...connection, json, thread: threadArg }, (o) =>
+  client((commands) => commands.interrupt(o))
+)
+
+const approve = Command.make(
+  "approve",
+  // [APPROVAL] DECISION: one or two words after THREAD, told apart by ClientCommands.
+  {
+    ...connection,
+    json,
+    thread: threadArg,
+    words: Args.text({ name: "DECISION" }).pipe(Args.between(1, 2))
+  },
+  (o) => client((commands) => commands.approve(o))
+)
+
+const subagent = Command.make(
+  "subagent",
+  { ...connection, json, thread: threadArg, provider, prompt: Args.text({ name: "PROMPT" }) },
+  (o) => client((commands) => commands.subagent(o))
+)
+
+const handoff = Command.make("handoff", { ...connection, json, id: Args.text({ name: "ID" }) }, (o) =>
+  client((commands) => commands.handoff(o))
+)
+
+const providers = Command.make("providers", { ...connection, json }, (o) => client((commands) => commands.providers(o)))
 
 // ---- lineage ----------------------------------------------------------------------
 
@@ -166,20 +184,17 @@ const fork = Command.make(
     ...connection,
     json,
     thread: threadArg,
-    run: Options.text("run").pipe(
-      Options.optional,
-      Options.withDescription("Fork at this run (default: latest stable).")
-    ),
-    checkpoint: Options.text("checkpoint").pipe(Options.optional, Options.withDescription("Fork at this checkpoint.")),
-    sideChat: Options.boolean("side-chat").pipe(Options.withDescription("A fork shown only with its parent.")),
-    title: Options.text("title").pipe(Options.optional)
+    run: Options.text("run").pipe(Options.optional),
+    checkpoint: Options.text("checkpoint").pipe(Options.optional),
+    sideChat: Options.boolean("side-chat"),
+    title
   },
   (o) => client((commands) => commands.fork(o))
-).pipe(Command.withDescription("Fork a thread at a stable point; cheap: the fork's first run resolves its context."))
+)
 
 const mergeBack = Command.make("merge-back", { ...connection, json, fork: Args.text({ name: "FORK" }) }, (o) =>
   client((commands) => commands.mergeBack(o))
-).pipe(Command.withDescription("Bring a fork's work into its source thread's next run."))
+)
 
 const rollback = Command.make(
   "rollback",
@@ -187,28 +202,53 @@ const rollback = Command.make(
     ...connection,
     json,
     thread: threadArg,
-    to: Args.integer({ name: "RUN" }),
-    restoreFiles: Options.boolean("restore-files").pipe(
-      Options.withDescription("Also write the workspace back to run RUN's checkpoint.")
-    )
+    to: Args.text({ name: "RUN" }),
+    restoreFiles: Options.boolean("restore-files"),
+    dryRun: Options.boolean("dry-run")
   },
   (o) => client((commands) => commands.rollback(o))
-).pipe(Command.withDescription("Roll a thread back to run RUN (0 empties it); later runs become rolled_back."))
+)
 
 const tree = Command.make("tree", { ...connection, json, thread: threadArg }, (o) =>
   client((commands) => commands.tree(o))
-).pipe(
-  Command.withDescription("The lineage tree of a thread: forks, side chats, subagents, coverage, pending transfers.")
 )
 
-const demo = Command.make("demo", { json }, (o) => server((commands) => commands.demo(o))).pipe(
-  Command.withDescription("Run the seed example offline (scripted codex and claude) and print the coverage table.")
-)
+const demo = Command.make("demo", { json }, (o) => server((commands) => commands.demo(o)))
 
 export const skeinCommand = Command.make("skein").pipe(
-  Command.withSubcommands([daemon, stdio, call, thread, send, show, follow, fork, mergeBack, rollback, tree, demo]),
-  Command.withDescription("Skein: one conversation across coding-agent providers.")
+  Command.withSubcommands([
+    daemon,
+    stdio,
+    call,
+    thread,
+    threads,
+    send,
+    show,
+    follow,
+    interrupt,
+    approve,
+    subagent,
+    handoff,
+    providers,
+    fork,
+    mergeBack,
+    rollback,
+    tree,
+    demo
+  ])
 )
 
-/** Runs the CLI on `process.argv`-shaped arguments. */
-export const runCli = Command.run(skeinCommand, { name: "skein", version: "0.1.0" })
+const parseAndRun = Command.run(skeinCommand, { name: "skein", version: "0.1.0" })
+
+/**
+ * Runs the CLI on `process.argv`-shaped arguments. Help (`--help`, `-h`, `help CMD`,
+ * no command) is Skein's own, coloured only on a terminal without NO_COLOR; there is no
+ * wizard mode.
+ */
+export const runCli = (argv: ReadonlyArray<string>) => {
+  const request = helpRequest(argv.slice(2))
+  if (request === undefined) return parseAndRun(argv)
+  return request._tag === "Help"
+    ? Console.log(request.text(colourFor(process.stdout)))
+    : Console.error(`skein: ${request.message}`).pipe(Effect.zipRight(Effect.fail(new CliExit({ code: 2 }))))
+}

@@ -1,44 +1,21 @@
 #!/usr/bin/env node
 /**
- * The `skein` executable. SIGTERM/SIGINT interrupt the command (the daemon closes
- * gracefully and exits 0); if closing takes longer than the grace period the process
- * exits 1 anyway.
+ * The `skein` executable: the entry of the bundle (`build.mjs`) that `bin/skein.js`
+ * runs; `node dist/src/bin.js` runs the same CLI unbundled.
  *
- * The entry of the bundle (`build.mjs`) that `bin/skein.js` runs; `node
- * dist/src/bin.js` runs the same CLI unbundled.
+ * Help (`--help`, `-h`, `skein help CMD`, a bare `skein`) is answered here from
+ * `Help.ts` alone, before Effect or @effect/cli is loaded, so it starts about as fast as
+ * Node itself; any other command loads `Main.ts`.
  */
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import * as NodePath from "@effect/platform-node/NodePath"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
-import { Cause, Effect, Exit, Layer, Logger, Option } from "effect"
-import { CliExit, runCli } from "./Cli.js"
+import { colourFor } from "./CliStyle.js"
+import { helpRequest } from "./Help.js"
 
-const SHUTDOWN_GRACE_MS = 10_000
-
-const armGraceTimer = () => {
-  setTimeout(() => {
-    process.stderr.write(`skein: shutdown took over ${SHUTDOWN_GRACE_MS} ms; exiting\n`)
-    process.exit(1)
-  }, SHUTDOWN_GRACE_MS).unref()
+const request = helpRequest(process.argv.slice(2))
+if (request?._tag === "Help") {
+  process.stdout.write(`${request.text(colourFor(process.stdout))}\n`)
+} else if (request?._tag === "Refuse") {
+  process.stderr.write(`skein: ${request.message}\n`)
+  process.exitCode = 2
+} else {
+  void import("./Main.js").then(({ main }) => main(process.argv))
 }
-process.once("SIGTERM", armGraceTimer)
-process.once("SIGINT", armGraceTimer)
-
-runCli(process.argv).pipe(
-  // stdout belongs to command output (and to the protocol under `skein stdio`): logs go to stderr.
-  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))),
-  // What @effect/cli needs, and no more: NodeContext would also build a process
-  // executor and a worker manager, which cost start-up time and no command uses.
-  Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)),
-  NodeRuntime.runMain({
-    disableErrorReporting: true,
-    teardown: (exit, onExit) => {
-      if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return onExit(0)
-      const failure = Cause.failureOption(exit.cause)
-      if (Option.isSome(failure) && failure.value instanceof CliExit) return onExit(failure.value.code)
-      if (Option.isNone(failure)) process.stderr.write(`${Cause.pretty(exit.cause)}\n`)
-      onExit(1)
-    }
-  })
-)

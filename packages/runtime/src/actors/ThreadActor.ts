@@ -87,6 +87,7 @@ import * as SupervisedActor from "./SupervisedActor.js"
 import type { RunAccepted, RunContext, ThreadMessage } from "./ThreadProtocol.js"
 import type { ProviderInfo, StartPlan } from "./ThreadPlanner.js"
 import {
+  approvalAnswer,
   planApproval,
   planBindNativeThread,
   planFinish,
@@ -642,14 +643,18 @@ export const makeThreadActor = (
               const found = yield* store.lookup.turnItem(threadId, replayed.value.itemId, replayed.value.runId)
               if (Option.isSome(found)) return { _tag: "Recorded" as const, item: found.value }
             }
-            const updated = answering?.has(command.approvalId)
+            const requests = answering?.has(command.approvalId)
               ? undefined
-              : planApproval(
-                  yield* store.lookup.approvalRequests(threadId, command.approvalId),
-                  command.approvalId,
-                  command.decision
-                )
-            if (!updated) return yield* new ApprovalNotFound({ threadId, approvalId: command.approvalId })
+              : yield* store.lookup.approvalRequests(threadId, command.approvalId)
+            const updated = requests && planApproval(requests, command.approvalId, command.decision)
+            if (!updated) {
+              const answered = requests && approvalAnswer(requests, command.approvalId)
+              return yield* new ApprovalNotFound({
+                threadId,
+                approvalId: command.approvalId,
+                ...(answered === undefined ? {} : { answered })
+              })
+            }
             const { pt, run } = yield* demand((s) => {
               const found = runById(s, updated.runId)!
               return {

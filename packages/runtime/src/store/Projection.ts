@@ -22,6 +22,7 @@ import type {
 } from "@skein/domain"
 import { handoffHead, providerThreadHead } from "@skein/domain"
 import { withServedRun } from "../context/Coverage.js"
+import { runTimestamps, withActivity } from "./ThreadActivity.js"
 import { emptyThreadState, markRolledBack, unmarkRolledBack, type ThreadState } from "./ThreadState.js"
 
 export interface Served {
@@ -206,8 +207,9 @@ export const toThreadView = (
     }
   }
   transfers.sort(byCreatedAt)
+  const last = state.runs.get(state.runCount)
   return {
-    thread: state.thread,
+    thread: withActivity(state.thread, last === undefined ? [] : runTimestamps(last)),
     runs,
     providerThreads: [...state.providerThreads.values()].map((entry) => entry.full!),
     transfers,

@@ -23,6 +23,7 @@ import {
 import { Effect, Either, Option } from "effect"
 import * as Blobs from "./Blobs.js"
 import { fromSqlError, jsonDecoder } from "./Codec.js"
+import { withActivity } from "./ThreadActivity.js"
 import type { StoredForm } from "./EventCodec.js"
 
 export type Param = string | number | null
@@ -296,10 +297,19 @@ export const listThreadRows = (
     params.push(filter.rootThreadId)
   }
   const where = clauses.length > 0 ? ` WHERE ${clauses.join(" AND ")}` : ""
-  return selectData(sql, `SELECT data FROM threads${where} ORDER BY created_at, rowid`, params).pipe(
-    Effect.mapError(fromSqlError("cannot list threads")),
-    Effect.flatMap((rows) => decodeAll(rows, decodeThread, "thread"))
-  )
+  return sql
+    .unsafe<DataRow & { readonly activity: string | null }>(
+      `SELECT t.data AS data, (${lastRunActivity}) AS activity FROM threads t${where} ORDER BY t.created_at, t.rowid`,
+      params
+    )
+    .pipe(
+      Effect.mapError(fromSqlError("cannot list threads")),
+      Effect.flatMap((rows) =>
+        Either.map(decodeAll(rows, decodeThread, "thread"), (threads) =>
+          threads.map((thread, i) => withActivity(thread, activityOf(rows[i]!.activity)))
+        )
+      )
+    )
 }
 
 /** Threads whose file restore is owed (a rollback recorded it; nothing recorded it finished). */
@@ -308,6 +318,23 @@ export const owedRestoreRows = (sql: Sql): Effect.Effect<ReadonlyArray<AppThread
     Effect.mapError(fromSqlError("cannot list owed restores")),
     Effect.flatMap((rows) => decodeAll(rows, decodeThread, "thread"))
   )
+
+/** The timestamps of a thread's last run (a JSON array), for a query over `threads t`. */
+const lastRunActivity = `SELECT json_array(json_extract(r.data, '$.createdAt'), json_extract(r.data, '$.startedAt'),
+  json_extract(r.data, '$.completedAt'), json_extract(r.data, '$.rolledBackAt'))
+  FROM runs r WHERE r.thread_id = t.id ORDER BY r.ordinal DESC LIMIT 1`
+
+const activityOf = (json: string | null): ReadonlyArray<string | null | undefined> =>
+  json === null ? [] : (JSON.parse(json) as Array<string | null>)
+
+/** A thread's record with `updatedAt` as `withActivity` gives it. */
+export const threadWithActivity = (sql: Sql, threadId: ThreadId, thread: AppThread) =>
+  sql
+    .unsafe<{ readonly activity: string | null }>(
+      `SELECT (${lastRunActivity}) AS activity FROM threads t WHERE t.id = ?`,
+      [threadId]
+    )
+    .pipe(Effect.map((rows) => withActivity(thread, activityOf(rows[0]?.activity ?? null))))
 
 export const handoffRow = (sql: Sql, id: string): Effect.Effect<Option.Option<ContextHandoff>, StorageError> =>
   selectData(sql, "SELECT data FROM handoffs WHERE id = ? ORDER BY rowid DESC LIMIT 1", [id]).pipe(

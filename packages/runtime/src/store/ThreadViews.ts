@@ -35,7 +35,8 @@ import {
   decodeTransfer,
   listThreadRows,
   outgoingTransfers,
-  selectData
+  selectData,
+  threadWithActivity
 } from "./ProjectionTables.js"
 import { currentHead, groupItems, loadCompleteThreadState, servedColumns, type ServedRow } from "./ThreadLoading.js"
 
@@ -120,7 +121,11 @@ const pagedView = (
     const threadRows = yield* selectData(sql, "SELECT data FROM threads WHERE id = ?", [threadId])
     if (threadRows[0] === undefined) return Option.none()
     const what = `thread ${threadId}:`
-    const thread: AppThread = yield* decodeThread(threadRows[0].data, `${what} thread row`)
+    const thread: AppThread = yield* threadWithActivity(
+      sql,
+      threadId,
+      yield* decodeThread(threadRows[0].data, `${what} thread row`)
+    )
     const [{ runCount } = { runCount: 0 }] = yield* sql.unsafe<{ readonly runCount: number }>(
       "SELECT COALESCE(MAX(ordinal), 0) AS runCount FROM runs WHERE thread_id = ?",
       [threadId]
