@@ -334,7 +334,16 @@ export const makeOrchestrator = Effect.gen(function* () {
             actor.ask("RollbackSettled", { toRunOrdinal: input.toRunOrdinal, results })
           )
         }
-        if (started.restore !== null) yield* checkpoints.restore(started.restore.workspace, started.restore.commit)
+        if (started.restore !== null) {
+          yield* checkpoints.restore({
+            workspace: started.restore.workspace,
+            threadId: input.threadId,
+            commit: started.restore.commit,
+            toRunOrdinal: input.toRunOrdinal,
+            restoreId: input.commandId ?? `${input.toRunOrdinal}-${Date.now()}`,
+            dryRun: false
+          })
+        }
         // Work this thread sent elsewhere from runs now rolled back is no longer to be delivered.
         const view = yield* threadView(input.threadId)
         const targets = new Set(
