@@ -242,12 +242,12 @@ const nulSplit = (out: string) => out.split("\0").filter((field) => field !== ""
  */
 const OMITTED_LINE = "skein-omitted: "
 
-const messageOf = (ref: string, omitted: ReadonlyArray<OmittedFile>) =>
+const messageOf = (ref: string, previous: string | null, omitted: ReadonlyArray<OmittedFile>) =>
   [
     `skein checkpoint ${ref}`,
-    ...(omitted.length === 0
-      ? []
-      : ["", ...omitted.map((file) => `${OMITTED_LINE}${file.bytes} ${JSON.stringify(file.path)}`)])
+    "",
+    ...(previous === null ? [] : [`skein-previous: ${previous}`]),
+    ...omitted.map((file) => `${OMITTED_LINE}${file.bytes} ${JSON.stringify(file.path)}`)
   ].join("\n")
 
 export const omittedOf = (commitText: string): Array<OmittedFile> => {
@@ -268,8 +268,9 @@ const underPrefix = (prefix: string) => (file: OmittedFile) => ({ ...file, path:
 /**
  * Captures the workspace's files under `refs/skein/<threadId>/<ordinal>` (replacing a ref
  * of that name): only paths inside the workspace are taken from the work tree (the rest
- * of the tree is the repository's index as it is). The commit's parent is `previous` when
- * given; the diff summary, limited to the workspace and with paths relative to the
+ * of the tree is the repository's index as it is). The commit has no parent, so that
+ * deleting older refs (`prune`, `dropAfter`) lets git collect what only they held; its
+ * message names `previous` (`skein-previous: <id>`) when given. The diff summary, limited to the workspace and with paths relative to the
  * repository's top level, is against `previous`, or against HEAD's tree (the empty tree on
  * an unborn branch) when null. Files over `maxFileBytes` that git would store anew are
  * left out, never hashed, and named in `omitted` and in the commit's message.
@@ -309,13 +310,16 @@ export const capture = (input: {
       yield* git(["add", "-A", "--", ...spec, ...omitted.map((file) => exclude(file.path))], { cwd, index })
       if (omitted.length > 0) {
         // A tracked file over the limit: its older content is not the checkpoint's either.
-        yield* git(["rm", "--cached", "-q", "--ignore-unmatch", "--", ...omitted.map((file) => literal(file.path))], {
-          cwd,
-          index
-        })
+        yield* git(
+          ["rm", "--cached", "-f", "-q", "--ignore-unmatch", "--", ...omitted.map((file) => literal(file.path))],
+          {
+            cwd,
+            index
+          }
+        )
       }
       const ref = `${refPrefix(input.threadId)}${input.ordinal}`
-      const message = messageOf(ref, omitted)
+      const message = messageOf(ref, previous, omitted)
       // `^{commit}`: the diff also proves that `previous` is a commit of this repository.
       const base = previous === null ? Option.getOrNull(head) : `${previous}^{commit}`
       const [tree, early] = yield* Effect.all(
@@ -327,9 +331,9 @@ export const capture = (input: {
       )
       // On an unborn branch the base is the empty tree, in the repository's hash.
       const diff = Option.isSome(early) ? early.value : yield* diffSummary(cwd, index, emptyTree(tree), spec)
-      // Only now the commit: a kept writer hashes the commit's text without checking its
-      // parent, so nothing is written into the repository before the diff proved it.
-      const commit = yield* writer.commit({ tree, parents: previous === null ? [] : [previous], message })
+      // Only now the commit: nothing is written into the repository before the diff
+      // proved `previous` (which the message names) a commit of it.
+      const commit = yield* writer.commit({ tree, parents: [], message })
       yield* writer.setRef(ref, commit)
       return { ref, commit, tree, diff, omitted: omitted.map(underPrefix(place.prefix)) }
     })
@@ -522,11 +526,13 @@ export const restore = (input: {
       if (!input.dryRun) {
         // The index now holds only what the restore may change: the workspace's files,
         // less omitted files and submodules. Everything else is, to the reset, not there.
-        const keepOut = [
-          ...(prefix === "" ? [] : [":/", exclude(prefix.slice(0, -1))]),
-          ...Array.from(leftAlone, literal)
-        ]
-        if (keepOut.length > 0) yield* run(["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", ...keepOut])
+        // (Two commands: an exclude pathspec would also exclude the files left alone.)
+        if (prefix !== "") {
+          yield* run(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", ":/", exclude(prefix.slice(0, -1))])
+        }
+        if (leftAlone.size > 0) {
+          yield* run(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", ...Array.from(leftAlone, literal)])
+        }
         // The target: the checkpoint's files inside the workspace, nothing else.
         const target = Path.join(scratch, "target")
         yield* run(["update-index", "-z", "--index-info"], {

@@ -155,7 +155,11 @@ describe("GitCheckpoints", () => {
     const second = await run(capture({ workspace: root, threadId: "thr_a", ordinal: 2, previous: first.commit }))
     expect(snapshot(root)).toEqual(middle)
     expect(second.ref).toBe("refs/skein/thr_a/2")
-    expect(sh(root, "rev-parse", `${second.commit}^`).trim()).toBe(first.commit)
+    // No parent (pruned refs free their objects); the message names the previous checkpoint.
+    expect(sh(root, "rev-list", "--parents", "-n", "1", second.commit).trim()).toBe(second.commit)
+    expect(sh(root, "log", "-1", "--format=%B", second.commit)).toBe(
+      `skein checkpoint refs/skein/thr_a/2\n\nskein-previous: ${first.commit}\n\n`
+    )
     expect(second.diff).toEqual([
       { path: "bin.dat", change: "modify", additions: 0, deletions: 0 },
       { path: "dir/d.txt", change: "delete", additions: 0, deletions: 1 },
