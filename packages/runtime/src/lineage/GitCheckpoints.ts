@@ -1,12 +1,14 @@
 /**
  * Workspace checkpoints in real git, leaving the user's repository as it was.
  *
- * A checkpoint is the work tree (tracked and untracked files, `.gitignore` honoured)
+ * A checkpoint is the workspace's files (tracked and untracked, `.gitignore` honoured;
+ * only paths inside the workspace, which may be a subdirectory of the repository)
  * written as a tree and a commit under the hidden ref `refs/skein/<threadId>/<ordinal>`
  * (characters a ref name cannot hold are percent-encoded in the thread id).
  * Everything goes through a temporary index (`GIT_INDEX_FILE`) in a temporary
  * directory owned by a Scope, so HEAD, the index, branches, the stash and the work
- * tree are never touched by a capture; a restore changes the work tree only.
+ * tree are never touched by a capture; a restore changes the workspace's files only,
+ * after saving them under `refs/skein/<threadId>/restore-<restoreId>`.
  *
  * git runs as child processes (see Git.ts: argument arrays, a closed environment, `-z`
  * output).
@@ -487,8 +489,12 @@ export const restore = (input: {
       const omittedTop = omittedOf(commitText).filter((file) => file.path.startsWith(prefix))
 
       // The work tree inside the workspace, as it is now.
-      yield* run(["add", "-A", "--", ...spec])
-      const ignored = new Set(nulSplit(yield* run(["ls-files", "-z", "-o", "-i", "--exclude-standard", "--", ...spec])))
+      // (Files ignored and untracked are the same before and after the add: asked beside it.)
+      const [, ignoredNow] = yield* Effect.all(
+        [run(["add", "-A", "--", ...spec]), run(["ls-files", "-z", "-o", "-i", "--exclude-standard", "--", ...spec])],
+        { concurrency: "unbounded" }
+      )
+      const ignored = new Set(nulSplit(ignoredNow))
       const overwritten = checkpointEntries.filter((entry) => entry.mode !== GITLINK && ignored.has(entry.path))
       if (overwritten.length > 0) yield* run(["add", "-f", "--", ...overwritten.map((entry) => literal(entry.path))])
       const now = (yield* run(["write-tree"])).trim()
@@ -533,16 +539,22 @@ export const restore = (input: {
         if (leftAlone.size > 0) {
           yield* run(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", ...Array.from(leftAlone, literal)])
         }
-        // The target: the checkpoint's files inside the workspace, nothing else.
-        const target = Path.join(scratch, "target")
-        yield* run(["update-index", "-z", "--index-info"], {
-          index: target,
-          stdin: checkpointEntries
-            .filter((entry) => !leftAlone.has(entry.path))
-            .map((entry) => `${entry.mode} ${entry.id}\t${entry.path}\0`)
-            .join("")
-        })
-        const targetTree = (yield* run(["write-tree"], { index: target })).trim()
+        // The target: the checkpoint's files inside the workspace, nothing else (at the
+        // top with nothing left alone, the checkpoint's own tree).
+        const targetTree =
+          prefix === "" && leftAlone.size === 0
+            ? `${input.commit}^{tree}`
+            : yield* Effect.gen(function* () {
+                const target = Path.join(scratch, "target")
+                yield* run(["update-index", "-z", "--index-info"], {
+                  index: target,
+                  stdin: checkpointEntries
+                    .filter((entry) => !leftAlone.has(entry.path))
+                    .map((entry) => `${entry.mode} ${entry.id}\t${entry.path}\0`)
+                    .join("")
+                })
+                return (yield* run(["write-tree"], { index: target })).trim()
+              })
         yield* run(["read-tree", "--reset", "-u", targetTree])
       }
 
