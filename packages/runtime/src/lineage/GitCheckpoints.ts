@@ -458,7 +458,9 @@ export const restore = (input: {
       const cwd = place.top
       const { prefix } = place
       const spec = scopeOf(prefix)
-      if (!(yield* checkpointExists({ workspace: cwd, commit: input.commit }))) {
+      // The checkpoint's commit, read whole (its message names the omitted files).
+      const read = yield* gitRaw(["cat-file", "commit", input.commit], { cwd })
+      if (read.code !== 0) {
         return yield* Effect.fail(
           new GitError({
             command: what,
@@ -476,9 +478,9 @@ export const restore = (input: {
         git(args, { cwd, index, objects, ...extra })
 
       const backupRef = `${refPrefix(input.threadId)}restore-${refComponent(input.restoreId)}`
-      const [commitText, checkpointEntries, existing] = yield* Effect.all(
+      const commitText = read.stdout
+      const [checkpointEntries, existing] = yield* Effect.all(
         [
-          git(["cat-file", "commit", input.commit], { cwd }),
           lsTree(cwd, input.commit, prefix, undefined),
           Effect.map(gitRaw(["rev-parse", "-q", "--verify", `${backupRef}^{commit}`], { cwd }), (out) =>
             out.code === 0 ? out.stdout.trim() : null
