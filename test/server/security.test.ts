@@ -110,8 +110,14 @@ describe("the client's token file", () => {
       }
     }
     expect(failure(await runSkein(["call", "thread.list"], env))).toEqual(linked)
-    expect(failure(await runSkein(["thread", "new", "--title", "x"], env))).toEqual(linked)
-    expect(failure(await runSkein(["show", "thr_x"], env))).toEqual(linked)
+    // The human commands: the typed error with --json, one readable line without.
+    expect(failure(await runSkein(["thread", "new", "--title", "x", "--json"], env))).toEqual(linked)
+    expect(failure(await runSkein(["show", "thr_x", "--json"], env))).toEqual(linked)
+    const readable = await runSkein(["show", "thr_x"], env)
+    expect({ code: readable.code, stderr: readable.stderr }).toEqual({
+      code: 1,
+      stderr: `skein: ${linked.error.message}\n`
+    })
 
     for (const mode of [0o640, 0o604]) {
       Fs.rmSync(Path.join(home, "token"))

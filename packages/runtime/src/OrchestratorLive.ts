@@ -553,7 +553,13 @@ export const orchestratorLayer: Layer.Layer<
 ).pipe(
   Layer.provideMerge(ThreadActors.local),
   Layer.provide(ProviderSessions.layer),
-  Layer.provide(WorkspaceCheckpoints.layer)
+  Layer.provide(
+    Layer.unwrapEffect(
+      Effect.map(RuntimeConfig, ({ checkpoints }) =>
+        WorkspaceCheckpoints.layerWith({ maxFileBytes: checkpoints.maxFileBytes, keepRuns: checkpoints.keepRuns })
+      )
+    )
+  )
 )
 
 /** Everything a host needs: SQLite at `dbPath`, the actor runtime and the Orchestrator. */

@@ -433,7 +433,14 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       Effect.map(
         Option.match({
           onNone: (): CheckpointTaken => ({ _tag: "Failed", detail: "the workspace is no longer a git repository" }),
-          onSome: ({ commit, diff, gitRef, tree }): CheckpointTaken => ({ _tag: "Taken", gitRef, commit, tree, diff })
+          onSome: ({ commit, diff, gitRef, omitted, tree }): CheckpointTaken => ({
+            _tag: "Taken",
+            gitRef,
+            commit,
+            tree,
+            diff,
+            omitted
+          })
         })
       ),
       Effect.catchAll((error) => Effect.succeed<CheckpointTaken>({ _tag: "Failed", detail: error.message })),

@@ -9,6 +9,7 @@ import type {
   ContextHandoff,
   ContextTransfer,
   DiffEntry,
+  OmittedFile,
   HandoffDelivery,
   ProviderCapabilities,
   ProviderName,
@@ -852,6 +853,8 @@ export type CheckpointTaken =
       readonly commit: string
       readonly tree: string
       readonly diff: ReadonlyArray<DiffEntry>
+      /** Files left out for their size. */
+      readonly omitted?: ReadonlyArray<OmittedFile> | undefined
     }
   | { readonly _tag: "Failed"; readonly detail: string }
 
@@ -875,6 +878,7 @@ export const planCheckpointTaken = (
       treeSha: taken.tree,
       commitSha: taken.commit,
       diffSummary: [...taken.diff],
+      ...(taken.omitted === undefined || taken.omitted.length === 0 ? {} : { omitted: [...taken.omitted] }),
       status: "ready"
     }
     return [new CheckpointRecorded({ checkpoint: ready }, unchecked)]

@@ -20,6 +20,7 @@ import {
   DiffEntry,
   HandoffDelivery,
   InterruptRunFields,
+  OmittedFile,
   ProviderName,
   ProviderThreadHead,
   ProviderThreadId,
@@ -173,7 +174,8 @@ export const RecordCheckpoint = Rpc.make("RecordCheckpoint", {
         gitRef: Schema.String,
         commit: Schema.String,
         tree: Schema.String,
-        diff: Schema.Array(DiffEntry)
+        diff: Schema.Array(DiffEntry),
+        omitted: Schema.optional(Schema.Array(OmittedFile))
       }),
       Schema.TaggedStruct("Failed", { detail: Schema.String })
     )

@@ -37,6 +37,11 @@ export interface GitRun {
   readonly cwd: string
   /** GIT_INDEX_FILE; the repository's own index is never named here. */
   readonly index?: string
+  /**
+   * GIT_OBJECT_DIRECTORY, with the repository's own objects as an alternate: new objects
+   * go there and nowhere else (a dry run's), everything the repository holds is readable.
+   */
+  readonly objects?: { readonly directory: string; readonly repository: string } | undefined
   readonly stdin?: string
 }
 
@@ -47,10 +52,15 @@ export interface GitOutput {
 }
 
 /** The only environment git sees. */
-export const environment = (index: string | undefined): Record<string, string | undefined> => ({
+export const environment = (
+  index: string | undefined,
+  objects?: GitRun["objects"]
+): Record<string, string | undefined> => ({
   PATH: process.env.PATH,
   HOME: process.env.HOME ?? Os.homedir(),
   GIT_INDEX_FILE: index,
+  GIT_OBJECT_DIRECTORY: objects?.directory,
+  GIT_ALTERNATE_OBJECT_DIRECTORIES: objects?.repository,
   GIT_AUTHOR_NAME: "Skein",
   GIT_AUTHOR_EMAIL: "skein@localhost",
   GIT_COMMITTER_NAME: "Skein",
@@ -94,7 +104,8 @@ export const gitRaw = (args: ReadonlyArray<string>, run: GitRun): Effect.Effect<
       const failed = (detail: string, reason: "missing" | "failed" = "failed") =>
         resume(Effect.fail(new GitError({ command: describe(args), detail, reason })))
       const env: Record<string, string> = {}
-      for (const [name, value] of Object.entries(environment(run.index))) if (value !== undefined) env[name] = value
+      for (const [name, value] of Object.entries(environment(run.index, run.objects)))
+        if (value !== undefined) env[name] = value
       let child: NodeChildProcess.ChildProcess
       try {
         child = NodeChildProcess.spawn(executable, [...settings, ...args], {

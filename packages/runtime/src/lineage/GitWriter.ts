@@ -21,8 +21,8 @@ import type { CommandExecutor } from "@effect/platform/CommandExecutor"
 import { Deferred, Duration, Effect, Queue, Stream } from "effect"
 import type { Scope } from "effect"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
+import * as TemporaryDirectories from "./TemporaryDirectories.js"
 import { describe, environment, fromPlatform, git, GitError, GitExecutable, settings } from "./Git.js"
 
 export interface GitWriter {
@@ -134,7 +134,7 @@ export const make = (cwd: string): Effect.Effect<GitWriter, GitError, Scope.Scop
   Effect.gen(function* () {
     const dir = yield* Effect.acquireRelease(
       Effect.try({
-        try: () => Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-git-writer-")),
+        try: () => TemporaryDirectories.make("skein-git-writer"),
         catch: (error) =>
           new GitError({ command: "create a temporary directory", detail: String(error), reason: "failed" })
       }),

@@ -68,6 +68,17 @@ const treeFiles = (root: string, tree: string): Record<string, string> => {
   return out
 }
 
+let restores = 0
+/** A restore of `commit` into `workspace` with a restore id of its own. */
+const restoring = (workspace: string, commit: string, restoreId = `r${++restores}`) => ({
+  workspace,
+  threadId: "thr_restore",
+  commit,
+  toRunOrdinal: 1,
+  restoreId,
+  dryRun: false
+})
+
 const hex = (text: string) => Buffer.from(text).toString("hex")
 
 const run = <A, E>(effect: Effect.Effect<A, E, CommandExecutor>) =>
@@ -144,7 +155,11 @@ describe("GitCheckpoints", () => {
     const second = await run(capture({ workspace: root, threadId: "thr_a", ordinal: 2, previous: first.commit }))
     expect(snapshot(root)).toEqual(middle)
     expect(second.ref).toBe("refs/skein/thr_a/2")
-    expect(sh(root, "rev-parse", `${second.commit}^`).trim()).toBe(first.commit)
+    // No parent (pruned refs free their objects); the message names the previous checkpoint.
+    expect(sh(root, "rev-list", "--parents", "-n", "1", second.commit).trim()).toBe(second.commit)
+    expect(sh(root, "log", "-1", "--format=%B", second.commit)).toBe(
+      `skein checkpoint refs/skein/thr_a/2\n\nskein-previous: ${first.commit}\n\n`
+    )
     expect(second.diff).toEqual([
       { path: "bin.dat", change: "modify", additions: 0, deletions: 0 },
       { path: "dir/d.txt", change: "delete", additions: 0, deletions: 1 },
@@ -176,7 +191,7 @@ describe("GitCheckpoints", () => {
     write(root, "z.log", "new ignored\n")
     Fs.chmodSync(Path.join(root, "bin.dat"), 0o755)
 
-    await run(restore({ workspace: root, commit: checkpoint.commit }))
+    await run(restore(restoring(root, checkpoint.commit)))
     expect(files(root)).toEqual({
       ...atCapture,
       "app.log": hex("changed ignored\n"),
@@ -191,9 +206,9 @@ describe("GitCheckpoints", () => {
     write(root, "new.txt", "second\n")
     const second = await run(capture({ workspace: root, threadId: "thr_r", ordinal: 2, previous: checkpoint.commit }))
     const atSecond = files(root)
-    await run(restore({ workspace: root, commit: checkpoint.commit }))
+    await run(restore(restoring(root, checkpoint.commit)))
     expect(files(root)["new.txt"]).toBe(hex("x\ny\n"))
-    await run(restore({ workspace: root, commit: second.commit }))
+    await run(restore(restoring(root, second.commit)))
     expect(files(root)).toEqual(atSecond)
   })
 
@@ -218,13 +233,13 @@ describe("GitCheckpoints", () => {
     const atCapture = files(root)
     for (const name of names) remove(root, name)
     write(root, "other name ✗.txt", "gone soon\n")
-    await run(restore({ workspace: root, commit: checkpoint.commit }))
+    await run(restore(restoring(root, checkpoint.commit)))
     expect(files(root)).toEqual(atCapture)
     expect(() => sh(root, "rev-parse", "-q", "--verify", "HEAD")).toThrow() // still unborn
     expect(Fs.existsSync(Path.join(root, ".git", "index"))).toBe(false) // never written
   })
 
-  it("works from a subdirectory on the whole work tree, whatever GIT_ variables the process has", async () => {
+  it("from a subdirectory takes and restores that directory only, whatever GIT_ variables the process has", async () => {
     const root = busyRepository()
     const before = snapshot(root)
     // Were any of these inherited, git would look at another repository, index or work tree.
@@ -238,15 +253,30 @@ describe("GitCheckpoints", () => {
     Object.assign(process.env, variables)
     try {
       expect(await run(repositoryOf(Path.join(root, "dir")))).toEqual(Option.some(root))
-      const fromRoot = await run(capture({ workspace: root, threadId: "thr_s", ordinal: 1, previous: null }))
+      write(root, "dir/sub.txt", "in dir\n")
       const fromSub = await run(
         capture({ workspace: Path.join(root, "dir"), threadId: "thr_s", ordinal: 2, previous: null })
       )
-      expect(fromSub.tree).toBe(fromRoot.tree)
-      expect(fromSub.diff).toEqual(fromRoot.diff)
+      // The diff names the workspace's files only, relative to the top level as before.
+      expect(fromSub.diff).toEqual([{ path: "dir/sub.txt", change: "add", additions: 1, deletions: 0 }])
+      // Outside the workspace the tree is the user's index: new.txt (untracked) is not in it.
+      expect(Object.keys(treeFiles(root, fromSub.tree))).toEqual([
+        ".gitignore",
+        "a.txt",
+        "b.txt",
+        "bin.dat",
+        "c.txt",
+        "dir/d.txt",
+        "dir/sub.txt"
+      ])
       remove(root, "new.txt")
-      await run(restore({ workspace: Path.join(root, "dir"), commit: fromSub.commit }))
-      expect(files(root)["new.txt"]).toBe(hex("x\ny\n"))
+      remove(root, "dir/sub.txt")
+      const outcome = await run(restore(restoring(Path.join(root, "dir"), fromSub.commit)))
+      expect(outcome.created).toEqual(["sub.txt"])
+      expect(files(root)["dir/sub.txt"]).toBe(hex("in dir\n"))
+      expect(files(root)["new.txt"]).toBeUndefined() // outside: not brought back
+      write(root, "new.txt", "x\ny\n")
+      remove(root, "dir/sub.txt")
     } finally {
       for (const name of Object.keys(variables)) delete process.env[name]
     }
@@ -292,7 +322,7 @@ describe("GitCheckpoints", () => {
     expect(unknown._tag === "Left" && unknown.left.reason).toBe("failed")
     expect(unknown._tag === "Left" && unknown.left.message).toContain("0".repeat(39) + "1")
     // Input that is not a commit id is refused before git runs.
-    const bad = await runEither(restore({ workspace: root, commit: "--help" }))
+    const bad = await runEither(restore(restoring(root, "--help")))
     expect(bad._tag === "Left" && bad.left.message).toMatch(/not a commit id/)
     expect(sh(root, "for-each-ref", "refs/skein")).toBe("")
   })

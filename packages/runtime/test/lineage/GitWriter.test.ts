@@ -94,7 +94,9 @@ describe("GitWriter", () => {
     )
     expect(outcome.first.diff).toEqual([{ path: "b.txt", change: "add", additions: 1, deletions: 0 }])
     expect(outcome.second.diff).toEqual([{ path: "b.txt", change: "modify", additions: 1, deletions: 1 }])
-    expect(sh(root, "rev-parse", `${outcome.second.commit}^`).trim()).toBe(outcome.first.commit)
+    expect(sh(root, "log", "-1", "--format=%B", outcome.second.commit)).toContain(
+      `skein-previous: ${outcome.first.commit}\n`
+    )
     expect(sh(root, "rev-parse", "refs/skein/thr_c/2").trim()).toBe(outcome.second.commit)
     expect(outcome.unknown._tag === "Left" && outcome.unknown.left.message).toContain("0".repeat(39) + "1")
     expect(outcome.aTree._tag).toBe("Left")
@@ -192,8 +194,11 @@ describe("GitWriter", () => {
     for (const thread of threads) {
       const head = taken.get(thread)!
       expect(sh(root, "rev-parse", `refs/skein/${thread}/3`).trim()).toBe(head)
-      // Each thread's chain is its own: 3 -> 2 -> 1.
-      expect(sh(root, "rev-list", "--count", head).trim()).toBe("3")
+      // Each thread's chain is its own: 3 names 2, which names 1.
+      const previous = (commit: string) =>
+        /skein-previous: (\w+)/.exec(sh(root, "log", "-1", "--format=%B", commit))?.[1]
+      expect(previous(head)).toBe(sh(root, "rev-parse", `refs/skein/${thread}/2`).trim())
+      expect(previous(previous(head)!)).toBe(sh(root, "rev-parse", `refs/skein/${thread}/1`).trim())
       expect(sh(root, "show", `${head}:round.txt`)).toBe("3\n")
     }
     expect(sh(root, "for-each-ref", "--format=%(refname)", "refs/skein").trim().split("\n")).toHaveLength(18)
