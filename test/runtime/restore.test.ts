@@ -243,4 +243,38 @@ describe("file restore", () => {
       })
     )
   }, 60_000)
+
+  it("checkpoint options: a file over the limit is omitted and left alone, refs past keepRuns are pruned", async () => {
+    await inTempRuntime(
+      (o, _actors, dir) =>
+        Effect.gen(function* () {
+          const { mono, ws } = makeMonorepo(dir)
+          const big = "x".repeat(500)
+          const threadId = yield* threeRuns(o, ws)
+          const run4 = yield* o.startRun({ threadId, provider: alpha, message: `[[write:big.bin:${big}]]`, wait: true })
+          expect(run4.status).toBe("completed")
+          yield* settled(o, threadId)
+          const view = yield* o.getThread(threadId)
+          expect(view.checkpoints.find((c) => c.runOrdinal === 4)?.omitted).toEqual([{ path: "big.bin", bytes: 500 }])
+          // Only the newest two runs keep their refs.
+          const refs = git(mono, "for-each-ref", "--format=%(refname)", `refs/skein/${threadId}/`)
+          expect(refs.split("\n").filter(Boolean)).toEqual([`refs/skein/${threadId}/3`, `refs/skein/${threadId}/4`])
+          // A pruned checkpoint is refused before anything is written.
+          const pruned = yield* Effect.flip(o.rollback({ threadId, toRunOrdinal: 1, restoreFiles: true }))
+          expect(pruned._tag).toBe("InvalidSourcePoint")
+          expect((yield* o.getThread(threadId)).runs.map((r) => r.status)).toEqual([
+            "completed",
+            "completed",
+            "completed",
+            "completed"
+          ])
+          // Back to run 4: the big file is named, not touched.
+          Fs.writeFileSync(Path.join(ws, "big.bin"), "changed by hand")
+          const rolled = yield* o.rollback({ threadId, toRunOrdinal: 4, restoreFiles: true })
+          expect(rolled.restore?.omitted).toEqual([{ path: "big.bin", bytes: 500 }])
+          expect(Fs.readFileSync(Path.join(ws, "big.bin"), "utf8")).toBe("changed by hand")
+        }),
+      { checkpoints: { maxFileBytes: 100, keepRuns: 2 } }
+    )
+  }, 60_000)
 })

@@ -353,7 +353,7 @@ export const makeThreadActor = (
               detail: `run ${toRunOrdinal} has no git checkpoint to restore files from (its workspace is not a git repository, or the run did not complete)`
             })
           }
-          if (!(yield* checkpoints.checkpointExists(workspace, checkpoint.commitSha))) {
+          if (!(yield* checkpoints.checkpointExists(workspace, checkpoint.commitSha, checkpoint.gitRef))) {
             return yield* new InvalidSourcePoint({
               threadId,
               detail: `run ${toRunOrdinal}'s checkpoint ${checkpoint.commitSha.slice(0, 12)} is no longer in the repository of ${workspace} (pruned); roll back without restoreFiles`

@@ -345,13 +345,20 @@ export const capture = (input: {
 export const checkpointExists = (input: {
   readonly workspace: string
   readonly commit: string
+  /** The checkpoint's ref: it must still point at the commit (a pruned checkpoint's does not). */
+  readonly ref?: string | null | undefined
 }): Effect.Effect<boolean, GitError, never> =>
-  objectId.test(input.commit)
-    ? Effect.map(
-        gitRaw(["cat-file", "-e", `${input.commit}^{commit}`], { cwd: input.workspace }),
-        (out) => out.code === 0
-      )
-    : Effect.succeed(false)
+  !objectId.test(input.commit)
+    ? Effect.succeed(false)
+    : input.ref == null
+      ? Effect.map(
+          gitRaw(["cat-file", "-e", `${input.commit}^{commit}`], { cwd: input.workspace }),
+          (out) => out.code === 0
+        )
+      : Effect.map(
+          gitRaw(["rev-parse", "-q", "--verify", `${input.ref}^{commit}`], { cwd: input.workspace }),
+          (out) => out.code === 0 && out.stdout.trim() === input.commit
+        )
 
 /** One entry of `git ls-tree -r -z`: mode, type, id, path (from the top). */
 interface TreeEntry {

@@ -66,8 +66,16 @@ export interface WorkspaceCheckpointsShape {
     readonly restoreId: string
     readonly dryRun: boolean
   }) => Effect.Effect<RestoreOutcome, GitFailed>
-  /** Whether the repository still holds a checkpoint's commit. */
-  readonly checkpointExists: (workspace: string, commit: string) => Effect.Effect<boolean, GitFailed>
+  /**
+   * Whether the repository still holds a checkpoint: its commit, and, when `ref` is
+   * given, the ref still pointing at it (a pruned checkpoint's ref is gone, and git may
+   * collect its commit at any time).
+   */
+  readonly checkpointExists: (
+    workspace: string,
+    commit: string,
+    ref?: string | null
+  ) => Effect.Effect<boolean, GitFailed>
   /** Deletes the thread's checkpoint refs after `ordinal`, as a rollback does (restore backups stay). */
   readonly dropCheckpointsAfter: (
     workspace: string,
@@ -168,8 +176,8 @@ export class WorkspaceCheckpoints extends Context.Tag("@skein/runtime/WorkspaceC
                   Effect.provide(context)
                 ),
           restore: (input) => git(input.workspace, GitCheckpoints.restore(input)),
-          checkpointExists: (workspace, commit) =>
-            git(workspace, GitCheckpoints.checkpointExists({ workspace, commit })),
+          checkpointExists: (workspace, commit, ref) =>
+            git(workspace, GitCheckpoints.checkpointExists({ workspace, commit, ref })),
           dropCheckpointsAfter: (workspace, threadId, ordinal) =>
             git(workspace, GitCheckpoints.dropAfter({ workspace, threadId, ordinal })),
           prune: (workspace, threadId, options) =>
