@@ -39,6 +39,7 @@ import type { ApprovalPolicy } from "../agents/AgentCommon.js"
 import { automaticDecision, binaryFailure, clip, handoffPreamble } from "../agents/AgentCommon.js"
 import type { AgentBinarySpec, LocatedBinary } from "../binary/AgentBinary.js"
 import { cachedLocator, locateAgentBinary, platformSuffixes } from "../binary/AgentBinary.js"
+import * as JsonRpcPeer from "../agents/JsonRpcPeer.js"
 import type { LineProcess } from "../process/LineProcess.js"
 import { LineProcess as Lines, scopedEnv } from "../process/LineProcess.js"
 import * as TurnEvents from "../process/TurnEvents.js"
@@ -52,16 +53,7 @@ import type {
   ThreadSettings,
   UserTextInput
 } from "./CodexProtocol.js"
-import {
-  ApprovalRequests,
-  Notification,
-  Notifications,
-  Results,
-  RpcError,
-  RpcResult,
-  ServerRequest,
-  unreadNotifications
-} from "./CodexProtocol.js"
+import { ApprovalRequests, Notifications, Results, unreadNotifications } from "./CodexProtocol.js"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 
@@ -164,13 +156,6 @@ export const makeCodexAdapter = (options: CodexAdapterOptions): ProviderAdapter 
   }
 }
 
-interface Pending {
-  readonly method: ClientMethod
-  readonly reply: Deferred.Deferred<unknown, ProviderFailure>
-  /** Runs in the reader, in order with the notifications around the reply. */
-  readonly onResult?: (result: unknown) => void
-}
-
 interface ActiveTurn {
   readonly queue: TurnEvents.TurnQueue
   readonly turnId: Deferred.Deferred<string, ProviderFailure>
@@ -221,11 +206,8 @@ const openSession = (
     })
     const scope = yield* Effect.scope
 
-    const pending = new Map<number, Pending>()
     const turns = new Map<string, ActiveTurn>()
     const approvals = new Map<string, WaitingApproval>()
-    let closed: ((method: string) => ProviderFailure) | null = null
-    let nextId = 1
 
     const settings: ThreadSettings = {
       cwd,
@@ -233,13 +215,9 @@ const openSession = (
       ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox })
     }
 
-    const close = (reason: (method: string) => ProviderFailure) =>
+    const close = (reason: JsonRpcPeer.FailAll) =>
       Effect.sync(() => {
-        closed ??= reason
-        for (const [id, entry] of pending) {
-          Deferred.unsafeDone(entry.reply, Exit.fail(reason(entry.method)))
-          pending.delete(id)
-        }
+        peer.failAll(reason)
         for (const [threadId, turn] of turns) {
           const why = reason(`a turn on thread ${threadId}`)
           Deferred.unsafeDone(turn.turnId, Exit.fail(why))
@@ -249,9 +227,6 @@ const openSession = (
         approvals.clear()
       })
     yield* Effect.addFinalizer(() => close(() => failure("error", "the Codex session was closed")))
-
-    const reply = (id: number | string, body: { readonly result: unknown } | { readonly error: unknown }) =>
-      proc.send({ id, ...body })
 
     const endTurn = (threadId: string, turn: ActiveTurn) => {
       if (turns.get(threadId) === turn) turns.delete(threadId)
@@ -361,7 +336,7 @@ const openSession = (
       if (!(method in ApprovalRequests)) {
         // Codex waits for an answer to every request: refuse the ones Skein does not handle.
         return proc.later(
-          reply(id, { error: { code: -32601, message: `Skein does not handle ${method}` } }).pipe(Effect.ignore)
+          peer.respond(id, { error: { code: -32601, message: `Skein does not handle ${method}` } }).pipe(Effect.ignore)
         )
       }
       const decoded: Either.Either<
@@ -371,7 +346,7 @@ const openSession = (
       > = approvalDecoders[method as ApprovalMethod](params)
       if (Either.isLeft(decoded)) {
         warn(`${provider}: declining a ${method} request that does not decode`, decoded.left.message)
-        return proc.later(reply(id, { result: { decision: "decline" } }).pipe(Effect.ignore))
+        return proc.later(peer.respond(id, { result: { decision: "decline" } }).pipe(Effect.ignore))
       }
       const request = decoded.right
       const question =
@@ -391,7 +366,7 @@ const openSession = (
             item: { type: "approval_request", approvalId, question: asked, status: taken }
           })
         }
-        return proc.later(reply(id, { result: { decision: taken } }).pipe(Effect.ignore))
+        return proc.later(peer.respond(id, { result: { decision: taken } }).pipe(Effect.ignore))
       }
       approvals.set(approvalId, { rpcId: id, threadId: request.threadId })
       turn.queue.offer({
@@ -400,64 +375,19 @@ const openSession = (
       })
     }
 
-    const onReply = (raw: { readonly id: number | string }, outcome: Exit.Exit<unknown, ProviderFailure>) => {
-      if (typeof raw.id !== "number") return
-      const entry = pending.get(raw.id)
-      if (entry === undefined) return
-      pending.delete(raw.id)
-      if (Exit.isSuccess(outcome)) entry.onResult?.(outcome.value)
-      Deferred.unsafeDone(entry.reply, outcome)
-    }
-
-    const decodeRequest = Schema.decodeUnknownEither(ServerRequest)
-    const decodeNotification = Schema.decodeUnknownEither(Notification)
-    const decodeError = Schema.decodeUnknownEither(RpcError)
-    const decodeResult = Schema.decodeUnknownEither(RpcResult)
-
-    const onMessage = (raw: unknown): void => {
-      if (typeof raw !== "object" || raw === null || Array.isArray(raw))
-        return warn(`${provider}: skipping a message that is not an object`, raw)
-      if ("method" in raw) {
-        // A running turn's report: held as it is, and decoded with the turn's other events.
-        if (
-          !("id" in raw) &&
-          typeof raw.method === "string" &&
-          heldReport(raw.method, (raw as { params?: unknown }).params)
-        )
-          return
-        if ("id" in raw) {
-          const request = decodeRequest(raw)
-          return Either.isRight(request)
-            ? onServerRequest(request.right.id, request.right.method, request.right.params)
-            : warn(`${provider}: skipping a malformed server request`, request.left.message)
-        }
-        const notification = decodeNotification(raw)
-        return Either.isRight(notification)
-          ? onNotification(notification.right.method, notification.right.params)
-          : warn(`${provider}: skipping a malformed notification`, notification.left.message)
-      }
-      if ("error" in raw) {
-        const error = decodeError(raw)
-        if (Either.isLeft(error)) return warn(`${provider}: skipping a malformed error reply`)
-        const method = typeof error.right.id === "number" ? pending.get(error.right.id)?.method : undefined
-        return onReply(
-          error.right,
-          Exit.fail(failure("error", `${method ?? "a request"}: ${error.right.error.message}`))
-        )
-      }
-      const result = decodeResult(raw)
-      if (Either.isLeft(result)) return warn(`${provider}: skipping a malformed reply`)
-      onReply(result.right, Exit.succeed(result.right.result))
-    }
+    const peer = JsonRpcPeer.make({
+      provider,
+      send: proc.send,
+      onNotification,
+      onRequest: onServerRequest,
+      // A running turn's report: held as it is, and decoded with the turn's other events.
+      intercept: heldReport,
+      warn
+    })
 
     // The reader: when stdout ends the process is gone, and with it every pending reply and turn.
-    yield* proc.readMessages(onMessage).pipe(
-      Effect.zipRight(proc.exited),
-      Effect.zipRight(proc.describeExit),
-      Effect.flatMap((how) =>
-        close((what) => failure("crash", `the codex app-server process ${how} (during ${what})`))
-      ),
-      Effect.forkScoped
+    yield* JsonRpcPeer.serve(peer, proc, (how) =>
+      close((what) => failure("crash", `the codex app-server process ${how} (during ${what})`))
     )
 
     const call = <M extends ClientMethod>(
@@ -466,15 +396,7 @@ const openSession = (
       onResult?: (result: unknown) => void
     ): Effect.Effect<(typeof Results)[M]["Type"], ProviderFailure> =>
       Effect.gen(function* () {
-        const reply = yield* Deferred.make<unknown, ProviderFailure>()
-        const id = yield* Effect.suspend(() => {
-          if (closed !== null) return Effect.fail(closed(method))
-          const id = nextId++
-          pending.set(id, onResult === undefined ? { method, reply } : { method, reply, onResult })
-          return Effect.succeed(id)
-        })
-        yield* proc.send({ id, method, params }).pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
-        const raw = yield* Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
+        const raw = yield* peer.call(method, params, onResult)
         const result = Schema.decodeUnknownEither(Results[method] as Schema.Schema<(typeof Results)[M]["Type"]>)(raw)
         if (Either.isLeft(result)) {
           return yield* Effect.fail(failure("error", `unexpected reply to ${method}: ${result.left.message}`))
@@ -507,7 +429,7 @@ const openSession = (
         )
       )
     )
-    yield* proc.send({ method: "initialized" })
+    yield* peer.notify("initialized")
 
     const strong = (nativeRef: string): NativeThreadHandle => ({ nativeRef, strength: "strong" })
 
@@ -606,7 +528,7 @@ const openSession = (
           )
         }
         approvals.delete(approvalId)
-        return reply(waiting.rpcId, { result: { decision } })
+        return peer.respond(waiting.rpcId, { result: { decision } })
       })
 
     const resume = (threadId: string) =>
