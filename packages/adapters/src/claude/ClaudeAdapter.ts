@@ -30,8 +30,6 @@ import type {
   ApprovalDecision,
   NativeThreadHandle,
   ProviderAdapter,
-  ProviderFailureCode,
-  ProviderName,
   ProviderSessionHandle,
   TurnInput,
   TurnItemContent,
@@ -40,10 +38,13 @@ import type {
 import { defaultCapabilities, makeId, ProviderFailure } from "@skein/domain"
 import type { ProviderCapabilities } from "@skein/domain"
 import { Deferred, Duration, Effect, Either, ExecutionStrategy, Exit, Schedule, Schema, Scope } from "effect"
-import type { ApprovalPolicy } from "../agents/AgentCommon.js"
-import { automaticDecision, binaryFailure, clip, handoffPreamble } from "../agents/AgentCommon.js"
+import { clip, handoffPreamble } from "../agents/AgentCommon.js"
+import type { AgentOptions } from "../agents/AgentOptions.js"
+import { failureOf, makeAgentAdapter } from "../agents/AgentOptions.js"
+import type { WaitingApprovals } from "../agents/Approvals.js"
+import { makeWaitingApprovals, routeApproval } from "../agents/Approvals.js"
 import type { AgentBinarySpec, LocatedBinary } from "../binary/AgentBinary.js"
-import { cachedLocator, locateAgentBinary, platformSuffixes } from "../binary/AgentBinary.js"
+import { platformSuffixes } from "../binary/AgentBinary.js"
 import type { LineProcess } from "../process/LineProcess.js"
 import { LineProcess as Lines, scopedEnv } from "../process/LineProcess.js"
 import * as TurnEvents from "../process/TurnEvents.js"
@@ -81,25 +82,15 @@ export const claudeCapabilities: ProviderCapabilities = defaultCapabilities({
 export const ClaudePermissionMode = Schema.Literal("default", "acceptEdits", "plan", "bypassPermissions")
 export type ClaudePermissionMode = typeof ClaudePermissionMode.Type
 
-export interface ClaudeAdapterOptions {
-  readonly name: ProviderName
-  readonly capabilities: ProviderCapabilities
-  /** The executable (and leading arguments); default: `claude` on PATH (the platform package's binary). */
-  readonly command?: ReadonlyArray<string> | undefined
-  /** Variables the process gets beyond PATH, HOME and CLAUDE_CONFIG_DIR (when Skein has it). */
-  readonly env?: Record<string, string> | undefined
-  readonly model?: string | null | undefined
-  /** How Skein answers Claude Code's permission requests (default `ask`). */
-  readonly approvals?: ApprovalPolicy | undefined
+/**
+ * Claude Code's config directory is CLAUDE_CONFIG_DIR; the driver keeps its launch plans
+ * in `stateDir`. The default command is `claude` on PATH (the platform package's binary).
+ */
+export interface ClaudeAdapterOptions extends AgentOptions {
   /** Claude Code's `--permission-mode`; default: its own. */
   readonly permissionMode?: ClaudePermissionMode | undefined
-  readonly allowUntestedVersion?: boolean | undefined
-  /** Where the driver keeps its launch plans; also the working directory of threads without a workspace. */
-  readonly stateDir: string
   /** A process with no turn for this long is stopped (resumed on the next turn). Default 120 s. */
   readonly processIdleMs?: number | undefined
-  /** SIGTERM → SIGKILL grace when a process stops. Default 2000 ms. */
-  readonly graceMs?: number | undefined
 }
 
 const INITIALIZE_TIMEOUT_MS = 60_000
@@ -115,13 +106,6 @@ const DRIVER_ENV: Record<string, string> = {
 
 export const makeClaudeAdapter = (options: ClaudeAdapterOptions): ProviderAdapter => {
   const env = scopedEnv({ ...DRIVER_ENV, ...options.env }, ["CLAUDE_CONFIG_DIR"])
-  const locate = cachedLocator(
-    locateAgentBinary(claudeBinarySpec, {
-      command: options.command,
-      env,
-      allowUntestedVersion: options.allowUntestedVersion
-    })
-  )
   const shared: Shared = {
     launches: makeLaunches(options.stateDir),
     turnEnds: new Map(),
@@ -129,27 +113,13 @@ export const makeClaudeAdapter = (options: ClaudeAdapterOptions): ProviderAdapte
     tips: new Map(),
     models: new Map()
   }
-  return {
-    name: options.name,
-    driver: "claude",
-    capabilities: options.capabilities,
+  return makeAgentAdapter({
+    spec: claudeBinarySpec,
+    options,
+    env,
     runtimeMode: `approvals=${options.approvals ?? "ask"};permissions=${options.permissionMode ?? "default"}`,
-    model: options.model ?? null,
-    openSession: ({ workspace }) =>
-      Effect.flatMap(
-        Effect.mapError(locate, (problem) => binaryFailure(options.name, problem)),
-        (binary) => openSession(options, env, binary, workspace, shared)
-      ),
-    probe: Effect.match(locate, {
-      onSuccess: (found) => ({ path: found.path, version: found.version, usable: true, problem: null }),
-      onFailure: (problem) => ({
-        path: problem.path,
-        version: problem.version,
-        usable: false,
-        problem: problem.message
-      })
-    })
-  }
+    open: (binary, workspace) => openSession(options, env, binary, workspace, shared)
+  })
 }
 
 /** What the instance remembers across its sessions. */
@@ -184,7 +154,8 @@ interface ClaudeProcess {
   readonly proc: LineProcess
   readonly scope: Scope.CloseableScope
   readonly control: Map<string, Deferred.Deferred<void, ProviderFailure>>
-  readonly approvals: Map<string, Waiting>
+  /** Permission requests waiting for a client (the thread is the session). */
+  readonly approvals: WaitingApprovals<Waiting>
   turn: Turn | null
   lastActive: number
   /** Whether a user message was written to this process. */
@@ -202,8 +173,7 @@ const openSession = (
 ): Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope> =>
   Effect.gen(function* () {
     const provider = options.name
-    const failure = (kind: ProviderFailure["kind"], detail: string, code?: ProviderFailureCode) =>
-      new ProviderFailure({ provider, kind, detail, ...(code === undefined ? {} : { code }) })
+    const failure = failureOf(provider)
     const policy = options.approvals ?? "ask"
     const idleMs = options.processIdleMs ?? 120_000
     const cwd = yield* Effect.sync(() => {
@@ -278,15 +248,16 @@ const openSession = (
       description?: string
     ): void => {
       const question = permissionQuestion(toolName, input, description)
-      const approvalId = makeId.approval()
-      const decision = automaticDecision(policy)
       const turn = cp.turn
-      if (decision !== null || turn === null) {
-        const taken = decision ?? "decline"
-        if (turn !== null) offer(turn, { type: "approval_request", approvalId, question, status: taken })
+      const route = routeApproval(policy, turn !== null)
+      if (route !== "open" || turn === null) {
+        const taken = route === "open" ? "decline" : route
+        if (turn !== null) {
+          offer(turn, { type: "approval_request", approvalId: makeId.approval(), question, status: taken })
+        }
         return cp.proc.later(cp.proc.send(controlSuccess(requestId, answerOf(taken, input))).pipe(Effect.ignore))
       }
-      cp.approvals.set(approvalId, { requestId, input })
+      const approvalId = cp.approvals.open(cp.sessionId, { requestId, input })
       offer(turn, { type: "approval_request", approvalId, question, status: "open" })
     }
 
@@ -445,7 +416,7 @@ const openSession = (
             proc,
             scope,
             control: new Map(),
-            approvals: new Map(),
+            approvals: makeWaitingApprovals(),
             turn: null,
             lastActive: Date.now(),
             sent: false
@@ -518,7 +489,7 @@ const openSession = (
     yield* Effect.suspend(() =>
       Effect.forEach(
         [...processes.values()].filter(
-          (cp) => cp.turn === null && cp.approvals.size === 0 && Date.now() - cp.lastActive > idleMs
+          (cp) => cp.turn === null && cp.approvals.size() === 0 && Date.now() - cp.lastActive > idleMs
         ),
         stopProcess,
         { discard: true }
@@ -581,7 +552,7 @@ const openSession = (
     const respondApproval = (sessionId: string, approvalId: string, decision: ApprovalDecision) =>
       Effect.suspend(() => {
         const cp = processes.get(sessionId)
-        const waiting = cp?.approvals.get(approvalId)
+        const waiting = cp?.approvals.take(sessionId, approvalId)
         if (cp === undefined || waiting === undefined) {
           return Effect.fail(
             failure(
@@ -591,7 +562,6 @@ const openSession = (
             )
           )
         }
-        cp.approvals.delete(approvalId)
         if (decision === "cancel" && cp.turn !== null) cp.turn.interrupting = true
         return cp.proc.send(controlSuccess(waiting.requestId, answerOf(decision, waiting.input)))
       })

@@ -23,8 +23,6 @@ import type {
   ApprovalDecision,
   NativeThreadHandle,
   ProviderAdapter,
-  ProviderFailureCode,
-  ProviderName,
   ProviderSessionHandle,
   TurnInput,
   TurnItemContent,
@@ -35,10 +33,12 @@ import { defaultCapabilities, makeId, ProviderFailure } from "@skein/domain"
 import type { ProviderCapabilities } from "@skein/domain"
 import { Deferred, Effect, Either, Exit, ParseResult, Schema } from "effect"
 import type { Scope } from "effect"
-import type { ApprovalPolicy } from "../agents/AgentCommon.js"
-import { automaticDecision, binaryFailure, clip, handoffPreamble } from "../agents/AgentCommon.js"
+import { clip, handoffPreamble } from "../agents/AgentCommon.js"
+import type { AgentOptions } from "../agents/AgentOptions.js"
+import { failureOf, makeAgentAdapter } from "../agents/AgentOptions.js"
+import { makeWaitingApprovals, routeApproval } from "../agents/Approvals.js"
 import type { AgentBinarySpec, LocatedBinary } from "../binary/AgentBinary.js"
-import { cachedLocator, locateAgentBinary, platformSuffixes } from "../binary/AgentBinary.js"
+import { platformSuffixes } from "../binary/AgentBinary.js"
 import * as JsonRpcPeer from "../agents/JsonRpcPeer.js"
 import type { LineProcess } from "../process/LineProcess.js"
 import { LineProcess as Lines, scopedEnv } from "../process/LineProcess.js"
@@ -87,25 +87,12 @@ export const codexCapabilities: ProviderCapabilities = defaultCapabilities({
   approvalsOutliveTurn: false
 })
 
-export interface CodexAdapterOptions {
-  readonly name: ProviderName
-  readonly capabilities: ProviderCapabilities
-  /** The executable (and leading arguments); default: `codex` on PATH. */
-  readonly command?: ReadonlyArray<string> | undefined
-  /** Variables the process gets beyond PATH, HOME and CODEX_HOME (when Skein has it). */
-  readonly env?: Record<string, string> | undefined
-  readonly model?: string | null | undefined
-  /** How Skein answers Codex's approval requests (default `ask`). */
-  readonly approvals?: ApprovalPolicy | undefined
+/** Codex's config directory is CODEX_HOME; `stateDir` is the working directory of threads without a workspace. */
+export interface CodexAdapterOptions extends AgentOptions {
   /** When Codex asks for approval (its `approvalPolicy`); default: Codex's own configuration. */
   readonly askForApproval?: AskForApproval | undefined
   /** Codex's sandbox for commands; default: Codex's own configuration. */
   readonly sandbox?: SandboxMode | undefined
-  readonly allowUntestedVersion?: boolean | undefined
-  /** Working directory of threads that have no workspace. */
-  readonly stateDir: string
-  /** SIGTERM → SIGKILL grace when a session closes. Default 2000 ms. */
-  readonly graceMs?: number | undefined
 }
 
 const INITIALIZE_TIMEOUT_MS = 30_000
@@ -126,34 +113,13 @@ const approvalDecoders = {
 
 export const makeCodexAdapter = (options: CodexAdapterOptions): ProviderAdapter => {
   const env = scopedEnv(options.env ?? {}, ["CODEX_HOME"])
-  const locate = cachedLocator(
-    locateAgentBinary(codexBinarySpec, {
-      command: options.command,
-      env,
-      allowUntestedVersion: options.allowUntestedVersion
-    })
-  )
-  return {
-    name: options.name,
-    driver: "codex",
-    capabilities: options.capabilities,
+  return makeAgentAdapter({
+    spec: codexBinarySpec,
+    options,
+    env,
     runtimeMode: `approvals=${options.approvals ?? "ask"};ask=${options.askForApproval ?? "default"};sandbox=${options.sandbox ?? "default"}`,
-    model: options.model ?? null,
-    openSession: ({ workspace }) =>
-      Effect.flatMap(
-        Effect.mapError(locate, (problem) => binaryFailure(options.name, problem)),
-        (binary) => openSession(options, env, binary, workspace)
-      ),
-    probe: Effect.match(locate, {
-      onSuccess: (found) => ({ path: found.path, version: found.version, usable: true, problem: null }),
-      onFailure: (problem) => ({
-        path: problem.path,
-        version: problem.version,
-        usable: false,
-        problem: problem.message
-      })
-    })
-  }
+    open: (binary, workspace) => openSession(options, env, binary, workspace)
+  })
 }
 
 interface ActiveTurn {
@@ -177,11 +143,6 @@ const turnIdsOf = (params: unknown): { readonly threadId: string; readonly turnI
   return typeof threadId === "string" && typeof turnId === "string" ? { threadId, turnId } : undefined
 }
 
-interface WaitingApproval {
-  readonly rpcId: number | string
-  readonly threadId: string
-}
-
 const openSession = (
   options: CodexAdapterOptions,
   env: Record<string, string>,
@@ -190,8 +151,7 @@ const openSession = (
 ): Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope> =>
   Effect.gen(function* () {
     const provider = options.name
-    const failure = (kind: ProviderFailure["kind"], detail: string, code?: ProviderFailureCode) =>
-      new ProviderFailure({ provider, kind, detail, ...(code === undefined ? {} : { code }) })
+    const failure = failureOf(provider)
     const policy = options.approvals ?? "ask"
     const cwd = workspace ?? options.stateDir
     yield* Effect.sync(() => Fs.mkdirSync(cwd, { recursive: true }))
@@ -207,7 +167,8 @@ const openSession = (
     const scope = yield* Effect.scope
 
     const turns = new Map<string, ActiveTurn>()
-    const approvals = new Map<string, WaitingApproval>()
+    /** Codex's requests waiting for a client, by approval id: the JSON-RPC id to answer. */
+    const approvals = makeWaitingApprovals<JsonRpcPeer.RpcId>()
 
     const settings: ThreadSettings = {
       cwd,
@@ -230,7 +191,7 @@ const openSession = (
 
     const endTurn = (threadId: string, turn: ActiveTurn) => {
       if (turns.get(threadId) === turn) turns.delete(threadId)
-      for (const [approvalId, waiting] of approvals) if (waiting.threadId === threadId) approvals.delete(approvalId)
+      approvals.dropThread(threadId)
     }
 
     /** The running turn a message of `threadId` belongs to (a message of another turn id is stale). */
@@ -354,21 +315,20 @@ const openSession = (
           ? `Run \`${clip(("command" in request ? request.command : null) ?? "a command", 500)}\`?`
           : `Apply file changes${"grantRoot" in request && request.grantRoot ? ` (and allow writes under ${request.grantRoot})` : ""}?`
       const asked = request.reason ? `${question} ${clip(request.reason, 500)}` : question
-      const approvalId = makeId.approval()
-      const decision = automaticDecision(policy)
       const turn = turnOf(request.threadId, request.turnId)
-      if (decision !== null || turn === undefined) {
+      const route = routeApproval(policy, turn !== undefined)
+      if (route !== "open" || turn === undefined) {
         // Answered by the instance's policy (or nobody is there to ask: decline).
-        const taken = decision ?? "decline"
+        const taken = route === "open" ? "decline" : route
         if (turn !== undefined) {
           turn.queue.offer({
             _tag: "Item",
-            item: { type: "approval_request", approvalId, question: asked, status: taken }
+            item: { type: "approval_request", approvalId: makeId.approval(), question: asked, status: taken }
           })
         }
         return proc.later(peer.respond(id, { result: { decision: taken } }).pipe(Effect.ignore))
       }
-      approvals.set(approvalId, { rpcId: id, threadId: request.threadId })
+      const approvalId = approvals.open(request.threadId, id)
       turn.queue.offer({
         _tag: "Item",
         item: { type: "approval_request", approvalId, question: asked, status: "open" }
@@ -517,8 +477,8 @@ const openSession = (
 
     const respondApproval = (threadId: string, approvalId: string, decision: ApprovalDecision) =>
       Effect.suspend(() => {
-        const waiting = approvals.get(approvalId)
-        if (waiting === undefined || waiting.threadId !== threadId) {
+        const rpcId = approvals.take(threadId, approvalId)
+        if (rpcId === undefined) {
           return Effect.fail(
             failure(
               "error",
@@ -527,8 +487,7 @@ const openSession = (
             )
           )
         }
-        approvals.delete(approvalId)
-        return peer.respond(waiting.rpcId, { result: { decision } })
+        return peer.respond(rpcId, { result: { decision } })
       })
 
     const resume = (threadId: string) =>
