@@ -16,6 +16,7 @@ import type {
 import { ProviderFailure } from "@skein/domain"
 import { Deferred, Duration, Effect, ExecutionStrategy, Exit, Schedule, Scope } from "effect"
 import { clip, handoffPreamble } from "../agents/AgentCommon.js"
+import type { Failure } from "../agents/AgentOptions.js"
 import { failureOf } from "../agents/AgentOptions.js"
 import { makeWaitingApprovals } from "../agents/Approvals.js"
 import type { LocatedBinary } from "../binary/AgentBinary.js"
@@ -209,8 +210,6 @@ export const openSession = (
       Effect.forkScoped
     )
 
-    const strong = (nativeRef: string): NativeThreadHandle => ({ nativeRef, strength: "strong" })
-
     const transcript = (sessionId: string) => transcriptPath(configDir, cwd, sessionId)
 
     const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
@@ -278,58 +277,7 @@ export const openSession = (
 
     return {
       pid: null,
-      startThread: ({ model }) =>
-        Effect.gen(function* () {
-          const sessionId = Crypto.randomUUID()
-          if (model !== null) shared.models.set(sessionId, model)
-          shared.launches.set(sessionId, { kind: "new" })
-          yield* processFor(sessionId).pipe(Effect.tapError(() => Effect.sync(() => shared.launches.clear(sessionId))))
-          return strong(sessionId)
-        }),
-      resumeThread: (sessionId) => Effect.asVoid(processFor(sessionId)),
-      forkThread: (sessionId, atTurnRef) =>
-        Effect.gen(function* () {
-          let at: string | null = null
-          if (atTurnRef !== null) {
-            const file = transcript(sessionId)
-            const last = shared.turnEnds.get(atTurnRef) ?? (file === null ? undefined : lastMessageOf(file, atTurnRef))
-            if (last === undefined) {
-              return yield* failure("error", `Claude session ${sessionId} has no turn ${atTurnRef}`, "turn_not_found")
-            }
-            at = last
-          }
-          const forked = Crypto.randomUUID()
-          const model = shared.models.get(sessionId)
-          if (model !== undefined) shared.models.set(forked, model)
-          shared.launches.set(forked, { kind: "fork", from: sessionId, at })
-          if (at !== null) shared.tips.set(forked, at)
-          yield* processFor(forked).pipe(Effect.tapError(() => Effect.sync(() => shared.launches.clear(forked))))
-          return strong(forked)
-        }),
-      rollbackThread: (sessionId, beforeTurnRef) =>
-        Effect.gen(function* () {
-          const live = processes.get(sessionId)
-          if (live?.turn)
-            return yield* failure("error", `Claude session ${sessionId} has a turn running; interrupt it first`)
-          let before = shared.turnStarts.get(beforeTurnRef)
-          if (before === undefined) {
-            const file = transcript(sessionId)
-            before = file === null ? undefined : messageBefore(file, beforeTurnRef)
-          }
-          if (before === undefined) {
-            return yield* failure("error", `Claude session ${sessionId} has no turn ${beforeTurnRef}`, "turn_not_found")
-          }
-          if (before === null) {
-            return yield* failure(
-              "unsupported",
-              `Claude Code cannot roll session ${sessionId} back to before its first turn; start a new thread instead`
-            )
-          }
-          shared.launches.set(sessionId, { kind: "rewind", at: before })
-          shared.tips.set(sessionId, before)
-          // The next process of this session starts at that message.
-          if (live !== undefined) yield* stopProcess(live)
-        }),
+      ...claudeThreads({ shared, failure, processes, processFor, stopProcess, transcript }),
       runTurn,
       interrupt,
       respondApproval,
@@ -337,3 +285,74 @@ export const openSession = (
       exited: Deferred.await(exited)
     } satisfies ProviderSessionHandle
   })
+
+const strong = (nativeRef: string): NativeThreadHandle => ({ nativeRef, strength: "strong" })
+
+/**
+ * The thread operations of the port: a new session, a resume, a fork (at a turn), a
+ * rollback, each a launch plan for the session's next process.
+ */
+const claudeThreads = (session: {
+  readonly shared: Shared
+  readonly failure: Failure
+  readonly processes: ReadonlyMap<string, ClaudeProcess>
+  readonly processFor: (sessionId: string) => Effect.Effect<ClaudeProcess, ProviderFailure>
+  readonly stopProcess: (cp: ClaudeProcess) => Effect.Effect<void>
+  readonly transcript: (sessionId: string) => string | null
+}) => {
+  const { shared, failure, processes, processFor, stopProcess, transcript } = session
+  return {
+    startThread: ({ model }) =>
+      Effect.gen(function* () {
+        const sessionId = Crypto.randomUUID()
+        if (model !== null) shared.models.set(sessionId, model)
+        shared.launches.set(sessionId, { kind: "new" })
+        yield* processFor(sessionId).pipe(Effect.tapError(() => Effect.sync(() => shared.launches.clear(sessionId))))
+        return strong(sessionId)
+      }),
+    resumeThread: (sessionId) => Effect.asVoid(processFor(sessionId)),
+    forkThread: (sessionId, atTurnRef) =>
+      Effect.gen(function* () {
+        let at: string | null = null
+        if (atTurnRef !== null) {
+          const file = transcript(sessionId)
+          const last = shared.turnEnds.get(atTurnRef) ?? (file === null ? undefined : lastMessageOf(file, atTurnRef))
+          if (last === undefined) {
+            return yield* failure("error", `Claude session ${sessionId} has no turn ${atTurnRef}`, "turn_not_found")
+          }
+          at = last
+        }
+        const forked = Crypto.randomUUID()
+        const model = shared.models.get(sessionId)
+        if (model !== undefined) shared.models.set(forked, model)
+        shared.launches.set(forked, { kind: "fork", from: sessionId, at })
+        if (at !== null) shared.tips.set(forked, at)
+        yield* processFor(forked).pipe(Effect.tapError(() => Effect.sync(() => shared.launches.clear(forked))))
+        return strong(forked)
+      }),
+    rollbackThread: (sessionId, beforeTurnRef) =>
+      Effect.gen(function* () {
+        const live = processes.get(sessionId)
+        if (live?.turn)
+          return yield* failure("error", `Claude session ${sessionId} has a turn running; interrupt it first`)
+        let before = shared.turnStarts.get(beforeTurnRef)
+        if (before === undefined) {
+          const file = transcript(sessionId)
+          before = file === null ? undefined : messageBefore(file, beforeTurnRef)
+        }
+        if (before === undefined) {
+          return yield* failure("error", `Claude session ${sessionId} has no turn ${beforeTurnRef}`, "turn_not_found")
+        }
+        if (before === null) {
+          return yield* failure(
+            "unsupported",
+            `Claude Code cannot roll session ${sessionId} back to before its first turn; start a new thread instead`
+          )
+        }
+        shared.launches.set(sessionId, { kind: "rewind", at: before })
+        shared.tips.set(sessionId, before)
+        // The next process of this session starts at that message.
+        if (live !== undefined) yield* stopProcess(live)
+      })
+  } satisfies Pick<ProviderSessionHandle, "startThread" | "resumeThread" | "forkThread" | "rollbackThread">
+}
