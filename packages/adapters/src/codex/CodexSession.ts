@@ -16,8 +16,10 @@ import type { Scope } from "effect"
 import { clip, handoffPreamble } from "../agents/AgentCommon.js"
 import type { Failure } from "../agents/AgentOptions.js"
 import { failureOf } from "../agents/AgentOptions.js"
+import type { WaitingApprovals } from "../agents/Approvals.js"
 import { makeWaitingApprovals } from "../agents/Approvals.js"
 import * as JsonRpcPeer from "../agents/JsonRpcPeer.js"
+import type { TurnSlots } from "../agents/TurnSlot.js"
 import { makeTurnSlots } from "../agents/TurnSlot.js"
 import type { LocatedBinary } from "../binary/AgentBinary.js"
 import type { LineProcess } from "../process/LineProcess.js"
@@ -116,106 +118,13 @@ export const openSession = (
         return result.right
       })
 
-    const initialize: InitializeParams = {
-      clientInfo: { name: "skein", title: "Skein", version: "0.1.0" },
-      capabilities: {
-        experimentalApi: false,
-        requestAttestation: false,
-        optOutNotificationMethods: unreadNotifications
-      }
-    }
-    yield* call("initialize", initialize).pipe(
-      Effect.timeoutFail({
-        duration: INITIALIZE_TIMEOUT_MS,
-        onTimeout: () => failure("timeout", `codex app-server did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms`)
-      }),
-      Effect.catchTag("ProviderFailure", (error) =>
-        Effect.flatMap(proc.stderrTail, (tail) =>
-          Effect.fail(
-            new ProviderFailure({
-              ...error,
-              kind: error.kind === "timeout" ? "timeout" : "spawn",
-              detail: `codex app-server did not start: ${error.detail}${tail.trim() ? `; stderr: ${clip(tail.trim(), 800)}` : ""}`
-            })
-          )
-        )
-      )
-    )
+    yield* initialize(call, proc, failure)
     yield* peer.notify("initialized")
-
-    const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-      Effect.gen(function* () {
-        const threadId = input.nativeRef
-        const turn: ActiveTurn = {
-          queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),
-          turnId: yield* Deferred.make<string, ProviderFailure>(),
-          id: null,
-          usageReport: undefined
-        }
-        if (!turns.claim(threadId, turn)) {
-          return yield* Effect.fail(failure("error", `a turn is already running on Codex thread ${threadId}`))
-        }
-        const text = (value: string): UserTextInput => ({ type: "text", text: value, text_elements: [] })
-        const delivered = input.handoff === null ? [] : [text(handoffPreamble(input.handoff))]
-        const model = input.model ?? null
-        yield* call(
-          "turn/start",
-          { threadId, input: [...delivered, text(input.message)], ...(model === null ? {} : { model }) },
-          (result) => {
-            // In the reader, before any notification that follows the reply.
-            const id = (result as { turn?: { id?: unknown } }).turn?.id
-            if (typeof id !== "string") return
-            turn.id = id
-            Deferred.unsafeDone(turn.turnId, Exit.succeed(id))
-            turn.queue.offer({ _tag: "TurnStarted", turnRef: id, receivedAt: Date.now() })
-          }
-        ).pipe(
-          Effect.tapError((error) =>
-            Effect.sync(() => {
-              endTurn(threadId, turn)
-              Deferred.unsafeDone(turn.turnId, Exit.fail(error))
-              turn.queue.end(Exit.fail(error))
-            })
-          ),
-          Effect.ignore
-        )
-        // A consumer that stops reading before the turn ended interrupts the Codex turn.
-        const abandon = Effect.suspend(() =>
-          turns.current(threadId) === turn ? interrupt(threadId).pipe(Effect.ignore, Effect.forkIn(scope)) : Effect.void
-        )
-        yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
-      })
-
-    const interrupt = (threadId: string): Effect.Effect<void, ProviderFailure> =>
-      Effect.suspend(() => {
-        const turn = turns.current(threadId)
-        if (turn === undefined) return Effect.void
-        return Effect.flatMap(Deferred.await(turn.turnId), (turnId) =>
-          Effect.asVoid(call("turn/interrupt", { threadId, turnId }))
-        )
-      })
-
-    const respondApproval = (threadId: string, approvalId: string, decision: ApprovalDecision) =>
-      Effect.suspend(() => {
-        const rpcId = approvals.take(threadId, approvalId)
-        if (rpcId === undefined) {
-          return Effect.fail(
-            failure(
-              "error",
-              `Codex is not waiting for approval ${approvalId} on thread ${threadId} (its turn ended)`,
-              "approval_not_pending"
-            )
-          )
-        }
-        return peer.respond(rpcId, { result: { decision } })
-      })
 
     return {
       pid: proc.pid,
       ...codexThreads(call, settings, options.model ?? null, failure),
-      runTurn,
-      interrupt,
-      respondApproval,
+      ...codexTurns({ turns, approvals, call, peer, endTurn, failure, scope }),
       summarise: () => Effect.fail(failure("unsupported", "the Codex driver does not write handoff summaries")),
       exited: proc.exited
     } satisfies ProviderSessionHandle
@@ -315,4 +224,118 @@ const codexThreads = (call: Call, settings: ThreadSettings, defaultModel: string
         )
       })
   } satisfies Pick<ProviderSessionHandle, "startThread" | "resumeThread" | "forkThread" | "rollbackThread">
+}
+
+/** The handshake's request: Skein as the client, the notifications it never reads turned off. */
+const initialize = (call: Call, proc: LineProcess, failure: Failure): Effect.Effect<void, ProviderFailure> => {
+  const params: InitializeParams = {
+    clientInfo: { name: "skein", title: "Skein", version: "0.1.0" },
+    capabilities: {
+      experimentalApi: false,
+      requestAttestation: false,
+      optOutNotificationMethods: unreadNotifications
+    }
+  }
+  return call("initialize", params).pipe(
+    Effect.asVoid,
+    Effect.timeoutFail({
+      duration: INITIALIZE_TIMEOUT_MS,
+      onTimeout: () => failure("timeout", `codex app-server did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms`)
+    }),
+    Effect.catchTag("ProviderFailure", (error) =>
+      Effect.flatMap(proc.stderrTail, (tail) =>
+        Effect.fail(
+          new ProviderFailure({
+            ...error,
+            kind: error.kind === "timeout" ? "timeout" : "spawn",
+            detail: `codex app-server did not start: ${error.detail}${tail.trim() ? `; stderr: ${clip(tail.trim(), 800)}` : ""}`
+          })
+        )
+      )
+    )
+  )
+}
+
+/** The turn operations of the port: a turn (its events), an interrupt, an approval's answer. */
+const codexTurns = (session: {
+  readonly turns: TurnSlots<ActiveTurn>
+  readonly approvals: WaitingApprovals<JsonRpcPeer.RpcId>
+  readonly call: Call
+  readonly peer: JsonRpcPeer.JsonRpcPeer
+  readonly endTurn: (threadId: string, turn: ActiveTurn) => void
+  readonly failure: Failure
+  readonly scope: Scope.Scope
+}) => {
+  const { turns, approvals, call, peer, endTurn, failure, scope } = session
+  const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
+    Effect.gen(function* () {
+      const threadId = input.nativeRef
+      const turn: ActiveTurn = {
+        queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),
+        turnId: yield* Deferred.make<string, ProviderFailure>(),
+        id: null,
+        usageReport: undefined
+      }
+      if (!turns.claim(threadId, turn)) {
+        return yield* Effect.fail(failure("error", `a turn is already running on Codex thread ${threadId}`))
+      }
+      const text = (value: string): UserTextInput => ({ type: "text", text: value, text_elements: [] })
+      const delivered = input.handoff === null ? [] : [text(handoffPreamble(input.handoff))]
+      const model = input.model ?? null
+      yield* call(
+        "turn/start",
+        { threadId, input: [...delivered, text(input.message)], ...(model === null ? {} : { model }) },
+        (result) => {
+          // In the reader, before any notification that follows the reply.
+          const id = (result as { turn?: { id?: unknown } }).turn?.id
+          if (typeof id !== "string") return
+          turn.id = id
+          Deferred.unsafeDone(turn.turnId, Exit.succeed(id))
+          turn.queue.offer({ _tag: "TurnStarted", turnRef: id, receivedAt: Date.now() })
+        }
+      ).pipe(
+        Effect.tapError((error) =>
+          Effect.sync(() => {
+            endTurn(threadId, turn)
+            Deferred.unsafeDone(turn.turnId, Exit.fail(error))
+            turn.queue.end(Exit.fail(error))
+          })
+        ),
+        Effect.ignore
+      )
+      // A consumer that stops reading before the turn ended interrupts the Codex turn.
+      const abandon = Effect.suspend(() =>
+        turns.current(threadId) === turn ? interrupt(threadId).pipe(Effect.ignore, Effect.forkIn(scope)) : Effect.void
+      )
+      yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
+    })
+
+  const interrupt = (threadId: string): Effect.Effect<void, ProviderFailure> =>
+    Effect.suspend(() => {
+      const turn = turns.current(threadId)
+      if (turn === undefined) return Effect.void
+      return Effect.flatMap(Deferred.await(turn.turnId), (turnId) =>
+        Effect.asVoid(call("turn/interrupt", { threadId, turnId }))
+      )
+    })
+
+  const respondApproval = (threadId: string, approvalId: string, decision: ApprovalDecision) =>
+    Effect.suspend(() => {
+      const rpcId = approvals.take(threadId, approvalId)
+      if (rpcId === undefined) {
+        return Effect.fail(
+          failure(
+            "error",
+            `Codex is not waiting for approval ${approvalId} on thread ${threadId} (its turn ended)`,
+            "approval_not_pending"
+          )
+        )
+      }
+      return peer.respond(rpcId, { result: { decision } })
+    })
+
+  return { runTurn, interrupt, respondApproval } satisfies Pick<
+    ProviderSessionHandle,
+    "runTurn" | "interrupt" | "respondApproval"
+  >
 }
