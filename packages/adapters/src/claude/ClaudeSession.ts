@@ -212,75 +212,10 @@ export const openSession = (
 
     const transcript = (sessionId: string) => transcriptPath(configDir, cwd, sessionId)
 
-    const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-      Effect.gen(function* () {
-        const sessionId = input.nativeRef
-        const cp = yield* processFor(sessionId)
-        if (cp.turn !== null) {
-          return yield* Effect.fail(failure("error", `a turn is already running on Claude session ${sessionId}`))
-        }
-        const uuid = Crypto.randomUUID()
-        const turn: Turn = {
-          uuid,
-          queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),
-          toolUses: new Map(),
-          childrenDone: new Set(),
-          last: null,
-          interrupting: false
-        }
-        cp.turn = turn
-        cp.lastActive = Date.now()
-        cp.sent = true
-        const tip = shared.tips.get(sessionId)
-        if (tip !== undefined) shared.turnStarts.set(uuid, tip)
-        const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
-        turn.queue.offer({ _tag: "TurnStarted", turnRef: uuid, receivedAt: Date.now() })
-        yield* cp.proc.send(userLine(uuid, texts)).pipe(
-          Effect.tapError((error) =>
-            Effect.sync(() => {
-              if (cp.turn === turn) cp.turn = null
-              turn.queue.end(Exit.fail(error))
-            })
-          ),
-          Effect.ignore
-        )
-        const abandon = Effect.suspend(() =>
-          cp.turn === turn ? interrupt(sessionId).pipe(Effect.ignore, Effect.forkIn(sessionScope)) : Effect.void
-        )
-        yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
-      })
-
-    const interrupt = (sessionId: string): Effect.Effect<void, ProviderFailure> =>
-      Effect.suspend(() => {
-        const cp = processes.get(sessionId)
-        if (cp === undefined || cp.turn === null) return Effect.void
-        cp.turn.interrupting = true
-        return control(cp, "interrupt", CONTROL_TIMEOUT_MS)
-      })
-
-    const respondApproval = (sessionId: string, approvalId: string, decision: ApprovalDecision) =>
-      Effect.suspend(() => {
-        const cp = processes.get(sessionId)
-        const waiting = cp?.approvals.take(sessionId, approvalId)
-        if (cp === undefined || waiting === undefined) {
-          return Effect.fail(
-            failure(
-              "error",
-              `Claude Code is not waiting for approval ${approvalId} in session ${sessionId} (its turn ended)`,
-              "approval_not_pending"
-            )
-          )
-        }
-        if (decision === "cancel" && cp.turn !== null) cp.turn.interrupting = true
-        return cp.proc.send(controlSuccess(waiting.requestId, answerOf(decision, waiting.input)))
-      })
-
     return {
       pid: null,
       ...claudeThreads({ shared, failure, processes, processFor, stopProcess, transcript }),
-      runTurn,
-      interrupt,
-      respondApproval,
+      ...claudeTurns({ shared, failure, processes, processFor, control, sessionScope }),
       summarise: () => Effect.fail(failure("unsupported", "the Claude driver does not write handoff summaries")),
       exited: Deferred.await(exited)
     } satisfies ProviderSessionHandle
@@ -355,4 +290,87 @@ const claudeThreads = (session: {
         if (live !== undefined) yield* stopProcess(live)
       })
   } satisfies Pick<ProviderSessionHandle, "startThread" | "resumeThread" | "forkThread" | "rollbackThread">
+}
+
+/** The turn operations of the port: a turn (one user message), an interrupt, an approval's answer. */
+const claudeTurns = (session: {
+  readonly shared: Shared
+  readonly failure: Failure
+  readonly processes: ReadonlyMap<string, ClaudeProcess>
+  readonly processFor: (sessionId: string) => Effect.Effect<ClaudeProcess, ProviderFailure>
+  readonly control: (
+    cp: ClaudeProcess,
+    subtype: "initialize" | "interrupt",
+    timeoutMs: number
+  ) => Effect.Effect<void, ProviderFailure>
+  readonly sessionScope: Scope.Scope
+}) => {
+  const { shared, failure, processes, processFor, control, sessionScope } = session
+  const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
+    Effect.gen(function* () {
+      const sessionId = input.nativeRef
+      const cp = yield* processFor(sessionId)
+      if (cp.turn !== null) {
+        return yield* Effect.fail(failure("error", `a turn is already running on Claude session ${sessionId}`))
+      }
+      const uuid = Crypto.randomUUID()
+      const turn: Turn = {
+        uuid,
+        queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),
+        toolUses: new Map(),
+        childrenDone: new Set(),
+        last: null,
+        interrupting: false
+      }
+      cp.turn = turn
+      cp.lastActive = Date.now()
+      cp.sent = true
+      const tip = shared.tips.get(sessionId)
+      if (tip !== undefined) shared.turnStarts.set(uuid, tip)
+      const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
+      turn.queue.offer({ _tag: "TurnStarted", turnRef: uuid, receivedAt: Date.now() })
+      yield* cp.proc.send(userLine(uuid, texts)).pipe(
+        Effect.tapError((error) =>
+          Effect.sync(() => {
+            if (cp.turn === turn) cp.turn = null
+            turn.queue.end(Exit.fail(error))
+          })
+        ),
+        Effect.ignore
+      )
+      const abandon = Effect.suspend(() =>
+        cp.turn === turn ? interrupt(sessionId).pipe(Effect.ignore, Effect.forkIn(sessionScope)) : Effect.void
+      )
+      yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
+    })
+
+  const interrupt = (sessionId: string): Effect.Effect<void, ProviderFailure> =>
+    Effect.suspend(() => {
+      const cp = processes.get(sessionId)
+      if (cp === undefined || cp.turn === null) return Effect.void
+      cp.turn.interrupting = true
+      return control(cp, "interrupt", CONTROL_TIMEOUT_MS)
+    })
+
+  const respondApproval = (sessionId: string, approvalId: string, decision: ApprovalDecision) =>
+    Effect.suspend(() => {
+      const cp = processes.get(sessionId)
+      const waiting = cp?.approvals.take(sessionId, approvalId)
+      if (cp === undefined || waiting === undefined) {
+        return Effect.fail(
+          failure(
+            "error",
+            `Claude Code is not waiting for approval ${approvalId} in session ${sessionId} (its turn ended)`,
+            "approval_not_pending"
+          )
+        )
+      }
+      if (decision === "cancel" && cp.turn !== null) cp.turn.interrupting = true
+      return cp.proc.send(controlSuccess(waiting.requestId, answerOf(decision, waiting.input)))
+    })
+
+  return { runTurn, interrupt, respondApproval } satisfies Pick<
+    ProviderSessionHandle,
+    "runTurn" | "interrupt" | "respondApproval"
+  >
 }
