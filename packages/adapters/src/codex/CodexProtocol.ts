@@ -10,24 +10,7 @@
  */
 import { Schema } from "effect"
 
-// ---------------------------------------------------------------------------------
-// Envelopes
-
-const RpcId = Schema.Union(Schema.Number, Schema.String)
-
-/** A reply to one of our requests. */
-export const RpcResult = Schema.Struct({ id: RpcId, result: Schema.Unknown })
-export const RpcError = Schema.Struct({
-  id: RpcId,
-  error: Schema.Struct({ code: Schema.optional(Schema.Number), message: Schema.String })
-})
-/** A request from the server (an approval): it waits for our reply with the same id. */
-export const ServerRequest = Schema.Struct({ id: RpcId, method: Schema.String, params: Schema.Unknown })
-export const Notification = Schema.Struct({ method: Schema.String, params: Schema.optional(Schema.Unknown) })
-
-/** Anything the server writes. Order matters: a server request has both id and method. */
-export const Incoming = Schema.Union(ServerRequest, RpcError, RpcResult, Notification)
-export type Incoming = typeof Incoming.Type
+// The envelopes (requests, replies, notifications) are JsonRpcPeer's.
 
 // ---------------------------------------------------------------------------------
 // Client requests: params we send, results we read
