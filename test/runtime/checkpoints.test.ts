@@ -17,31 +17,10 @@ import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { git, repoState } from "../support/gitRepo.js"
 import { inTempRuntime, removeDir, tempDir, withRuntime } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
-
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      PATH: process.env["PATH"] ?? "/usr/bin:/bin",
-      HOME: cwd,
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@t",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@t"
-    }
-  })
-
-/** What of the user's repository must never change. */
-const repoState = (cwd: string) => ({
-  head: git(cwd, "rev-parse", "HEAD"),
-  branches: git(cwd, "branch", "-a", "-v"),
-  stash: git(cwd, "stash", "list"),
-  index: Fs.readFileSync(Path.join(cwd, ".git", "index")).toString("base64")
-})
 
 /** A repository with one commit, a branch and an ignored file, in `dir`. */
 const makeRepository = (dir: string) => {

@@ -16,46 +16,12 @@ import { Effect, Either, Fiber } from "effect"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { filesOf, git, gitEnv, repoState } from "../support/gitRepo.js"
 import { inTempRuntime, removeDir, tempDir } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName
 
-const gitEnv = (home: string) => ({
-  PATH: process.env["PATH"] ?? "/usr/bin:/bin",
-  HOME: home,
-  GIT_AUTHOR_NAME: "t",
-  GIT_AUTHOR_EMAIL: "t@t",
-  GIT_COMMITTER_NAME: "t",
-  GIT_COMMITTER_EMAIL: "t@t"
-})
-
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", args, { cwd, encoding: "utf8", env: gitEnv(cwd) })
-
-/** Every file under `dir` but `.git`, with its bytes (base64), by path. */
-const filesOf = (dir: string): Record<string, string> => {
-  const out: Record<string, string> = {}
-  const walk = (rel: string) => {
-    for (const entry of Fs.readdirSync(Path.join(dir, rel), { withFileTypes: true })) {
-      const path = rel === "" ? entry.name : `${rel}/${entry.name}`
-      if (path === ".git") continue
-      if (entry.isDirectory()) walk(path)
-      else out[path] = Fs.readFileSync(Path.join(dir, path)).toString("base64")
-    }
-  }
-  walk("")
-  return out
-}
-
 const b64 = (text: string) => Buffer.from(text).toString("base64")
-
-/** What of the user's repository a restore must never change. */
-const repoState = (cwd: string) => ({
-  head: git(cwd, "rev-parse", "HEAD"),
-  branches: git(cwd, "branch", "-a", "-v"),
-  stash: git(cwd, "stash", "list"),
-  index: Fs.readFileSync(Path.join(cwd, ".git", "index")).toString("base64")
-})
 
 /** `mono/` a repository, `mono/ws` the thread's workspace, `mono/other` the user's own work. */
 const makeMonorepo = (dir: string) => {

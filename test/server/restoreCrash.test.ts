@@ -13,39 +13,11 @@ import { execFileSync } from "node:child_process"
 import { createRequire } from "node:module"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { filesOf, git } from "../support/gitRepo.js"
 import { childEnv, tempDir, trackDaemons } from "./support.js"
 
 const start = trackDaemons()
 const alpha = ProviderName.make("alpha")
-
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      PATH: process.env["PATH"] ?? "/usr/bin:/bin",
-      HOME: cwd,
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@t",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@t"
-    }
-  })
-
-/** Every file under `dir` but `.git`, with its text, by path. */
-const filesOf = (dir: string): Record<string, string> => {
-  const out: Record<string, string> = {}
-  const walk = (rel: string) => {
-    for (const entry of Fs.readdirSync(Path.join(dir, rel), { withFileTypes: true })) {
-      const path = rel === "" ? entry.name : `${rel}/${entry.name}`
-      if (path === ".git") continue
-      if (entry.isDirectory()) walk(path)
-      else out[path] = Fs.readFileSync(Path.join(dir, path), "utf8")
-    }
-  }
-  walk("")
-  return out
-}
 
 /** A repository with a few hundred files in `ws/`, so that a restore's `git add` has work to do. */
 const makeRepository = (dir: string) => {
@@ -101,7 +73,7 @@ const killedMidRestore = (when: "as the restore starts" | "after the backup is s
         Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("20 seconds")))
       )
       Fs.writeFileSync(Path.join(ws, "handmade.txt"), "by hand\n")
-      const beforeRestore = filesOf(repo)
+      const beforeRestore = filesOf(repo, "utf8")
 
       const commandId = CommandId.make(`restore-crash-${when.length}`)
       const rollback = { threadId, toRunOrdinal: 1, restoreFiles: true, commandId }
@@ -146,7 +118,7 @@ const killedMidRestore = (when: "as the restore starts" | "after the backup is s
       const again = yield* makeSkeinClient({ url: second.url, dataDir: home })
       const view = yield* again.thread.get({ threadId })
       expect(view.thread.restore).toMatchObject({ status: "done", toRunOrdinal: 1 })
-      const files = filesOf(repo)
+      const files = filesOf(repo, "utf8")
       const expected: Record<string, string> = { ...beforeRestore, "ws/src/f1.txt": "file 1\n" }
       delete expected["ws/b.txt"]
       delete expected["ws/c.txt"]
@@ -163,7 +135,7 @@ const killedMidRestore = (when: "as the restore starts" | "after the backup is s
       })
       expect(backups()).toEqual([retried.restore!.backupRef])
       execFileSync("sh", ["-c", retried.restore!.undo!], { cwd: ws, encoding: "utf8" })
-      expect(filesOf(repo)).toEqual(beforeRestore)
+      expect(filesOf(repo, "utf8")).toEqual(beforeRestore)
 
       // And the thread takes runs again.
       const run = yield* again.run.start({ threadId, provider: alpha, message: "[[write:d.txt:four]]", wait: true })
