@@ -4,11 +4,10 @@
  * pid, before it recovers or writes anything; the lock goes with its holder, SIGKILL
  * included; two daemons started at the same instant end with exactly one serving.
  */
-import { spawn } from "node:child_process"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
-import { binPath, childEnv, type RunResult, runSkein, startDaemon, tempDir, trackDaemons } from "./support.js"
+import { binPath, childEnv, runProcess, runSkein, startDaemon, tempDir, trackDaemons } from "./support.js"
 
 const start = trackDaemons()
 
@@ -26,20 +25,7 @@ const lastJsonLine = (text: string): unknown => JSON.parse(text.trim().split("\n
 
 /** Runs `node ARGS` with `stdin` as its input; resolves when the process exits (SIGKILL after `timeoutMs`). */
 const runNode = (args: ReadonlyArray<string>, env: Record<string, string>, stdin: string, timeoutMs = 20_000) =>
-  new Promise<RunResult>((resolve, reject) => {
-    const child = spawn(process.execPath, args, { env, stdio: ["pipe", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs)
-    child.on("error", reject)
-    child.on("close", (code, signal) => {
-      clearTimeout(timer)
-      resolve({ code, signal, stdout, stderr })
-    })
-    child.stdin.end(stdin)
-  })
+  runProcess(process.execPath, args, env, { stdin, timeoutMs })
 
 describe("one daemon per database", () => {
   it("a second daemon refuses with the first's pid, its live run untouched; after SIGKILL of the first, a new one starts and serves", async () => {

@@ -33,25 +33,34 @@ export interface RunResult {
   readonly stderr: string
 }
 
-/** Runs `skein ARGS` to completion (killed by PID after `timeoutMs`). */
-export const runSkein = (
+/** Runs `file ARGS` to completion, `stdin` as its input (killed by PID after `timeoutMs`). */
+export const runProcess = (
+  file: string,
   args: ReadonlyArray<string>,
   env: Record<string, string>,
-  timeoutMs = 20_000
+  options: { readonly stdin?: string; readonly timeoutMs?: number } = {}
 ): Promise<RunResult> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [binPath, ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(file, args, { env, stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"] })
     let stdout = ""
     let stderr = ""
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs)
+    child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()))
+    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()))
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 20_000)
     child.on("error", reject)
     child.on("close", (code, signal) => {
       clearTimeout(timer)
       resolve({ code, signal, stdout, stderr })
     })
+    if (options.stdin !== undefined) child.stdin!.end(options.stdin)
   })
+
+/** Runs `skein ARGS` to completion (killed by PID after `timeoutMs`). */
+export const runSkein = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  timeoutMs = 20_000
+): Promise<RunResult> => runProcess(process.execPath, [binPath, ...args], env, { timeoutMs })
 
 export interface DaemonProcess {
   readonly child: ChildProcess

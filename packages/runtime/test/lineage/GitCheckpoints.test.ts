@@ -12,28 +12,11 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { capture, dropAfter, GitExecutable, repositoryOf, restore } from "../../src/lineage/GitCheckpoints.js"
 import { gitRaw } from "../../src/lineage/Git.js"
-import { env, sh, tempDir as tempDirOf } from "./gitUser.js"
+import { env, filesIn, remove, sh, tempDir as tempDirOf, write } from "./gitUser.js"
 
 const tempDir = () => tempDirOf("skein-gitck-")
 
-const write = (root: string, path: string, content: string | Uint8Array) => {
-  Fs.mkdirSync(Path.dirname(Path.join(root, path)), { recursive: true })
-  Fs.writeFileSync(Path.join(root, path), content)
-}
-
-const remove = (root: string, path: string) => Fs.rmSync(Path.join(root, path), { recursive: true })
-
-/** Every file under root except .git, path to bytes (as hex, for readable diffs). */
-const files = (root: string, dir = ""): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const entry of Fs.readdirSync(Path.join(root, dir), { withFileTypes: true })) {
-    const rel = dir === "" ? entry.name : `${dir}/${entry.name}`
-    if (rel === ".git") continue
-    if (entry.isDirectory()) Object.assign(out, files(root, rel))
-    else out[rel] = Fs.readFileSync(Path.join(root, rel)).toString("hex")
-  }
-  return out
-}
+const files = (root: string) => filesIn(root, "hex")
 
 /** Every directory under root except .git. */
 const directories = (root: string, dir = ""): Array<string> =>

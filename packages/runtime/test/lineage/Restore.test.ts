@@ -15,27 +15,11 @@ import * as Path from "node:path"
 import { capture, checkpointExists, GitExecutable, prune, restore } from "../../src/lineage/GitCheckpoints.js"
 import * as TemporaryDirectories from "../../src/lineage/TemporaryDirectories.js"
 import { WorkspaceCheckpoints } from "../../src/lineage/WorkspaceCheckpoints.js"
-import { env, sh, tempDir as tempDirOf } from "./gitUser.js"
+import { env, filesIn, remove, sh, tempDir as tempDirOf, write } from "./gitUser.js"
 
 const tempDir = () => tempDirOf("skein-restore-test-")
 
-const write = (root: string, path: string, content: string | Uint8Array) => {
-  Fs.mkdirSync(Path.dirname(Path.join(root, path)), { recursive: true })
-  Fs.writeFileSync(Path.join(root, path), content)
-}
-const remove = (root: string, path: string) => Fs.rmSync(Path.join(root, path), { recursive: true })
-
-/** Every file under root except .git, path to content (utf8 keeps the diffs readable). */
-const files = (root: string, dir = ""): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const entry of Fs.readdirSync(Path.join(root, dir), { withFileTypes: true })) {
-    const rel = dir === "" ? entry.name : `${dir}/${entry.name}`
-    if (entry.name === ".git") continue
-    if (entry.isDirectory()) Object.assign(out, files(root, rel))
-    else out[rel] = Fs.readFileSync(Path.join(root, rel)).toString("latin1")
-  }
-  return out
-}
+const files = (root: string) => filesIn(root, "latin1")
 
 const pick = (all: Record<string, string>, keep: (path: string) => boolean) =>
   Object.fromEntries(Object.entries(all).filter(([path]) => keep(path)))

@@ -32,3 +32,23 @@ export const env = (home: string) => ({
 /** Runs git in `cwd` and gives its output; a failure throws. */
 export const sh = (cwd: string, ...args: Array<string>): string =>
   execFileSync("git", args, { cwd, env: env(cwd), encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+
+/** Writes `content` at `path` under `root`, making its directories. */
+export const write = (root: string, path: string, content: string | Uint8Array) => {
+  Fs.mkdirSync(Path.dirname(Path.join(root, path)), { recursive: true })
+  Fs.writeFileSync(Path.join(root, path), content)
+}
+
+export const remove = (root: string, path: string) => Fs.rmSync(Path.join(root, path), { recursive: true })
+
+/** Every file under `root` except `.git`, path to its bytes in `encoding` (for readable diffs). */
+export const filesIn = (root: string, encoding: BufferEncoding, dir = ""): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const entry of Fs.readdirSync(Path.join(root, dir), { withFileTypes: true })) {
+    const rel = dir === "" ? entry.name : `${dir}/${entry.name}`
+    if (rel === ".git") continue
+    if (entry.isDirectory()) Object.assign(out, filesIn(root, encoding, rel))
+    else out[rel] = Fs.readFileSync(Path.join(root, rel)).toString(encoding)
+  }
+  return out
+}
