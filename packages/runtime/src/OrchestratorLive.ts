@@ -17,7 +17,6 @@ import type {
 } from "@skein/domain"
 import { ForkThreadFields, ThreadId as ThreadIdSchema } from "@skein/domain"
 import {
-  CommandConflict,
   type DatabaseInUse,
   HandoffNotFound,
   InvalidSourcePoint,
@@ -35,7 +34,7 @@ import {
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as OneShot from "./actors/OneShot.js"
 import { ProviderSessions } from "./actors/ProviderSessions.js"
-import { payloadHash } from "./actors/Receipts.js"
+import { payloadHash, replay } from "./store/Receipts.js"
 import { ThreadActors } from "./actors/ThreadActors.js"
 import { checked } from "./InputCheck.js"
 import { Orchestrator } from "./Orchestrator.js"
@@ -55,6 +54,7 @@ import { WorkspaceCheckpoints } from "./lineage/WorkspaceCheckpoints.js"
 
 type ForkThreadFieldsType = Schema.Struct.Type<typeof ForkThreadFields>
 const ForkReceipt = Schema.Struct({ threadId: ThreadIdSchema })
+const CreateReceipt = Schema.Struct({ threadId: ThreadIdSchema })
 
 export const makeOrchestrator = Effect.gen(function* () {
   const store = yield* EventStore
@@ -76,17 +76,12 @@ export const makeOrchestrator = Effect.gen(function* () {
   const createThread: OrchestratorShape["createThread"] = (input) =>
     Effect.gen(function* () {
       const hash = payloadHash({ title: input.title ?? null, workspace: input.workspace ?? null })
-      if (input.commandId) {
-        const receipt = yield* store.receipt(input.commandId)
-        if (Option.isSome(receipt)) {
-          if (receipt.value.method !== "thread.create" || receipt.value.payloadHash !== hash) {
-            return yield* new CommandConflict({ commandId: input.commandId, method: "thread.create" })
-          }
-          const created = (receipt.value.result as { threadId: ThreadId }).threadId
-          const thread = yield* store.lookup.thread(created)
-          if (Option.isNone(thread)) return yield* new ThreadNotFound({ threadId: created })
-          return thread.value
-        }
+      const replayed = yield* replay(store.receipt, input.commandId, "thread.create", hash, CreateReceipt)
+      if (Option.isSome(replayed)) {
+        const created = replayed.value.threadId
+        const thread = yield* store.lookup.thread(created)
+        if (Option.isNone(thread)) return yield* new ThreadNotFound({ threadId: created })
+        return thread.value
       }
       const workspace =
         input.workspace === undefined ? null : yield* resolveWorkspace(input.workspace, config.workspaceRoots)
@@ -194,18 +189,12 @@ export const makeOrchestrator = Effect.gen(function* () {
         sideChat: input.sideChat ?? false,
         title: input.title ?? null
       })
-      if (input.commandId) {
-        const receipt = yield* store.receipt(input.commandId)
-        if (Option.isSome(receipt)) {
-          if (receipt.value.method !== "thread.fork" || receipt.value.payloadHash !== hash) {
-            return yield* new CommandConflict({ commandId: input.commandId, method: "thread.fork" })
-          }
-          const forkId = (yield* Schema.decodeUnknown(ForkReceipt)(receipt.value.result).pipe(Effect.orDie)).threadId
-          const fork = yield* store.loadThread(forkId)
-          const transfer = Option.flatMap(fork, (f) => Option.fromNullable(inheritanceOf(f)))
-          if (Option.isSome(fork) && Option.isSome(transfer))
-            return { thread: fork.value.thread, transfer: transfer.value }
-        }
+      const replayed = yield* replay(store.receipt, input.commandId, "thread.fork", hash, ForkReceipt)
+      if (Option.isSome(replayed)) {
+        const fork = yield* store.loadThread(replayed.value.threadId)
+        const transfer = Option.flatMap(fork, (f) => Option.fromNullable(inheritanceOf(f)))
+        if (Option.isSome(fork) && Option.isSome(transfer))
+          return { thread: fork.value.thread, transfer: transfer.value }
       }
       const source = yield* Effect.flatMap(store.lookup.thread(input.sourceThreadId), (found) =>
         Option.isSome(found)

@@ -40,11 +40,8 @@ import type { CheckpointTaken } from "./ThreadPlanner.js"
 import * as ItemBatch from "./ItemBatch.js"
 import * as OneShot from "./OneShot.js"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
-import type { FinishRun, RunContext, RunOutcome, SummaryOutcome, ThreadMessage } from "./ThreadProtocol.js"
-import type { SupervisedActor } from "./SupervisedActor.js"
+import type { FinishRun, RunContext, RunOutcome, SummaryOutcome, ThreadAsk } from "./ThreadProtocol.js"
 
-/** The typed way back to the run's own thread actor. */
-export type ThreadAsk = SupervisedActor<ThreadMessage, SkeinError>["ask"]
 
 export interface DriveInput {
   readonly run: Run

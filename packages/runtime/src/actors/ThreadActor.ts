@@ -44,7 +44,6 @@ import {
   ThreadUpdated,
   TransferRecorded,
   ApprovalNotFound,
-  CommandConflict,
   HandoffNotFound,
   NoActiveRun,
   RunAlreadyActive,
@@ -79,12 +78,11 @@ import { planRollback, planRollbackSettled } from "../lineage/Rollback.js"
 import { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
 import { decideContext, extraHandoffs, localHandoff, summaryWriter } from "./ContextPlanning.js"
 import { ProviderSessions } from "./ProviderSessions.js"
-import { payloadHash } from "./Receipts.js"
+import { payloadHash, replay as replayReceipt } from "../store/Receipts.js"
 import { driveRun, failureOf } from "./RunDriver.js"
-import type { ThreadAsk } from "./RunDriver.js"
 import * as OneShot from "./OneShot.js"
 import * as SupervisedActor from "./SupervisedActor.js"
-import type { RunAccepted, RunContext, ThreadMessage } from "./ThreadProtocol.js"
+import type { RunAccepted, RunContext, ThreadAsk, ThreadMessage } from "./ThreadProtocol.js"
 import type { ProviderInfo, StartPlan } from "./ThreadPlanner.js"
 import {
   approvalAnswer,
@@ -373,36 +371,12 @@ export const makeThreadActor = (
           return restore
         })
 
-      /**
-       * The stored result of `commandId`, if it was used before: for the same method and
-       * payload, the result; for anything else, a conflict.
-       */
       const replay = <A, I>(
         commandId: CommandId | undefined,
         method: string,
         hash: string,
         result: Schema.Schema<A, I>
-      ): Effect.Effect<Option.Option<A>, CommandConflict | StorageError> =>
-        commandId === undefined
-          ? Effect.succeedNone
-          : Effect.flatMap(
-              store.receipt(commandId),
-              (receipt): Effect.Effect<Option.Option<A>, CommandConflict | StorageError> => {
-                if (Option.isNone(receipt)) return Effect.succeedNone
-                if (receipt.value.method !== method || receipt.value.payloadHash !== hash) {
-                  return Effect.fail(new CommandConflict({ commandId, method }))
-                }
-                return Schema.decodeUnknown(result)(receipt.value.result).pipe(
-                  Effect.map(Option.some),
-                  Effect.mapError(
-                    () =>
-                      new StorageError({
-                        detail: `the receipt of command ${commandId} does not hold a ${method} result`
-                      })
-                  )
-                )
-              }
-            )
+      ) => replayReceipt(store.receipt, commandId, method, hash, result)
 
       /**
        * A run left active with no driver to end it (its driver died with a previous

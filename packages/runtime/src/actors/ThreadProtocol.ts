@@ -38,6 +38,7 @@ import {
   TurnUsage
 } from "@skein/domain"
 import { Schema } from "effect"
+import type { Effect } from "effect"
 
 /** A run the actor accepted (or found by its receipt), with where its events stand. */
 export const RunAccepted = Schema.Struct({
@@ -273,3 +274,11 @@ export const threadRpcs = [
 export class ThreadProtocol extends RpcGroup.make(...threadRpcs) {}
 
 export type ThreadMessage = RpcGroup.Rpcs<typeof ThreadProtocol>
+
+type MessageOf<Tag extends ThreadMessage["_tag"]> = Rpc.ExtractTag<ThreadMessage, Tag>
+
+/** The typed way to a thread actor: a message and its payload in, its typed reply out. */
+export type ThreadAsk = <Tag extends ThreadMessage["_tag"]>(
+  tag: Tag,
+  payload: Rpc.Payload<MessageOf<Tag>>
+) => Effect.Effect<Rpc.Success<MessageOf<Tag>>, Rpc.Error<MessageOf<Tag>> | SkeinError>

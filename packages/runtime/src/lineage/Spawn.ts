@@ -9,10 +9,10 @@
  * starts its run, the parent's actor records the result (one writer per thread).
  */
 import type { AppThread, CommandId, ProviderName, Run, SkeinError, ThreadId } from "@skein/domain"
-import { CommandConflict, ProviderNotFound, StorageError, ThreadNotFound } from "@skein/domain"
+import { ProviderNotFound, StorageError, ThreadNotFound } from "@skein/domain"
 import { Effect, Option, Schema } from "effect"
 import type { Scope } from "effect"
-import { payloadHash } from "../actors/Receipts.js"
+import { payloadHash, replay } from "../store/Receipts.js"
 import type { RunAccepted } from "../actors/ThreadProtocol.js"
 import type { EventStoreShape } from "../store/EventStore.js"
 import type { SourceRun } from "./Lineage.js"
@@ -103,20 +103,9 @@ export const spawnSubagent = (
     const { store } = deps
     const hash = payloadHash({ parentThreadId: input.parentThreadId, provider: input.provider, prompt: input.prompt })
     let child: AppThread | null = null
-    if (input.commandId !== undefined) {
-      const receipt = yield* store.receipt(input.commandId)
-      if (Option.isSome(receipt)) {
-        if (receipt.value.method !== "subagent.spawn" || receipt.value.payloadHash !== hash) {
-          return yield* new CommandConflict({ commandId: input.commandId, method: "subagent.spawn" })
-        }
-        const stored = yield* Schema.decodeUnknown(SpawnReceipt)(receipt.value.result).pipe(
-          Effect.mapError(
-            () => new StorageError({ detail: `the receipt of ${input.commandId} is not a subagent.spawn result` })
-          )
-        )
-        child = Option.getOrNull(yield* store.lookup.thread(stored.threadId as ThreadId))
-      }
-    }
+    const replayed = yield* replay(store.receipt, input.commandId, "subagent.spawn", hash, SpawnReceipt)
+    if (Option.isSome(replayed))
+      child = Option.getOrNull(yield* store.lookup.thread(replayed.value.threadId as ThreadId))
     if (child === null) {
       const parent = yield* store.lookup.thread(input.parentThreadId)
       if (Option.isNone(parent)) return yield* new ThreadNotFound({ threadId: input.parentThreadId })
