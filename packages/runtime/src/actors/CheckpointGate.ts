@@ -26,10 +26,12 @@ export interface CheckpointGate {
    * returned release has run (running it again does nothing).
    */
   readonly begin: (runId: RunId) => Effect.Effect<Effect.Effect<void>>
+  /** Whether a checkpoint is being taken now. */
+  readonly capturing: Effect.Effect<boolean>
   /** Fails with `RunAlreadyActive` (naming the run) while a checkpoint is being taken. */
   readonly refuse: Effect.Effect<void, RunAlreadyActive>
   /** Whether a `RunAlreadyActive` refusal named the run whose capture began last. */
-  readonly worthRetrying: (runId: RunId) => Effect.Effect<boolean>
+  readonly worthRetrying: (runId: string) => Effect.Effect<boolean>
 }
 
 export const make = (threadId: ThreadId): Effect.Effect<CheckpointGate> =>
@@ -50,6 +52,7 @@ export const make = (threadId: ThreadId): Effect.Effect<CheckpointGate> =>
             Effect.asVoid
           )
         }),
+      capturing: Effect.map(Ref.get(open), (capture) => capture !== undefined),
       refuse: Effect.flatMap(Ref.get(open), (capture) =>
         capture === undefined ? Effect.void : Effect.fail(new RunAlreadyActive({ threadId, runId: capture.runId }))
       ),

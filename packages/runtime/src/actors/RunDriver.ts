@@ -34,14 +34,14 @@ import type {
   TurnItemContent,
   GitFailed
 } from "@skein/domain"
-import { Cause, Duration, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
+import { Cause, Deferred, Duration, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
 import type { CapturedCheckpoint } from "../lineage/WorkspaceCheckpoints.js"
 import type { CheckpointTaken } from "./ThreadPlanner.js"
 import * as ItemBatch from "./ItemBatch.js"
 import * as OneShot from "./OneShot.js"
+import type { CheckpointGate } from "./CheckpointGate.js"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
 import type { FinishRun, RunContext, RunOutcome, SummaryOutcome, ThreadAsk } from "./ThreadProtocol.js"
-
 
 export interface DriveInput {
   readonly run: Run
@@ -60,18 +60,10 @@ export interface DriveInput {
     /** The checkpoint after this run (None: not a repository after all). */
     readonly capture: Effect.Effect<Option.Option<CapturedCheckpoint>, GitFailed>
   } | null
-  /**
-   * Waits until the checkpoint of the thread's previous run is taken: this run's provider
-   * must not change the workspace before.
-   */
-  readonly settled: Effect.Effect<void>
-  /**
-   * Says a checkpoint of this run is about to be recorded pending (before the FinishRun
-   * that records it): until the returned function is called, `settled` waits.
-   */
-  readonly beginCapture: () => () => void
+  /** The thread's checkpoint gate: this run waits on it, and holds it while its own checkpoint is taken. */
+  readonly gate: CheckpointGate
   /** Completed with the failure to record when the run must stop. */
-  readonly stop: OneShot.OneShot<RunFailure, never>
+  readonly stop: Deferred.Deferred<RunFailure>
   readonly graceMs: number
   /** How long reported items may wait to be recorded with what follows them (the adapter holds them: `TurnInput.itemDelayMs`). */
   readonly itemDelayMs: number
@@ -205,8 +197,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   let checkpointNote: TurnItemContent | null = null
   /** Whether the completed turn's git checkpoint is to be taken (known once its end is first recorded). */
   let checkpointDue: boolean | undefined
-  /** Ends the pending capture (see `beginCapture`), once one is begun. */
-  let releaseCapture: (() => void) | undefined
+  /** Ends the pending capture (see `CheckpointGate.begin`), once one is begun. */
+  let releaseCapture: Effect.Effect<void> | undefined
 
   /** The app tool `spawn_subagent`: the child starts now; the call's output says where, or why not. */
   const spawnCall = (provider: string, prompt: string): Effect.Effect<TurnItemContent> =>
@@ -272,7 +264,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   const turn = (lease: SessionLease, initial: RunContext) =>
     Effect.gen(function* () {
       const { context, nativeRef } = yield* ensureThread(lease, initial)
-      if (input.stop.exit !== undefined) return { outcome: "interrupted", turnRef: null } satisfies TurnResult
+      if (yield* Deferred.isDone(input.stop)) return { outcome: "interrupted", turnRef: null } satisfies TurnResult
       turnSent = true
       sent = { lease, nativeRef }
       // One block: the run's own handoff, then whatever it brings in from other threads.
@@ -318,7 +310,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
       Effect.zipRight(lease.kill)
     )
 
-  const body = Effect.zipRight(input.settled, ensureSummary(input.context)).pipe(
+  const body = Effect.zipRight(input.gate.settled, ensureSummary(input.context)).pipe(
     Effect.flatMap((context) => input.sessions.use(run.provider, input.workspace, (lease) => turn(lease, context)))
   )
 
@@ -334,18 +326,17 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
         const interrupted = (turnRef: string | null) =>
           void OneShot.succeed<TurnResult, ProviderFailure | SkeinError>(verdict, { outcome: "interrupted", turnRef })
         let stopper: Fiber.RuntimeFiber<void, ProviderFailure> | undefined
-        const unlisten = OneShot.listen(input.stop, () => {
-          if (!turnSent) interrupted(null)
-          else if (sent !== undefined) {
-            // Killed after the grace period: the run ends as the stop says, whatever the turn does.
-            const killed = Effect.sync(() => interrupted(turnRef))
-            stopper = Runtime.runFork(runtime)(Effect.interruptible(Effect.zipRight(stopTurn(sent), killed)))
-          }
+        const onStop = Effect.suspend(() => {
+          if (!turnSent) return Effect.sync(() => interrupted(null))
+          if (sent === undefined) return Effect.void
+          // Killed after the grace period: the run ends as the stop says, whatever the turn does.
+          return Effect.zipRight(
+            stopTurn(sent),
+            Effect.sync(() => interrupted(turnRef))
+          )
         })
-        return Effect.suspend(() => {
-          unlisten()
-          return stopper === undefined ? Effect.void : Fiber.interrupt(stopper)
-        })
+        stopper = Runtime.runFork(runtime)(Effect.interruptible(Effect.zipRight(Deferred.await(input.stop), onStop)))
+        return Effect.suspend(() => (stopper === undefined ? Effect.void : Fiber.interrupt(stopper)))
       })
   )
 
@@ -409,14 +400,17 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
   let finished = false
   /** Records the run's end (its one FinishRun) from how its turn ended. */
   const recordEnd = (exit: Exit.Exit<TurnResult, ProviderFailure | SkeinError>): Effect.Effect<void, SkeinError> =>
-    Effect.flatMap(checkpointAfter(exit), (checkpoint) => {
-      const stopped = input.stop.exit
-      const end = finishOf(exit, stopped !== undefined && Exit.isSuccess(stopped) ? stopped.value : null, checkpoint)
-      if (Option.isNone(end)) return Effect.void
-      // Before the end is in the mailbox: a run started after it waits for the checkpoint.
-      if (checkpoint === "pending") releaseCapture ??= input.beginCapture()
-      return Effect.map(ask("FinishRun", end.value), () => void (finished = true))
-    })
+    Effect.flatMap(checkpointAfter(exit), (checkpoint) =>
+      Effect.gen(function* () {
+        const stopped = yield* Deferred.poll(input.stop)
+        const end = finishOf(exit, Option.isSome(stopped) ? yield* stopped.value : null, checkpoint)
+        if (Option.isNone(end)) return
+        // Before the end is in the mailbox: a run started after it waits for the checkpoint.
+        if (checkpoint === "pending") releaseCapture ??= yield* input.gate.begin(run.id)
+        yield* ask("FinishRun", end.value)
+        finished = true
+      })
+    )
 
   /**
    * The pending checkpoint, once the run's end is recorded: taken and recorded, or
@@ -453,6 +447,6 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> => 
     // this fiber's exit (DriverExited), and ends the run itself.
     Effect.flatMap((exit) => (finished ? Effect.void : recordEnd(exit))),
     Effect.zipRight(takeCheckpoint),
-    Effect.ensuring(Effect.sync(() => releaseCapture?.()))
+    Effect.ensuring(Effect.suspend(() => releaseCapture ?? Effect.void))
   )
 }

@@ -55,7 +55,7 @@ import {
   TurnItemRecorded,
   UnsupportedContextTransfer
 } from "@skein/domain"
-import { Cause, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
+import { Cause, Deferred, Effect, Either, Exit, Fiber, Option, Runtime, Schema } from "effect"
 import type { Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import { EventStore } from "../store/EventStore.js"
@@ -80,7 +80,7 @@ import { decideContext, extraHandoffs, localHandoff, summaryWriter } from "./Con
 import { ProviderSessions } from "./ProviderSessions.js"
 import { payloadHash, replay as replayReceipt } from "../store/Receipts.js"
 import { driveRun, failureOf } from "./RunDriver.js"
-import * as OneShot from "./OneShot.js"
+import * as CheckpointGate from "./CheckpointGate.js"
 import * as SupervisedActor from "./SupervisedActor.js"
 import type { RunAccepted, RunContext, ThreadAsk, ThreadMessage } from "./ThreadProtocol.js"
 import type { ProviderInfo, StartPlan } from "./ThreadPlanner.js"
@@ -104,7 +104,7 @@ interface ActiveRun {
   readonly runId: TurnItem["runId"]
   context: RunContext
   /** Completed with the failure to record when the run must stop. */
-  readonly stop: OneShot.OneShot<RunFailure, never>
+  readonly stop: Deferred.Deferred<RunFailure>
   stopCommandId: CommandId | null
   /** Its driver fiber has ended (whether or not its FinishRun got through). */
   driverExited: boolean
@@ -248,21 +248,10 @@ export const makeThreadActor = (
      * costs a run start 0.08-0.2 ms on cold caches.
      */
     let childrenMayReturn = true
-    /**
-     * While a run's git checkpoint is being taken (from just before its end is recorded
-     * pending until its RecordCheckpoint is handled): the run's workspace must not change
-     * meanwhile, so the next run and a rollback wait for it (`settled`).
-     */
-    let capturing: { readonly runId: RunId; readonly done: OneShot.OneShot<void, never> } | undefined
-    /** The run whose checkpoint began being taken last: a refusal naming it is worth asking again. */
-    let lastCapture: RunId | undefined
-    const settled: Effect.Effect<void> = Effect.suspend(() =>
-      capturing === undefined ? Effect.void : OneShot.wait(capturing.done)
-    )
+    const gate = yield* CheckpointGate.make(threadId)
+    const settled = gate.settled
     /** A command that must not run while a checkpoint is taken, told so (its caller waits and asks again). */
-    const refuseWhileCapturing = Effect.suspend(() =>
-      capturing === undefined ? Effect.void : Effect.fail(new RunAlreadyActive({ threadId, runId: capturing.runId }))
-    )
+    const refuseWhileCapturing = gate.refuse
     // Set once the actor exists: runs' drivers talk to their own actor.
     let ask: ThreadAsk = () => Effect.fail(new ActorStopped({ threadId }))
     const actorScope = yield* Effect.scope
@@ -450,8 +439,8 @@ export const makeThreadActor = (
        * first): recorded as not taken, each a logical checkpoint with an error item on its run.
        */
       const settleAbandonedCheckpoints = (why: string) =>
-        Effect.suspend(() =>
-          capturing !== undefined
+        Effect.flatMap(gate.capturing, (capturing) =>
+          capturing
             ? Effect.void
             : Effect.flatMap(store.pendingCheckpoints(threadId), (pending) =>
                 Effect.forEach(
@@ -474,16 +463,7 @@ export const makeThreadActor = (
           sessions,
           ask: (tag, payload) => ask(tag, payload),
           checkpoint: checkpointsOf(state.thread.workspace, plan.run.ordinal),
-          settled,
-          beginCapture: () => {
-            const gate = { runId: plan.run.id, done: OneShot.make<void>() }
-            capturing = gate
-            lastCapture = gate.runId
-            return () => {
-              if (capturing === gate) capturing = undefined
-              OneShot.succeed(gate.done, undefined)
-            }
-          },
+          gate,
           spawn: (provider, prompt) =>
             Effect.map(
               spawn({ parentThreadId: threadId, provider, prompt, createdBy: "agent" }),
@@ -583,7 +563,7 @@ export const makeThreadActor = (
             const control: ActiveRun = {
               runId: plan.run.id,
               context: plan.context,
-              stop: OneShot.make<RunFailure>(),
+              stop: yield* Deferred.make<RunFailure>(),
               stopCommandId: null,
               driverExited: false
             }
@@ -598,14 +578,14 @@ export const makeThreadActor = (
             if (Option.isSome(replayed)) return yield* accepted(replayed.value.runId)
             if (current === null) return yield* new NoActiveRun({ threadId })
             current.stopCommandId = command.commandId ?? current.stopCommandId
-            OneShot.succeed(current.stop, interrupted)
+            yield* Deferred.succeed(current.stop, interrupted)
             return yield* accepted(current.runId)
           }),
 
         StopRun: ({ failure }) =>
           Effect.gen(function* () {
             if (current === null) return yield* new NoActiveRun({ threadId })
-            OneShot.succeed(current.stop, failure)
+            yield* Deferred.succeed(current.stop, failure)
             return yield* accepted(current.runId)
           }),
 
@@ -672,7 +652,7 @@ export const makeThreadActor = (
             const open = planApproval(yield* store.lookup.approvalRequests(threadId, approvalId), approvalId, "cancel")
             // The provider cannot take decisions: the run that waits for one cannot go on.
             if (failure === null || current === null || open === undefined || open.runId !== current.runId) return
-            OneShot.succeed(current.stop, failure)
+            yield* Deferred.succeed(current.stop, failure)
           }),
 
         GetRun: ({ runId }) =>
@@ -946,8 +926,12 @@ export const makeThreadActor = (
       const attempt = (retries: number): Effect.Effect<unknown, SkeinError> =>
         Effect.zipRight(settled, actor.askInPlace(tag, payload) as Effect.Effect<unknown, SkeinError>).pipe(
           Effect.catchIf(
-            (error) => retries > 0 && error._tag === "RunAlreadyActive" && error.runId === lastCapture,
-            () => attempt(retries - 1)
+            (error): error is Extract<SkeinError, { _tag: "RunAlreadyActive" }> =>
+              retries > 0 && error._tag === "RunAlreadyActive",
+            (error) =>
+              Effect.flatMap(gate.worthRetrying(error.runId), (worth) =>
+                worth ? attempt(retries - 1) : Effect.fail(error)
+              )
           )
         )
       return attempt(2)
