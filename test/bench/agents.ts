@@ -29,24 +29,17 @@
  * is most of the figure: see docs/ARCHITECTURE.md, "Cost per turn".
  */
 import { execFileSync } from "node:child_process"
-import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { ProviderAdapter, ProviderName } from "@skein/domain"
 import { makeId, ProviderRegistry } from "@skein/domain"
-import { codexUnreadNotifications, providerRegistryLayer, TurnEvents } from "@skein/adapters"
+import { providerRegistryLayer, TurnEvents } from "@skein/adapters"
 import { Effect, Exit, Scope } from "effect"
 import { removeDir, tempDir, withRuntime, wrapTurns } from "../support/runtime.js"
 import { startMockThread, type MockThread } from "./mockThread.js"
-import {
-  claudeEnv,
-  claudePlaceholder,
-  codexEnv,
-  codexLauncher,
-  lineClient,
-  requireBinaries
-} from "../agents/support.js"
+import { claudeEnv, claudePlaceholder, codexEnv, codexLauncher, requireBinaries } from "../agents/support.js"
+import { direct, type Kind } from "./binaryAlone.js"
 import { bootstrapInterval, percentile } from "./stats.js"
 
 /**
@@ -143,105 +136,6 @@ interface Phase {
   readonly rawBusy: Array<number>
 }
 const emptyPhase = (): Phase => ({ raw: [], skein: [], rawCpu: [], skeinCpu: [], port: [], skeinBusy: [], rawBusy: [] })
-
-type Kind = "codex" | "claude"
-
-/** Keeps this process's main thread busy for `ms`, as Skein's own work during a turn would. */
-const busy = (ms: number) => {
-  const until = performance.now() + ms
-  while (performance.now() < until) {
-    // Spinning.
-  }
-}
-
-/**
- * The binary alone: start-up until the first turn is accepted, and then a turn round
- * trip, repeatable; `busyMs` keeps this process busy for that long once the turn is
- * accepted (the calibration round).
- */
-const direct = async (kind: Kind, binary: string, env: Record<string, string>, cwd: string) => {
-  const t0 = performance.now()
-  if (kind === "codex") {
-    const c = lineClient(binary, ["app-server"], env, cwd)
-    const call = c.call
-    // The same turn as the driver's: Codex sends the same notifications to both.
-    await call("initialize", {
-      clientInfo: { name: "bench", title: "bench", version: "0" },
-      capabilities: {
-        experimentalApi: false,
-        requestAttestation: false,
-        optOutNotificationMethods: codexUnreadNotifications
-      }
-    })
-    c.send({ method: "initialized" })
-    const thread = (await call("thread/start", { cwd })).result.thread.id as string
-    const turn = (text: string) => {
-      const done = c.next((m) => m.method === "turn/completed" && m.params?.threadId === thread)
-      const accepted = call("turn/start", { threadId: thread, input: [{ type: "text", text, text_elements: [] }] })
-      return { accepted, done }
-    }
-    const first = turn("first turn")
-    await first.accepted
-    const startup = performance.now() - t0
-    await first.done
-    return {
-      startup,
-      turn: async (text: string, busyMs = 0) => {
-        const t = turn(text)
-        await t.accepted
-        busy(busyMs)
-        await t.done
-      },
-      pid: c.pid,
-      stop: c.stop
-    }
-  }
-  const session = Crypto.randomUUID()
-  const c = lineClient(
-    binary,
-    [
-      "-p",
-      "--input-format",
-      "stream-json",
-      "--output-format",
-      "stream-json",
-      "--verbose",
-      "--permission-prompt-tool",
-      "stdio",
-      "--session-id",
-      session
-    ],
-    { ...env, CLAUDE_CODE_DISABLE_BACKGROUND_TASKS: "1", DISABLE_AUTOUPDATER: "1" },
-    cwd
-  )
-  const ready = c.next((m) => m.type === "control_response")
-  c.send({ type: "control_request", request_id: "init", request: { subtype: "initialize" } })
-  await ready
-  const turn = async (text: string) => {
-    const done = c.next((m) => m.type === "result")
-    c.send({
-      type: "user",
-      session_id: "",
-      parent_tool_use_id: null,
-      uuid: Crypto.randomUUID(),
-      message: { role: "user", content: [{ type: "text", text }] }
-    })
-    return done
-  }
-  const first = turn("first turn")
-  const startup = performance.now() - t0
-  await first
-  return {
-    startup,
-    turn: async (text: string, busyMs = 0) => {
-      const done = turn(text)
-      busy(busyMs)
-      await done
-    },
-    pid: c.pid,
-    stop: c.stop
-  }
-}
 
 /** Through the driver: openSession, startThread, runTurn until TurnStarted. */
 const throughDriver = async (adapter: ProviderAdapter, cwd: string) => {

@@ -19,7 +19,8 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["lineage", () => import("./lineage.js")],
   ["checkpoints", () => import("./checkpoints.js")],
   ["agents", () => import("./agents.js")],
-  ["cli", () => import("./cli.js")]
+  ["cli", () => import("./cli.js")],
+  ["redesign", () => import("./redesign.js")]
 ]
 
 const requested = process.argv.slice(2)

@@ -1,0 +1,69 @@
+/**
+ * The redesign's guard (issue 45): the commit before the redesign and this checkout side
+ * by side in one run, each figure within 1.25x of the old commit's.
+ *
+ *   npm run build && node --expose-gc test/dist/bench/main.js redesign
+ *   (also part of `npm run bench`; never of `npm test`)
+ *
+ * The baseline (SKEIN_BENCH_BASELINE, default 71ac524) is built once in a git worktree
+ * under the temporary directory (baseline.ts, scripts/ab-baseline.sh; a few minutes the
+ * first time) and loaded into this process beside this checkout, each with its own
+ * Effect, database, providers and server; both are driven only through what both export.
+ * The figures, each taken on both sides in the same run, alternating between them:
+ * - append ratio: EventStore.append over raw better-sqlite3 (sideStore.ts);
+ * - dispatch p50 and p99, the actor round trip, the RPC round trip p50 and p99 (sideRuns.ts);
+ * - Codex's and Claude Code's added latency per turn, the real binaries offline against
+ *   the mock model servers (sideAgents.ts).
+ * It prints a table (figure | before | after | after/before | goal | met?) and under it
+ * how each figure was taken, with what lies beside it (its spread, a bootstrap interval).
+ * It takes some five minutes on two cores. SKEIN_BENCH_SIDE_FIGURES picks figures
+ * (`append,runs,codex,claude`, the default); SKEIN_BENCH_SIDE_TURNS and
+ * SKEIN_BENCH_SIDE_ROUNDS set the agents' turns (360) and rounds (4); SKEIN_BENCH_SIDE_SCALE
+ * scales every sample count (0.1: a quick try that the bench runs).
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { requireBinaries } from "../agents/support.js"
+import { removeDir, tempDir } from "../support/runtime.js"
+import { ensureBaseline } from "./baseline.js"
+import { addedLatency } from "./sideAgents.js"
+import { runPath } from "./sideRuns.js"
+import { loadSide } from "./sides.js"
+import { appendRatio } from "./sideStore.js"
+import { type Figure, GUARD, tableLines, withinGuard } from "./sideTable.js"
+
+const BASELINE = process.env.SKEIN_BENCH_BASELINE ?? "71ac524"
+const KNOWN = ["append", "runs", "codex", "claude"] as const
+const FIGURES = (process.env.SKEIN_BENCH_SIDE_FIGURES ?? KNOWN.join(",")).split(",").map((name) => {
+  if (!(KNOWN as ReadonlyArray<string>).includes(name)) {
+    throw new Error(`SKEIN_BENCH_SIDE_FIGURES: no figures called ${name}; known: ${KNOWN.join(", ")}`)
+  }
+  return name as (typeof KNOWN)[number]
+})
+
+export async function run(): Promise<void> {
+  if (FIGURES.includes("codex") || FIGURES.includes("claude")) requireBinaries()
+  const baseline = ensureBaseline(BASELINE)
+  const sides = [await loadSide("before", baseline.dir), await loadSide("after", null)] as const
+  const dir = Fs.realpathSync(tempDir("skein-bench-redesign-"))
+  const figures: Array<Figure> = []
+  try {
+    if (FIGURES.includes("append")) figures.push(await appendRatio(sides, dir))
+    if (FIGURES.includes("runs")) figures.push(...(await runPath(sides, dir)))
+    for (const kind of ["codex", "claude"] as const) {
+      if (FIGURES.includes(kind)) figures.push(await addedLatency(sides, kind, Path.join(dir, kind)))
+    }
+  } finally {
+    removeDir(dir)
+  }
+  const short = baseline.commit.slice(0, 7)
+  console.log(`redesign guard: ${short} (before) against this checkout (after), side by side in one run`)
+  for (const line of tableLines(figures, short)) console.log(line)
+  const names = (within: boolean | undefined) =>
+    figures.filter((figure) => withinGuard(figure) === within).map((figure) => figure.name)
+  const [missed, undecided] = [names(false), names(undefined)]
+  if (missed.length === 0 && undecided.length === 0) console.log(`every figure within ${GUARD}x of ${short}'s`)
+  if (missed.length > 0) console.log(`beyond ${GUARD}x of ${short}'s: ${missed.join("; ")}`)
+  if (undecided.length > 0) console.log(`undecided (${short}'s figure not above zero): ${undecided.join("; ")}`)
+  for (const figure of figures) if (figure.detail !== undefined) console.log(`  ${figure.detail}`)
+}

@@ -1,0 +1,161 @@
+/**
+ * The run path side by side, each side a runtime of its own with the scripted providers
+ * and its WebSocket server on 127.0.0.1, in this process:
+ * - dispatch: `run.start` (the Orchestrator's startRun) until the provider process
+ *   reports it received the turn, on a thread of one run (a new thread, its first run,
+ *   then the run measured), as actors.ts measures it; p50 and p99;
+ * - actor round trip: a cheap command through the thread's actor and back, the
+ *   Orchestrator's interruptRun on an idle thread (answered NoActiveRun by the actor);
+ * - RPC round trip: thread.get of a thread of three runs over the WebSocket, typed
+ *   client to server and back; p50 and p99.
+ * Both sides first run WARM_SAMPLES dispatch samples each (V8 compiles the run path a
+ * function at a time as each gets hot; see actors.ts), then each figure is taken in
+ * blocks, the sides alternating block by block and which goes first alternating too.
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import type { ProviderName, ThreadId } from "@skein/domain"
+import type { Effect as EffectType } from "effect"
+import type { Figure } from "./sideTable.js"
+import { inTurn, openRuntime, scaled, type Side, watchTurns } from "./sides.js"
+import { nowMs, percentile } from "./stats.js"
+
+const WARM_SAMPLES = scaled(1000)
+const DISPATCH_SAMPLES = scaled(400, 20)
+const DISPATCH_BLOCK = 20
+const ACTOR_CALLS = scaled(20_000, 1000)
+const ACTOR_BLOCK = 1000
+const RPC_CALLS = scaled(4000, 200)
+const RPC_BLOCK = 200
+
+const alpha = "alpha" as ProviderName
+
+/** A side's runtime, server and client, with the operations measured. */
+const openRunSide = async (side: Side, dir: string) => {
+  const { E } = side
+  const { Effect, Exit, Scope } = E
+  Fs.mkdirSync(dir, { recursive: true })
+  /** When the provider process reported receiving each run's turn (epoch ms). */
+  const received = new Map<string, number>()
+  const managed = openRuntime(side, dir, {
+    mapAdapter: watchTurns(side, (input, events) => {
+      for (const event of events) {
+        if (event._tag === "TurnStarted" && event.receivedAt !== undefined) received.set(input.runId, event.receivedAt)
+      }
+    })
+  })
+  const o = await managed.runPromise(side.runtime.Orchestrator)
+  const scope = await managed.runPromise(Scope.make())
+  const server = await managed.runPromise(Scope.extend(side.server.serveWebSocket({ port: 0 }), scope))
+  const client = await managed.runPromise(Scope.extend(side.server.makeSkeinClient({ url: server.url }), scope))
+  const run = (threadId: ThreadId, message: string) => o.startRun({ threadId, provider: alpha, message, wait: true })
+
+  /** One dispatch sample: a new thread, its first run, then the run measured (ms; NaN if the turn was not seen). */
+  const dispatchSample = Effect.gen(function* () {
+    const thread = yield* o.createThread({})
+    yield* run(thread.id, "first")
+    const t0 = nowMs()
+    const measured = yield* run(thread.id, "bench")
+    const at = received.get(measured.id)
+    received.clear()
+    return at === undefined ? Number.NaN : at - t0
+  })
+  /** `count` calls of `call`, each timed (ms). */
+  const timed = <A, Err>(count: number, call: EffectType.Effect<A, Err>) =>
+    Effect.gen(function* () {
+      const times: Array<number> = []
+      for (let i = 0; i < count; i++) {
+        const t0 = performance.now()
+        yield* call
+        times.push(performance.now() - t0)
+      }
+      return times
+    })
+
+  const idle = await managed.runPromise(o.createThread({ title: "idle" }))
+  const interruptIdle = Effect.flip(o.interruptRun({ threadId: idle.id })).pipe(
+    Effect.flatMap((error) =>
+      error._tag === "NoActiveRun" ? Effect.void : Effect.dieMessage(`${side.label}: interruptRun failed ${error._tag}`)
+    )
+  )
+  const viewed = await managed.runPromise(o.createThread({ title: "viewed" }))
+  for (let i = 0; i < 3; i++) await managed.runPromise(run(viewed.id, `warm ${i}`))
+  const getView = client.thread.get({ threadId: viewed.id })
+
+  return {
+    dispatch: (count: number) =>
+      managed.runPromise(Effect.forEach(Array.from({ length: count }), () => dispatchSample)),
+    actor: (count: number) => managed.runPromise(timed(count, interruptIdle)),
+    rpc: (count: number) => managed.runPromise(timed(count, getView)),
+    close: async () => {
+      await managed.runPromise(Scope.close(scope, Exit.void))
+      await managed.dispose()
+    }
+  }
+}
+
+type RunSide = Awaited<ReturnType<typeof openRunSide>>
+
+/** `total` samples a side, in blocks of `block`, the sides taking turns. */
+const alternate = async (
+  runSides: readonly [RunSide, RunSide],
+  sides: readonly [Side, Side],
+  total: number,
+  block: number,
+  sample: (runSide: RunSide, count: number) => Promise<Array<number>>
+) => {
+  const samples: [Array<number>, Array<number>] = [[], []]
+  for (let b = 0; b * block < total; b++) {
+    const count = Math.min(block, total - b * block)
+    await inTurn(sides, b, async (_, i) => void samples[i].push(...(await sample(runSides[i], count))))
+  }
+  return samples.map((xs) => xs.filter((x) => !Number.isNaN(x))) as [Array<number>, Array<number>]
+}
+
+const ms = (x: number) => `${x.toFixed(2)} ms`
+const us = (x: number) => `${(x * 1000).toFixed(0)} µs`
+const p = percentile
+
+export const runPath = async (sides: readonly [Side, Side], dir: string): Promise<Array<Figure>> => {
+  const runSides: Array<RunSide> = []
+  try {
+    for (const side of sides) runSides.push(await openRunSide(side, Path.join(dir, `runs-${side.label}`)))
+    const both = runSides as unknown as readonly [RunSide, RunSide]
+    await alternate(both, sides, WARM_SAMPLES, 100, (s, n) => s.dispatch(n))
+    const dispatch = await alternate(both, sides, DISPATCH_SAMPLES, DISPATCH_BLOCK, (s, n) => s.dispatch(n))
+    await alternate(both, sides, ACTOR_BLOCK, ACTOR_BLOCK, (s, n) => s.actor(n))
+    const actor = await alternate(both, sides, ACTOR_CALLS, ACTOR_BLOCK, (s, n) => s.actor(n))
+    await alternate(both, sides, RPC_BLOCK, RPC_BLOCK, (s, n) => s.rpc(n))
+    const rpc = await alternate(both, sides, RPC_CALLS, RPC_BLOCK, (s, n) => s.rpc(n))
+    const of = (samples: [Array<number>, Array<number>], at: number) => ({
+      before: p(samples[0], at),
+      after: p(samples[1], at)
+    })
+    return [
+      {
+        name: "dispatch p50 (run.start -> provider has the turn)",
+        ...of(dispatch, 50),
+        format: ms,
+        detail:
+          `dispatch: ${dispatch[0].length} and ${dispatch[1].length} runs on threads of one run, blocks of ` +
+          `${DISPATCH_BLOCK}, after ${WARM_SAMPLES} such samples a side (scripted provider)`
+      },
+      { name: "dispatch p99", ...of(dispatch, 99), format: ms },
+      {
+        name: "actor round trip p50 (interruptRun on an idle thread)",
+        ...of(actor, 50),
+        format: us,
+        detail: `actor round trip: ${ACTOR_CALLS.toLocaleString("en-US")} calls a side, p99 before ${us(p(actor[0], 99))}, after ${us(p(actor[1], 99))}`
+      },
+      {
+        name: "RPC round trip p50 (thread.get over WebSocket)",
+        ...of(rpc, 50),
+        format: us,
+        detail: `RPC round trip: ${RPC_CALLS.toLocaleString("en-US")} calls a side of thread.get (3 runs), typed client on 127.0.0.1`
+      },
+      { name: "RPC round trip p99", ...of(rpc, 99), format: us }
+    ]
+  } finally {
+    for (const runSide of runSides) await runSide.close()
+  }
+}
