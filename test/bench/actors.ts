@@ -62,9 +62,9 @@ const alpha = "alpha" as ProviderName
  */
 const PAUSE_MS = 30
 /**
- * Warm-up samples (two runs each) before the dispatch p99 is measured: counted with
- * `--trace-opt`, V8 finished some 110 TurboFan compilations over the 200 samples after
- * 300 of them, 10-17 over the 200 after 2,000.
+ * Warm-up samples (two runs each) before the dispatch p99 is measured: V8 keeps
+ * compiling the run path over the first thousands of runs (`--trace-opt` shows it), and
+ * only a few compilations remain after 3,000.
  */
 const WARM_STEPS = 1500
 
@@ -191,7 +191,7 @@ const dispatch = (dir: string) => {
       )
     )
     console.log(
-      `run path allocations: ${fmt(allocated / allocRuns / 1024, 0)} KB per run (sampled over ${allocRuns} runs; earlier figure about 2,200 KB)`
+      `run path allocations: ${fmt(allocated / allocRuns / 1024, 0)} KB per run (sampled over ${allocRuns} runs)`
     )
 
     // Mailbox round trips through a real ThreadActor against a bare Queue + fiber.

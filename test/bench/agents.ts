@@ -16,17 +16,16 @@
  * The mock model server runs on a thread of its own (mockThread.ts), as a real one runs
  * elsewhere: on this process's event loop its replies would queue behind Skein's work.
  * The binary alone and the binary under Skein each have a home of their own (see
- * benchOne), as one user's agent does: sharing one, each process worked on the other's
- * writes to its databases.
+ * benchOne), as one user's agent does: sharing one, each process would work on the
+ * other's writes to its databases.
  * Beside the goal's figure (no goal): how long this process's main thread was busy while
  * the binary worked on the turn, through Skein and alone; this process's CPU per turn;
  * the binary's own CPU per turn (from /proc); and a calibration of what a millisecond
  * of this process's CPU costs a turn of the binary alone, as the processes run and then
- * with the binary's threads and this process's on CPUs of their own. On two cores a
- * long stretch of this process's CPU costs a Codex turn about as much; Claude Code's
- * turns lose little to it, though it works as hard. Skein's own work during a turn
- * comes in short bursts, and the run's own path (wall time minus the turn at the port)
- * is most of the figure: see docs/ARCHITECTURE.md, "Cost per turn".
+ * with the binary's threads and this process's on CPUs of their own: on two cores this
+ * process's CPU can lengthen the binary's turn, which the added latency then counts.
+ * Also the run's own path (wall time minus the turn at the port), Skein's part of the
+ * figure without the binary's spread.
  */
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
@@ -50,9 +49,8 @@ import { bootstrapInterval, percentile } from "./stats.js"
 const TURNS = Number(process.env.SKEIN_BENCH_AGENT_TURNS ?? 80)
 /**
  * Turns of each kind in the goal's round. The p50 of paired differences moves with the
- * binary's own spread: at 240 pairs its 95% bootstrap interval was some 2.3 ms wide
- * (standard error about 0.6 ms), enough to flip the verdict from one run to the next
- * on the same code. At 600 the interval narrows by about 1.6 times, for some 70 s more.
+ * binary's own spread: over 240 pairs its 95% bootstrap interval is some 2 ms wide,
+ * enough to flip the verdict on the same code; 600 narrow it by about 1.6 times.
  */
 const SETTLED_TURNS = Number(process.env.SKEIN_BENCH_AGENT_SETTLED_TURNS ?? 600)
 /**
@@ -60,19 +58,16 @@ const SETTLED_TURNS = Number(process.env.SKEIN_BENCH_AGENT_SETTLED_TURNS ?? 600)
  * under Skein, each pair started fresh (which of the two starts first alternating from
  * pair to pair), its turns split evenly among them. Two processes of the same binary run
  * the same turns at speeds a few milliseconds apart, for as long as they live, whichever
- * side drives them: one pair of processes for all 600 turns put that difference, either
- * sign, into the figure whole (a Codex under Skein 5.27 ms a turn faster at the port
- * than the one alone, in one run). Over several pairs it averages out.
+ * side drives them: one pair of processes for all the turns would put that difference,
+ * either sign, into the figure whole. Over several pairs it averages out.
  */
 const ROUNDS = Number(process.env.SKEIN_BENCH_AGENT_ROUNDS ?? 4)
 /** Pairs of turns run, and not counted, on each fresh pair of processes before its round's. */
 const ROUND_WARMUP = 10
 /**
- * Start-ups of each kind. Their medians of 6 moved by some 10% from run to run (codex
- * 0.90-1.11x, claude 0.92-1.15x on the same code), as far as the goal's margin. At 12
- * the ratio still went from run to run over 0.97-1.09x (codex) and 0.88-1.13x (claude),
- * around 1.0 (14 runs, two days); a start-up of Claude Code alone spreads over some
- * 250-410 ms. At 24 the spread narrows by about 1.4 times, for some 15 s more.
+ * Start-ups of each kind. A start-up spreads widely (Claude Code's alone over some
+ * 250-410 ms), so the ratio of medians of a dozen moves by up to 10% on the same code,
+ * as far as the goal's margin; 24 narrow that by about 1.4 times.
  */
 const STARTS = Number(process.env.SKEIN_BENCH_AGENT_STARTS ?? 24)
 /**
@@ -98,17 +93,16 @@ const PAUSE_MS = 40
  */
 const CALIBRATION_TURNS = Number(process.env.SKEIN_BENCH_AGENT_CALIBRATION_TURNS ?? 300)
 /**
- * About as much CPU as Skein spends on a turn. With 2 ms the p50 of 300 paired
- * differences had an interval some 2-3 ms wide (the binary's turns spread over 20-30 ms),
- * as wide as the effect; the interval's width does not grow with the spin.
+ * About as much CPU as Skein spends on a turn, and more than the width of the p50's
+ * interval over 300 pairs (some 2-3 ms: the binary's turns spread over 20-30 ms), which
+ * does not grow with the spin.
  */
 const CALIBRATION_BUSY_MS = 4
 /**
  * The calibration again with the binary's threads on one CPU and this process's on the
  * other (no goal): whether the binary's turn loses this process's CPU for want of cores
- * or because the scheduler puts its threads where this process runs. A scratch client
- * measured 4.15 ms for the 4 ms spin unpinned and 0.27 ms pinned (200 pairs each): an
- * effect that large shows in fewer pairs than the calibration's own.
+ * or because the scheduler puts its threads where this process runs. The two differ by
+ * most of the spin, which shows in fewer pairs than the calibration's own.
  */
 const PINNED_CALIBRATION_TURNS = Number(process.env.SKEIN_BENCH_AGENT_PINNED_CALIBRATION_TURNS ?? 120)
 const WARM_PROVIDER = "warmup" as ProviderName
@@ -202,9 +196,8 @@ const benchOne = async (kind: Kind, mock: MockThread, dir: string) => {
   // Each side has a home of its own (HOME, and CODEX_HOME or CLAUDE_CONFIG_DIR in it), as
   // the one agent a user runs under Skein has. Codex keeps its state, logs and thread
   // history in SQLite databases in its home and watches parts of it: two processes
-  // sharing one home work on each other's writes. With one home, Skein's process
-  // (started second) used 3.2-4.8 ms more CPU per turn than the one alone, and -0.9 to
-  // 0.1 ms with a home each (scratch runs of 200 alternating pairs).
+  // sharing one home work on each other's writes, and the one started second (Skein's)
+  // would spend milliseconds more CPU per turn than the other for that alone.
   const homeOf = (side: string) => {
     const home = Path.join(dir, side)
     return kind === "codex" ? codexEnv(home, mock.url) : claudeEnv(home, mock.url)

@@ -7,7 +7,7 @@
  *
  * For comparison, in the same run and the same way: the bundle without its code cache
  * (`SKEIN_CODE_CACHE=off`: what a Node other than the one that built it gets), and the
- * unbundled CLI (`dist/src/bin.js`, the tsc output, as `skein` ran before the bundle;
+ * unbundled CLI (`dist/src/bin.js`, the tsc output, what the bundle is built from;
  * fewer runs, it is slow). Then the human commands beside `skein call` of the same
  * method, and what each command loads (`SKEIN_TRACE_LOADING`).
  */

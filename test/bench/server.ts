@@ -14,12 +14,10 @@
  *
  * The runs start on a fixed schedule (one every `intervalMs`), after warm-up runs, so
  * the figure is the latency at a known load. (No forced collection before the measured
- * runs: `gc()` there made V8 re-optimise about 55 more functions during them, 89
- * TurboFan compilations instead of 34, on the same cores.) Back to back, runs
- * offer more frames than one process of 50 clients can read on a 2-core machine: its
- * backlog, and so the "latency", then grows with the number of runs (measured: p99
- * about 20 ms after 20 runs, 130-200 ms after 200), which says how fast the clients
- * read, not how fast the server fans out.
+ * runs: a `gc()` there makes V8 re-optimise many functions during them, on the same
+ * cores.) Back to back, runs offer more frames than one process of 50 clients can read
+ * on a 2-core machine: its backlog, and so the "latency", then grows with the number of
+ * runs, which says how fast the clients read, not how fast the server fans out.
  */
 import * as Fs from "node:fs"
 import * as Os from "node:os"

@@ -14,8 +14,8 @@
  * The 50 clients share one process, so they must not cost what 50 separate clients
  * would not: a client reads the sequence numbers straight from the frame's bytes and
  * notes each arrival in a preallocated array. Parsing every frame into objects (and
- * keeping a pair per event) made this process collect garbage every couple of runs,
- * with pauses of 1-4 ms that landed in the latency of whichever commit was in flight.
+ * keeping a pair per event) would make this process collect garbage every couple of
+ * runs, its pauses landing in the latency of whichever commit is in flight.
  */
 import WebSocket from "ws"
 import { monotonicMs as now } from "./stats.js"

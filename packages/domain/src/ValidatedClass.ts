@@ -1,9 +1,9 @@
 /**
  * Tagged Schema classes whose constructor validates with a validator compiled once per
  * class. `new C(props)` on a plain `Schema.TaggedClass` derives the type side of its
- * schema again on every call, a walk over every nested field, before it validates:
- * 11-22 µs against 8-11 µs here for a `TransferRecorded`. The runtime builds a dozen
- * events and messages per run, so that was a visible share of each run. Same checks,
+ * schema again on every call, a walk over every nested field, before it validates,
+ * about twice the cost of the validation alone; the runtime builds a dozen events and
+ * messages per run, so that walk would be a visible share of each run. Same checks,
  * same `ParseError` on bad props, same `new C(props, true)` to skip validation.
  */
 import { ParseResult, Schema } from "effect"

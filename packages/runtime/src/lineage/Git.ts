@@ -94,9 +94,9 @@ export const fromPlatform = (args: ReadonlyArray<string>, cwd: string, executabl
  * of its own group (killed with it when the effect is interrupted), spawned with
  * node:child_process rather than @effect/platform's Command (the long-lived writer's
  * processes still use Command): a checkpoint runs git three times on the way to a run's
- * answer, and through Command each `git write-tree` took 19.8 ms against 11.6 ms
- * (p50 of 15, the morning of 3 December), its stream machinery and its check of the
- * working directory (here made only when a spawn fails) costing more than git did.
+ * answer, and Command's stream machinery and its check of the working directory (here
+ * made only when a spawn fails) cost more than a short git command does (a
+ * `git write-tree` takes some 1.7 times as long through it).
  */
 export const gitRaw = (args: ReadonlyArray<string>, run: GitRun): Effect.Effect<GitOutput, GitError, never> =>
   Effect.flatMap(GitExecutable, (executable) =>
