@@ -5,20 +5,28 @@
  *   npm run build && node --expose-gc test/dist/bench/main.js redesign
  *   (also part of `npm run bench`; never of `npm test`)
  *
- * The baseline (SKEIN_BENCH_BASELINE, default 71ac524) is built once in a git worktree
- * under the temporary directory (baseline.ts, scripts/ab-baseline.sh; a few minutes the
- * first time) and loaded into this process beside this checkout, each with its own
- * Effect, database, providers and server; both are driven only through what both export.
+ * The baseline (SKEIN_BENCH_BASELINE, default 71ac524; any commit-ish) is built once in
+ * a git worktree, `skein-baseline-<commit>` under the temporary directory (baseline.ts,
+ * scripts/ab-baseline.sh; a few minutes the first time, reused after), and loaded into
+ * this process beside this checkout, each with its own Effect, database, providers and
+ * server; both are driven only through what both export. SKEIN_BENCH_BASELINE=HEAD (an
+ * A/A run, once HEAD is committed) shows how far two identical runtimes come apart here.
  * The figures, each taken on both sides in the same run, alternating between them:
  * - append ratio: EventStore.append over raw better-sqlite3 (sideStore.ts);
  * - dispatch p50 and p99, the actor round trip, the RPC round trip p50 and p99 (sideRuns.ts);
  * - Codex's and Claude Code's added latency per turn, the real binaries offline against
  *   the mock model servers (sideAgents.ts).
- * It prints a table (figure | before | after | after/before | goal | met?) and under it
- * how each figure was taken, with what lies beside it (its spread, a bootstrap interval).
+ * The agents' turns come after the run path's figures, whose warm-up (some 3,000
+ * scripted runs a side) brings each side's run path to where a long-running Skein has it.
+ *
+ * It prints a table, one row a figure: before (the baseline), after (this checkout),
+ * after/before, the goal (a latency at most 1.25x, the append ratio at least 0.80x) and
+ * met, MISSED, or undecided (a baseline figure at or below zero); then the figures beyond
+ * the guard, and a line a figure saying how it was taken, with what lies beside it (the
+ * sample sizes, the binary's own spread, the ratio's bootstrap interval, the own path).
  * It takes some five minutes on two cores. SKEIN_BENCH_SIDE_FIGURES picks figures
  * (`append,runs,codex,claude`, the default); SKEIN_BENCH_SIDE_TURNS and
- * SKEIN_BENCH_SIDE_ROUNDS set the agents' turns (360) and rounds (4); SKEIN_BENCH_SIDE_SCALE
+ * SKEIN_BENCH_SIDE_ROUNDS set the agents' turns (300) and rounds (4); SKEIN_BENCH_SIDE_SCALE
  * scales every sample count (0.1: a quick try that the bench runs).
  */
 import * as Fs from "node:fs"

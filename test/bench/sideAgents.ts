@@ -26,7 +26,7 @@ import { isTurnEnd, openRuntime, scaled, type Side, watchTurns } from "./sides.j
 import { bootstrapInterval, percentile } from "./stats.js"
 
 /** Turns counted a side, per binary. */
-const TURNS = scaled(Number(process.env.SKEIN_BENCH_SIDE_TURNS ?? 360), 2)
+const TURNS = scaled(Number(process.env.SKEIN_BENCH_SIDE_TURNS ?? 300), 2)
 /** Rounds on fresh processes the turns are split over. */
 const ROUNDS = Number(process.env.SKEIN_BENCH_SIDE_ROUNDS ?? 4)
 /** Turns of each of the three run, and not counted, on each round's fresh processes first. */
