@@ -112,7 +112,7 @@ export const addedLatency = async (sides: readonly [Side, Side], kind: Kind, dir
       ]
       for (const k of ORDERS[r % ORDERS.length]!) await starts[k]!()
       const current = alones[alones.length - 1]!
-      /** One turn of each of the three, in order `order`; recorded when `record`. */
+      /** One turn of each of the three, in the i-th of the six orders; recorded when `record`. */
       const triple = async (i: number, record: boolean) => {
         for (const k of ORDERS[i % ORDERS.length]!) {
           const message = `turn ${r}.${i}`
