@@ -89,9 +89,7 @@ const askAfterGate = (ask: ThreadAsk, gate: CheckpointGate.CheckpointGate): Thre
 export const makeThreadActor = (
   threadId: ThreadId,
   retain: Effect.Effect<void, never, Scope.Scope>,
-  spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>,
-  /** Called once if the actor stops for good (a failed restart): its holder drops it. */
-  onStopped: () => void = () => {}
+  spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
 ): Effect.Effect<
   ThreadActor,
   SkeinError,
@@ -140,7 +138,6 @@ export const makeThreadActor = (
           current === null ? Effect.sync(() => trimThread(ctx.cell.state())) : Effect.void
         )
       }),
-      onStopped,
       stopped: () => new ActorStopped({ threadId }),
       failed: (tag, cause) => new ActorFailed({ threadId, command: tag, detail: describeCause(cause) })
     })
