@@ -60,17 +60,17 @@ export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<Thr
             },
             input
           )
+        /** Drops the thread's actor once it has stopped for good, so the next use starts again from storage. */
+        const dropWhenDone = (threadId: ThreadId, actor: ThreadActor) =>
+          Effect.zipRight(
+            actor.done,
+            Effect.suspend(() => (actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void))
+          )
         const activate = (threadId: ThreadId) =>
           Effect.gen(function* () {
-            let actor: ThreadActor | undefined
-            // Stopped for good: drop it, so the next use starts again from storage.
-            const drop = () =>
-              void Effect.runFork(
-                Effect.suspend(() =>
-                  actor !== undefined && actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void
-                )
-              )
-            actor = yield* makeThreadActor(threadId, retain(threadId), spawn, drop)
+            const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
+            // In the layer's scope: the actor's own closes when it is dropped.
+            yield* Effect.forkIn(Effect.interruptible(dropWhenDone(threadId, actor)), scope)
             return actor
           })
         actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })

@@ -1,0 +1,320 @@
+/**
+ * A thread actor's runs: starting one (its context decided, its events and receipt
+ * committed, its driver launched), stopping it, and what its driver reports (items,
+ * the native thread, the summary, a failed resume, the end). The run in flight is the
+ * context's `current`, written only here.
+ */
+import type { RunFailure, StartRunFields } from "@skein/domain"
+import {
+  HandoffNotFound,
+  NoActiveRun,
+  ObserveOnlyThread,
+  RunAlreadyActive,
+  RunId,
+  RunNotFound,
+  StorageError
+} from "@skein/domain"
+import type { TurnItem } from "@skein/domain"
+import { Deferred, Effect, Option, Ref, Schema } from "effect"
+import { childResults } from "../../lineage/Subagents.js"
+import { loadIncoming } from "../../lineage/LineageContext.js"
+import { toRunView } from "../../store/Projection.js"
+import { payloadHash } from "../../store/Receipts.js"
+import { activeRun, itemsOf, runById } from "../../store/ThreadState.js"
+import { extraHandoffs } from "../ContextPlanning.js"
+import type { Handlers } from "../SupervisedActor.js"
+import type { RunAccepted, ThreadMessage } from "../ThreadProtocol.js"
+import {
+  planBindNativeThread,
+  planFinish,
+  planItems,
+  planResumeFallback,
+  planRunStart,
+  planSummary
+} from "../ThreadPlanner.js"
+import { observeChildren, refuseWhileRestoring, supersede } from "./LineageHandlers.js"
+import type { LaunchContext } from "./RunLaunch.js"
+import { endOrphan, launch } from "./RunLaunch.js"
+import type { InheritedCache } from "./RunStart.js"
+import { decideStart } from "./RunStart.js"
+import type { ActiveRun, ChildrenHint, ThreadContext } from "./ThreadContext.js"
+import { currentIs } from "./ThreadContext.js"
+
+export type RunMessages =
+  | "StartRun"
+  | "InterruptRun"
+  | "StopRun"
+  | "ResumeFailed"
+  | "FinishRun"
+  | "RecordItems"
+  | "BindNativeThread"
+  | "RecordSummary"
+  | "DriverExited"
+  | "GetRun"
+  | "Status"
+
+type StartRunPayload = Schema.Struct.Type<typeof StartRunFields>
+
+/** What the run handlers need beyond the shared context. */
+export interface RunsContext extends LaunchContext {
+  readonly children: ChildrenHint
+  readonly inheritedCache: InheritedCache
+}
+
+/** What receipts of run.start and run.interrupt hold. */
+const RunReceipt = Schema.Struct({ runId: RunId })
+
+const interrupted: RunFailure = { reason: "user_interrupt", message: "The run was interrupted" }
+
+const startRunHash = (command: StartRunPayload) =>
+  payloadHash({
+    threadId: command.threadId,
+    provider: command.provider,
+    message: command.message,
+    model: command.model ?? null,
+    cleanContext: command.cleanContext ?? false,
+    handoffBudgetTokens: command.handoffBudgetTokens ?? null
+  })
+
+const accepted = (
+  ctx: ThreadContext,
+  runId: TurnItem["runId"]
+): Effect.Effect<RunAccepted, RunNotFound | StorageError> =>
+  Effect.flatMap(
+    ctx.cell.demand((s) => runById(s, runId)),
+    (run) =>
+      run
+        ? Effect.succeed({ run, sequence: ctx.cell.state().lastThreadSequence })
+        : Effect.fail(new RunNotFound({ runId }))
+  )
+
+/**
+ * Subagent children's results not yet in this thread's log, committed now, when the
+ * hint says a child may have one (see `ChildrenHint`).
+ */
+const collectChildResults = (ctx: ThreadContext, children: ChildrenHint) =>
+  Effect.gen(function* () {
+    if (!children.get()) return
+    // Cleared first: a child spawned meanwhile raises it again.
+    children.clear()
+    const found = yield* childResults(ctx.store, ctx.cell.state(), ctx.cell.now()).pipe(
+      Effect.tap(({ events }) => (events.length > 0 ? ctx.cell.commit(events) : Effect.void)),
+      Effect.onError(() => Effect.sync(children.mark))
+    )
+    if (found.waiting > 0) children.mark()
+  })
+
+const startRun =
+  (ctx: ThreadContext, runs: RunsContext): Handlers<ThreadMessage>["StartRun"] =>
+  (command) =>
+    Effect.gen(function* () {
+      const { cell, threadId } = ctx
+      // Only a command with an id has a receipt to compare with or write.
+      const hash = command.commandId === undefined ? "" : startRunHash(command)
+      const replayed = yield* cell.replay(command.commandId, "run.start", hash, RunReceipt)
+      if (Option.isSome(replayed)) return yield* accepted(ctx, replayed.value.runId)
+      if (cell.state().thread.lineage.observeOnly) return yield* new ObserveOnlyThread({ threadId })
+      yield* refuseWhileRestoring(ctx)
+      const adapter = yield* ctx.sessions.adapter(command.provider)
+      const busy = activeRun(cell.state())
+      if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
+      yield* ctx.gate.refuse
+      const budgetTokens = command.handoffBudgetTokens ?? ctx.config.handoffBudgetTokens
+      // What this thread takes in from others: read now, when a run needs it.
+      yield* collectChildResults(ctx, runs.children)
+      const { incoming, stale } = yield* loadIncoming(ctx.store, cell.state())
+      const start = yield* decideStart(ctx, runs.inheritedCache, {
+        adapter,
+        model: command.model,
+        cleanContext: command.cleanContext ?? false,
+        resumeFailed: false,
+        budgetTokens,
+        incoming
+      })
+      const at = cell.now()
+      const plan = yield* cell.demand((s) =>
+        planRunStart(s, {
+          message: command.message,
+          model: command.model ?? null,
+          commandId: command.commandId ?? null,
+          provider: start.provider,
+          decision: start.decision,
+          draft: start.draft,
+          extras: extraHandoffs(start.decision, budgetTokens),
+          summaryBy: start.summaryBy,
+          now: at
+        })
+      )
+      yield* cell.commit([...supersede(stale), ...plan.events], command.commandId, {
+        method: "run.start",
+        hash,
+        result: { runId: plan.run.id }
+      })
+      const control: ActiveRun = {
+        runId: plan.run.id,
+        context: plan.context,
+        stop: yield* Deferred.make<RunFailure>(),
+        stopCommandId: null,
+        driverExited: false
+      }
+      yield* Ref.set(ctx.current, control)
+      yield* launch(ctx, runs, plan, control)
+      return { run: plan.run, sequence: cell.state().lastThreadSequence }
+    })
+
+const resumeFailed =
+  (ctx: ThreadContext, runs: RunsContext): Handlers<ThreadMessage>["ResumeFailed"] =>
+  ({ detail, runId }) =>
+    Effect.gen(function* () {
+      const control = currentIs(yield* Ref.get(ctx.current), runId)
+      const run = control === null ? undefined : yield* ctx.cell.demand((s) => runById(s, runId))
+      if (!run || control === null) return yield* new RunNotFound({ runId })
+      const adapter = yield* ctx.sessions.adapter(run.provider)
+      const start = yield* decideStart(ctx, runs.inheritedCache, {
+        adapter,
+        model: run.model,
+        cleanContext: false,
+        resumeFailed: true,
+        budgetTokens: ctx.config.handoffBudgetTokens,
+        forRun: run.id
+      })
+      const at = ctx.cell.now()
+      const plan = yield* ctx.cell.demand((s) =>
+        planResumeFallback(s, {
+          runId: run.id,
+          provider: start.provider,
+          decision: start.decision,
+          draft: start.draft,
+          summaryBy: start.summaryBy,
+          detail,
+          now: at
+        })
+      )
+      yield* ctx.cell.commit(plan.events)
+      // What else the run delivers (merged work) was recorded at its start and stays.
+      const context = { ...plan.context, extras: control.context.extras }
+      yield* Ref.set(ctx.current, { ...control, context })
+      return context
+    })
+
+const finishRun =
+  (ctx: ThreadContext): Handlers<ThreadMessage>["FinishRun"] =>
+  (message) =>
+    Effect.gen(function* () {
+      const { threadId } = ctx
+      const at = ctx.cell.now()
+      const planned = yield* ctx.cell.demand((s) => planFinish(s, { ...message, now: at }))
+      const events = yield* observeChildren(ctx, message.runId, planned)
+      const control = currentIs(yield* Ref.get(ctx.current), message.runId)
+      const stopCommandId = control?.stopCommandId ?? undefined
+      yield* ctx.cell.commit(
+        events,
+        stopCommandId,
+        stopCommandId
+          ? { method: "run.interrupt", hash: payloadHash({ threadId }), result: { runId: message.runId } }
+          : undefined
+      )
+      if (control) yield* Ref.set(ctx.current, null)
+    })
+
+const recordSummary =
+  (ctx: ThreadContext): Handlers<ThreadMessage>["RecordSummary"] =>
+  ({ handoffId, runId, summary }) =>
+    Effect.gen(function* () {
+      const control = currentIs(yield* Ref.get(ctx.current), runId)
+      const delivery = control?.context.delivery ?? null
+      const at = ctx.cell.now()
+      const planned =
+        control && delivery
+          ? yield* ctx.cell.demand((s) => planSummary(s, { runId, handoffId, summary, delivery, now: at }))
+          : undefined
+      if (control === null || planned === undefined) return yield* new HandoffNotFound({ handoffId })
+      yield* ctx.cell.commit(planned.events)
+      yield* Ref.set(ctx.current, {
+        ...control,
+        context: { ...control.context, handoff: planned.handoff, summaryBy: null }
+      })
+      return planned.handoff
+    })
+
+/** The run in flight, or `NoActiveRun`. */
+const inFlight = (ctx: ThreadContext) =>
+  Effect.flatMap(Ref.get(ctx.current), (current) =>
+    current === null ? Effect.fail(new NoActiveRun({ threadId: ctx.threadId })) : Effect.succeed(current)
+  )
+
+export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handlers<ThreadMessage>, RunMessages> => ({
+  StartRun: startRun(ctx, runs),
+  ResumeFailed: resumeFailed(ctx, runs),
+  FinishRun: finishRun(ctx),
+  RecordSummary: recordSummary(ctx),
+
+  InterruptRun: (command) =>
+    Effect.gen(function* () {
+      const replayed = yield* ctx.cell.replay(
+        command.commandId,
+        "run.interrupt",
+        payloadHash({ threadId: ctx.threadId }),
+        RunReceipt
+      )
+      if (Option.isSome(replayed)) return yield* accepted(ctx, replayed.value.runId)
+      const current = yield* inFlight(ctx)
+      yield* Ref.set(ctx.current, { ...current, stopCommandId: command.commandId ?? current.stopCommandId })
+      yield* Deferred.succeed(current.stop, interrupted)
+      return yield* accepted(ctx, current.runId)
+    }),
+
+  StopRun: ({ failure }) =>
+    Effect.gen(function* () {
+      const current = yield* inFlight(ctx)
+      yield* Deferred.succeed(current.stop, failure)
+      return yield* accepted(ctx, current.runId)
+    }),
+
+  GetRun: ({ runId }) =>
+    Effect.flatMap(
+      ctx.cell.demand((s) => {
+        const run = runById(s, runId)
+        return run === undefined ? undefined : toRunView(run, itemsOf(s, runId))
+      }),
+      (view) => (view === undefined ? Effect.fail(new RunNotFound({ runId })) : Effect.succeed(view))
+    ),
+
+  Status: () =>
+    Effect.map(Ref.get(ctx.current), (current) => {
+      const state = ctx.cell.state()
+      return { lastSequence: state.lastThreadSequence, activeRunId: current?.runId ?? activeRun(state)?.id ?? null }
+    }),
+
+  RecordItems: ({ items, runId }) =>
+    Effect.flatMap(Ref.get(ctx.current), (current) =>
+      currentIs(current, runId) === null
+        ? Effect.void
+        : Effect.flatMap(
+            observeChildren(ctx, runId, planItems(ctx.cell.state(), runId, items, ctx.cell.now())),
+            (events) => ctx.cell.commit(events)
+          )
+    ),
+
+  BindNativeThread: ({ forked, nativeRef, providerThreadId, runId, strength }) =>
+    Effect.flatMap(Ref.get(ctx.current), (current) => {
+      if (currentIs(current, runId) === null) return Effect.void
+      const at = ctx.cell.now()
+      return Effect.flatMap(
+        ctx.cell.demand((s) =>
+          planBindNativeThread(s, { runId, providerThreadId, nativeRef, strength, forked, now: at })
+        ),
+        (events) => ctx.cell.commit(events)
+      )
+    }),
+
+  DriverExited: ({ detail, runId }) =>
+    Effect.flatMap(Ref.get(ctx.current), (current) => {
+      const control = currentIs(current, runId)
+      if (control === null) return Effect.void
+      return Effect.zipRight(
+        Ref.set(ctx.current, { ...control, driverExited: true }),
+        endOrphan(ctx, `the run's driver stopped without recording the end of the run: ${detail}`)
+      )
+    })
+})

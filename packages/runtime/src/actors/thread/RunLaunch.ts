@@ -1,0 +1,95 @@
+/**
+ * A thread actor's runs in flight: launching a run's driver in the actor's scope, and
+ * ending a run that has no driver left to end it. The driver reports through the
+ * actor's mailbox like any other sender; its exit reaches the actor as `DriverExited`
+ * when the run's end was not recorded.
+ */
+import type { AppThread, ProviderName, Run, SkeinError } from "@skein/domain"
+import { Effect, ExecutionStrategy, Exit, Ref, Scope } from "effect"
+import type { SpawnInput } from "../../lineage/Spawn.js"
+import { activeRun } from "../../store/ThreadState.js"
+import { driveRun } from "../RunDriver.js"
+import type { ThreadAsk } from "../ThreadProtocol.js"
+import type { StartPlan } from "../ThreadPlanner.js"
+import { planFinish } from "../ThreadPlanner.js"
+import { checkpointsFor } from "./CheckpointHandlers.js"
+import type { ActiveRun, ThreadContext } from "./ThreadContext.js"
+import { currentIs, describeCause } from "./ThreadContext.js"
+
+/** What launching a run needs beyond the handlers' shared context. */
+export interface LaunchContext {
+  /** The actor's own `ask`: the driver reports through it. */
+  readonly ask: ThreadAsk
+  /** Keeps the actor from passivating while a run is in flight. */
+  readonly retain: Effect.Effect<void, never, Scope.Scope>
+  readonly spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
+  /** The actor's scope: drivers are interrupted when it closes. */
+  readonly scope: Scope.Scope
+}
+
+/**
+ * Starts the run's driver on a fiber of the actor's scope. The actor is retained
+ * before this returns (so that it cannot passivate between the reply and the
+ * driver's start), and released when the driver ends.
+ */
+export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartPlan, control: ActiveRun) =>
+  Effect.gen(function* () {
+    const runId = plan.run.id
+    const workspace = ctx.cell.state().thread.workspace
+    const held = yield* Scope.fork(launcher.scope, ExecutionStrategy.sequential)
+    yield* Scope.extend(launcher.retain, held)
+    const drive = driveRun({
+      run: plan.run,
+      context: plan.context,
+      workspace,
+      sessions: ctx.sessions,
+      ask: launcher.ask,
+      checkpoint: checkpointsFor(ctx, workspace, plan.run.ordinal),
+      gate: ctx.gate,
+      spawn: (provider: ProviderName, prompt: string) =>
+        Effect.map(
+          launcher.spawn({ parentThreadId: ctx.threadId, provider, prompt, createdBy: "agent" }),
+          ({ run, thread }) => ({ threadId: thread.id, runId: run.id })
+        ),
+      stop: control.stop,
+      graceMs: ctx.config.interruptGraceMs,
+      itemDelayMs: ctx.config.itemDelayMs
+    })
+    yield* drive.pipe(
+      Effect.onExit((exit) =>
+        Effect.flatMap(Ref.get(ctx.current), (current) => {
+          // A run whose end is recorded is no longer current: nothing to tell.
+          if (currentIs(current, runId) === null) return Effect.void
+          const detail = Exit.isSuccess(exit) ? "it ended early" : describeCause(exit.cause)
+          return Effect.ignore(launcher.ask("DriverExited", { runId, detail }))
+        })
+      ),
+      Effect.ensuring(Scope.close(held, Exit.void)),
+      Effect.interruptible,
+      Effect.forkIn(launcher.scope)
+    )
+  })
+
+/**
+ * A run left active with no driver to end it (its driver died with a previous
+ * incarnation of this actor, or its end could not be recorded): end it now.
+ */
+export const endOrphan = (ctx: ThreadContext, why: string) =>
+  Effect.gen(function* () {
+    const active = activeRun(ctx.cell.state())
+    const current = yield* Ref.get(ctx.current)
+    if (active !== undefined && current !== null && current.runId === active.id && !current.driverExited) return
+    yield* Ref.set(ctx.current, null)
+    if (active === undefined) return
+    const at = ctx.cell.now()
+    const events = yield* ctx.cell.demand((s) =>
+      planFinish(s, {
+        runId: active.id,
+        outcome: "failed",
+        failure: { reason: "runtime_error", message: why },
+        turnRef: null,
+        now: at
+      })
+    )
+    yield* ctx.cell.commit(events)
+  })
