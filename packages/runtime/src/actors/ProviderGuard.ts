@@ -8,14 +8,14 @@
  * - no answer within the call's deadline → kind `timeout`;
  * - the process exits while the call is pending → kind `crash`.
  * A turn has two deadlines: until its first event, and between events (not while it
- * waits for an approval: a person may take their time).
+ * waits for an approval: a person may take their time). A turn runs in a fiber of its
+ * own, raced against its deadlines and the process's exit.
  *
  * Deadlines come from the runtime's configuration (`RuntimeOptions.deadlines`).
  */
 import type { ProviderEvent, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
-import { Cause, Duration, Effect, Exit, Option } from "effect"
-import * as OneShot from "./OneShot.js"
+import { Cause, Deferred, Duration, Effect, FiberId, Option, Queue, Ref } from "effect"
 
 export interface ProviderDeadlines {
   /** openSession: starting a provider process and its handshake. */
@@ -80,9 +80,6 @@ export const guardCall = <A, E extends ProviderFailure>(
     Effect.timeoutFail({ duration: Duration.millis(timeoutMs), onTimeout: () => timeout(provider, method, timeoutMs) })
   )
 
-/** setTimeout's longest delay (a longer one fires at once). */
-const MAX_TIMER_MS = 2_147_483_647
-
 /** The turn's last chunk opened an approval: it waits for a person, not for the model. */
 const asksForApproval = (chunk: ReadonlyArray<ProviderEvent>): boolean => {
   let asked = false
@@ -94,10 +91,45 @@ const asksForApproval = (chunk: ReadonlyArray<ProviderEvent>): boolean => {
 
 /**
  * A session handle as the runtime uses it: every method guarded, a turn's events
- * handed over under its deadlines. One timer per turn keeps the deadlines, so a turn's
- * cost does not grow with its number of events.
+ * handed over under its deadlines.
  */
 export type GuardedSession = ProviderSessionHandle
+
+interface ProcessExit {
+  readonly code: number | null
+  readonly signal: string | null
+}
+
+/**
+ * A turn's deadlines: fails once the turn has sent nothing for `firstEventMs` after it
+ * was sent, or for `idleMs` between two chunks of events, except while its last chunk
+ * waits for an approval. `heard` says, for each chunk, whether it waits for one.
+ */
+const silence = (
+  provider: string,
+  deadlines: ProviderDeadlines,
+  heard: Queue.Dequeue<boolean>
+): Effect.Effect<never, ProviderFailure> => {
+  const silent = (first: boolean) =>
+    new ProviderFailure({
+      provider,
+      kind: "timeout",
+      detail: first
+        ? `runTurn sent no event within ${deadlines.firstEventMs} ms`
+        : `runTurn went silent for ${deadlines.idleMs} ms mid-turn`
+    })
+  const next = (first: boolean, waiting: boolean): Effect.Effect<never, ProviderFailure> =>
+    Effect.flatMap(
+      waiting
+        ? Queue.take(heard)
+        : Effect.timeoutFail(Queue.take(heard), {
+            duration: Duration.millis(first ? deadlines.firstEventMs : deadlines.idleMs),
+            onTimeout: () => silent(first)
+          }),
+      (asks) => next(false, asks)
+    )
+  return next(true, false)
+}
 
 /**
  * The session handle with every method guarded. `exited` never fails or dies; any
@@ -108,106 +140,61 @@ export const guardSession = (
   handle: ProviderSessionHandle,
   deadlines: ProviderDeadlines
 ): GuardedSession => {
-  const crashFailure = (
-    method: string,
-    { code, signal }: { readonly code: number | null; readonly signal: string | null }
-  ) =>
+  const crashFailure = (method: string, { code, signal }: ProcessExit) =>
     new ProviderFailure({
       provider,
       kind: "crash",
       detail: `${method}: the provider process exited (${signal !== null ? `signal ${signal}` : `code ${code}`}) before answering`
     })
   /**
-   * The process's exit, watched once per session: a call waits on it and a turn listens
-   * to it, rather than each watching the process for itself.
+   * The process's exit, watched once per session (from the first call that waits on
+   * it, until the process exits): calls and turns wait on it rather than each watching
+   * the process for itself. A handle whose `exited` dies never reports a crash.
    */
-  let exitCell: OneShot.OneShot<{ readonly code: number | null; readonly signal: string | null }, never> | undefined
-  const processExit = () => {
-    if (exitCell === undefined) {
-      const cell = (exitCell = OneShot.make())
-      // Ends with the process (a handle whose `exited` dies never reports a crash).
-      Effect.runFork(
-        Effect.flatMap(Effect.exit(Effect.suspend(() => handle.exited)), (how) =>
-          Effect.sync(() => void (Exit.isSuccess(how) && OneShot.succeed(cell, how.value)))
-        )
-      )
-    }
-    return exitCell
-  }
-  const exited = Effect.suspend(() => OneShot.wait(processExit()))
+  const processExit = Deferred.unsafeMake<ProcessExit>(FiberId.none)
+  const watching = Ref.unsafeMake(false)
+  const watch = Effect.suspend(() => handle.exited).pipe(
+    Effect.flatMap((how) => Deferred.succeed(processExit, how)),
+    Effect.ignore
+  )
+  const exited = Effect.zipRight(
+    Effect.whenEffect(
+      Effect.forkDaemon(watch),
+      Effect.map(Ref.getAndSet(watching, true), (was) => !was)
+    ),
+    Deferred.await(processExit)
+  )
   const crashed = (method: string) => Effect.flatMap(exited, (how) => Effect.fail(crashFailure(method, how)))
   const call = <A, E extends ProviderFailure>(method: string, ms: number, f: () => Effect.Effect<A, E>) =>
     Effect.raceFirst(guardCall(provider, method, ms, f), crashed(method))
 
   /**
-   * A turn under its deadlines and the process's watch: the adapter's turn runs in one
-   * fiber, and whichever comes first (its end, a deadline, the process's exit, the
-   * caller's interruption) decides; timers and callbacks, not racing fibers, watch the
-   * rest, so a turn pays for one fork.
+   * A turn under its deadlines and the process's watch: whichever comes first (its
+   * end, a deadline, the process's exit, the caller's interruption) decides, and the
+   * rest are interrupted.
    */
   const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-    Effect.suspend(() => {
-      let first = true
-      let waiting = false
-      let deadline = Date.now() + deadlines.firstEventMs
+    Effect.gen(function* () {
+      const heard = yield* Queue.sliding<boolean>(1)
       /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
-      let sinkCause: Cause.Cause<E> | undefined
-      /** Wakes the watchdog sooner than it was set for, when the deadline has moved earlier. */
-      let sooner: ((at: number) => void) | undefined
-      const sink: TurnEventSink<E> = (events) => {
-        first = false
-        waiting = asksForApproval(events)
-        deadline = Date.now() + deadlines.idleMs
-        // Only the first event can bring it forward (when idleMs < firstEventMs).
-        if (!waiting) sooner?.(deadline)
-        return Effect.tapErrorCause(onEvents(events), (cause) => Effect.sync(() => void (sinkCause = cause)))
-      }
-      const consume: Effect.Effect<void, ProviderFailure | E> = Effect.suspend(() => handle.runTurn(input, sink)).pipe(
-        Effect.catchAllCause((cause): Effect.Effect<never, ProviderFailure | E> =>
-          sinkCause !== undefined ? Effect.failCause(sinkCause) : toFailure(provider, "runTurn")(cause)
+      const sinkCause = yield* Ref.make(Option.none<Cause.Cause<E>>())
+      const sink: TurnEventSink<E> = (events) =>
+        Effect.zipRight(
+          Queue.offer(heard, asksForApproval(events)),
+          Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
         )
-      )
-      return OneShot.race(consume, (verdict) => {
-        // Wakes at the deadline; if events came meanwhile, sleeps again until the new one.
-        let timer: ReturnType<typeof setTimeout> | undefined
-        /** When the timer fires (epoch ms). */
-        let timerAt = 0
-        const arm = (ms: number) => {
-          const wait = Math.min(Math.max(ms, 1), MAX_TIMER_MS)
-          timerAt = Date.now() + wait
-          timer = setTimeout(watchdog, wait)
-        }
-        sooner = (at) => {
-          if (timer === undefined || at >= timerAt) return
-          clearTimeout(timer)
-          arm(at - Date.now())
-        }
-        const watchdog = () => {
-          timer = undefined
-          if (verdict.exit !== undefined) return
-          if (waiting) return arm(deadlines.idleMs)
-          const remaining = deadline - Date.now()
-          if (remaining > 0) return arm(remaining)
-          OneShot.fail(
-            verdict,
-            new ProviderFailure({
-              provider,
-              kind: "timeout",
-              detail: first
-                ? `runTurn sent no event within ${deadlines.firstEventMs} ms`
-                : `runTurn went silent for ${deadlines.idleMs} ms mid-turn`
+      const consume: Effect.Effect<void, ProviderFailure | E> = Effect.suspend(() => handle.runTurn(input, sink)).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.flatMap(
+            Ref.get(sinkCause),
+            Option.match({
+              onNone: () => toFailure(provider, "runTurn")(cause),
+              onSome: (own): Effect.Effect<never, ProviderFailure | E> => Effect.failCause(own)
             })
           )
-        }
-        arm(deadlines.firstEventMs)
-        const unlisten = OneShot.listen(processExit(), (how) => {
-          if (Exit.isSuccess(how)) OneShot.fail(verdict, crashFailure("runTurn", how.value))
-        })
-        return Effect.sync(() => {
-          if (timer !== undefined) clearTimeout(timer)
-          unlisten()
-        })
-      })
+        )
+      )
+      return yield* Effect.raceFirst(consume, Effect.raceFirst(silence(provider, deadlines, heard), crashed("runTurn")))
     })
 
   return {

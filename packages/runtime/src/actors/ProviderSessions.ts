@@ -71,19 +71,18 @@ const make = (options: { readonly idleTimeToLive: Duration.DurationInput; readon
     const byName = new Map(adapters.map((a) => [a.name as string, a]))
     const live = new Map<string, SessionLease>()
 
-    const adapter = (name: string) => {
+    const adapter = Effect.fn("ProviderSessions.adapter")(function* (name: string) {
       const found = byName.get(name)
+      if (found === undefined) return yield* new ProviderNotFound({ provider: name, available: [...byName.keys()] })
       return found
-        ? Effect.succeed(found)
-        : Effect.fail(new ProviderNotFound({ provider: name, available: [...byName.keys()] }))
-    }
+    })
 
     // Set right below: a lease's kill and its exit watcher drop it from the pool.
     // eslint-disable-next-line prefer-const
     let sessions: RcRegistry.RcRegistry<string, SessionLease, ProviderFailure | ProviderNotFound>
 
-    const open = (key: string): Effect.Effect<SessionLease, ProviderFailure | ProviderNotFound, Scope.Scope> =>
-      Effect.gen(function* () {
+    const open: (key: string) => Effect.Effect<SessionLease, ProviderFailure | ProviderNotFound, Scope.Scope> =
+      Effect.fn("ProviderSessions.open")(function* (key: string) {
         const { provider, workspace } = parseKey(key)
         const found = yield* adapter(provider)
         // The process lives in a scope of its own, closed with the pool entry or by `kill`.
@@ -125,12 +124,19 @@ const make = (options: { readonly idleTimeToLive: Duration.DurationInput; readon
 
     sessions = yield* RcRegistry.make({ lookup: open, idleTimeToLive: options.idleTimeToLive })
 
-    const use: ProviderSessionsShape["use"] = (provider, workspace, f) => sessions.use(keyOf(provider, workspace), f)
+    // A span by hand, not `Effect.fn`: the method is generic in what `f` returns.
+    const use: ProviderSessionsShape["use"] = (provider, workspace, f) =>
+      Effect.withSpan(sessions.use(keyOf(provider, workspace), f), "ProviderSessions.use", {
+        attributes: { provider, workspace }
+      })
 
     return {
       adapters,
       adapter,
       use,
-      list: Effect.sync(() => [...live.values()].map((l) => l.info))
+      list: Effect.withSpan(
+        Effect.sync(() => [...live.values()].map((l) => l.info)),
+        "ProviderSessions.list"
+      )
     } satisfies ProviderSessionsShape
   })
