@@ -25,7 +25,8 @@ export const makeSkeinRpcClient: Effect.Effect<SkeinClientShape, never, RpcClien
     // Requests sent and not answered yet, by id, with the codecs of their method.
     const pending = new Map<string, MethodCodec>()
     const { client, write } = yield* RpcClient.makeNoSerialization(SkeinRpcs, {
-      disableTracing: true,
+      // A span per call (`SkeinClient.run.start`), local to the caller: no trace ids go on the wire.
+      spanPrefix: "SkeinClient",
       supportsAck: protocol.supportsAck,
       onFromClient: ({ message }) => {
         switch (message._tag) {
