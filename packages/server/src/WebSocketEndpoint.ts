@@ -121,7 +121,8 @@ export const makeWebSocketEndpoint = (
         headers: Object.entries(request.headers).filter(([name]) => name !== "authorization"),
         write: (frame) => Effect.orDie(write(frame)),
         writeNow: (frame) => {
-          // Closing: nothing more reaches this client; it resumes from its last sequence.
+          // `open` is known: only a frame leads to a write. Closing: nothing more reaches
+          // this client; it resumes from its last sequence.
           if (open === undefined || open.readyState !== 1) return
           if (open.bufferedAmount > maxBufferedBytes) {
             // A follower that does not read would hold server memory without bound.
