@@ -1,7 +1,7 @@
 /**
  * The server side of the RPC wire, shared by every transport (WebSocket, stdio).
  *
- * Every frame is screened before anything serves it (see `Screening`), so that a
+ * Every frame is screened before anything serves it (`FrameReader`, `Screening`), so that a
  * bad client gets a typed answer and everyone else keeps being served:
  * - a frame over the size limit, or nested deeper than the limit, is answered
  *   unparsed: `InvalidInput` for the request id it carries, else a protocol defect;
@@ -28,15 +28,8 @@ import { FanOutFrame, makeConnectionOutput } from "./ConnectionOutput.js"
 import { makeEventFrames } from "./EventFrames.js"
 import { makeInFlight } from "./InFlight.js"
 import type { DispatchRequest, RpcDispatch } from "./RpcDispatch.js"
-import {
-  defectReply,
-  failureReply,
-  MAX_DEPTH,
-  refuseFrame,
-  scanFrame,
-  type Screened,
-  screenMessage
-} from "./Screening.js"
+import { makeFrameReader } from "./FrameReader.js"
+import { failureReply, type Screened } from "./Screening.js"
 
 export { FanOutFrame }
 
@@ -102,12 +95,6 @@ const interrupted = (requestId: string): FromServer => ({
   requestId,
   exit: encodeExit(Exit.interrupt(FiberId.none)) as never
 })
-
-const frameBytes = (frame: string | Uint8Array): number =>
-  typeof frame === "string" ? Buffer.byteLength(frame, "utf8") : frame.byteLength
-
-/** How much of an oversized frame is scanned for its request id. */
-const OVERSIZED_SCAN_CHARS = 4096
 
 export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Effect<GuardedProtocol> =>
   Effect.sync(() => {
@@ -179,60 +166,8 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
           }
         }
 
-        const onText = (text: string): Effect.Effect<void> => {
-          const scan = scanFrame(text)
-          if (scan.tooDeep) return reply(refuseFrame(scan, `the frame nests deeper than ${MAX_DEPTH} levels`))
-          let message: unknown
-          try {
-            message = JSON.parse(text)
-          } catch (cause) {
-            return reply(defectReply(`Malformed frame: not valid JSON (${String(cause)}).`))
-          }
-          return handle(screenMessage(message, screenContext))
-        }
-
-        const oversized = (bytes: number, prefix: string): Effect.Effect<void> =>
-          reply(
-            refuseFrame(
-              scanFrame(prefix.slice(0, OVERSIZED_SCAN_CHARS)),
-              `a frame of ${bytes} bytes is over the ${maxFrameBytes}-byte limit; send a smaller payload`
-            )
-          )
-
-        /** Whatever goes wrong handling a frame is answered and logged, never passed on to the transport. */
-        const guard = (effect: Effect.Effect<void>): Effect.Effect<void> =>
-          effect.pipe(
-            Effect.catchAllCause((cause) =>
-              Cause.isInterruptedOnly(cause)
-                ? Effect.failCause(cause)
-                : Effect.logError("skein: a frame could not be handled", cause).pipe(
-                    Effect.zipRight(reply(defectReply("Internal error while handling a frame; it was dropped."))),
-                    Effect.catchAllCause(() => Effect.void)
-                  )
-            )
-          )
-
-        const onFrame = (frame: string | Uint8Array): Effect.Effect<void> =>
-          guard(
-            Effect.suspend(() => {
-              const size = frameBytes(frame)
-              if (size > maxFrameBytes) {
-                const prefix =
-                  typeof frame === "string"
-                    ? frame.slice(0, OVERSIZED_SCAN_CHARS)
-                    : new TextDecoder().decode(frame.subarray(0, OVERSIZED_SCAN_CHARS))
-                return oversized(size, prefix)
-              }
-              return onText(typeof frame === "string" ? frame : new TextDecoder().decode(frame))
-            })
-          )
-
-        return {
-          id,
-          onFrame,
-          onOversizedFrame: (bytes: number, prefix: string) => guard(Effect.suspend(() => oversized(bytes, prefix))),
-          close: Scope.close(scope, Exit.void)
-        }
+        const reader = makeFrameReader({ maxFrameBytes, screenContext, reply, handle })
+        return { id, ...reader, close: Scope.close(scope, Exit.void) }
       })
 
     return { connect }
