@@ -1,7 +1,7 @@
 /**
- * Builds the `skein` executable as a bundle (after `tsc -b`; `npm run build` runs both).
- * Loading the compiled CLI's ES modules one by one (1,028 files for any command before
- * the bundle) was most of its start-up; the bundle is a few files under `dist/bundle/`:
+ * Builds the `skein` executable as a bundle (after `tsc -b`; `npm run build` runs both),
+ * so that a command loads a few files under `dist/bundle/` rather than the compiled
+ * CLI's ES modules (over a thousand) one by one, which would be most of its start-up:
  *
  * - `skein.cjs` and `chunks/`: the compiled CLI (`dist/src/bin.js`) and everything it
  *   imports, split by esbuild. The daemon, `stdio` and the demo import the server half

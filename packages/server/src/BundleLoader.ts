@@ -5,8 +5,8 @@
  * The bundle is esbuild's code-split output: an entry script, the chunks every command
  * needs, and the chunks that only `daemon`, `stdio` and `demo` load (the runtime, the
  * adapters, SQLite). Node 20 keeps no compiled code between runs of ES modules
- * (`module.enableCompileCache` arrived in Node 22), and compiling the 2.7 MB a client
- * command needs was about a third of its start-up. So the build turns each output file
+ * (`module.enableCompileCache` arrived in Node 22), and compiling the megabytes a client
+ * command needs is a large part of its start-up. So the build turns each output file
  * into a script, a CommonJS-shaped function body that `require`s the chunks it imports
  * (a dynamic `import()` of a chunk becomes a `require` in a promise), and this loader
  * compiles each script the first time something requires it, with the code cache the

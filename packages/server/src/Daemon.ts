@@ -34,27 +34,26 @@ export const resolvePaths = (options: DaemonOptions): { readonly dataDir: string
  * Starts the runtime and the server in the current scope and returns once the
  * server accepts connections.
  */
-export const startDaemon = (options: DaemonOptions = {}) =>
-  Effect.gen(function* () {
-    yield* checkBind(options.host ?? DEFAULT_HOST, options.token)
-    const { dataDir, dbPath } = resolvePaths(options)
-    // Whoever may write here could replace the token or the database: refused first.
-    yield* ensureDataDir(dataDir)
-    const access =
-      options.token === undefined
-        ? yield* loadOrCreateToken(dataDir)
-        : { token: yield* checkToken(options.token, options.tokenSource ?? "--token"), path: undefined }
-    yield* Effect.sync(() => Fs.mkdirSync(Path.dirname(dbPath), { recursive: true }))
-    const runtime = yield* Layer.build(skeinRuntimeLayer({ dbPath, dataDir, configFile: options.configFile }))
-    const orchestrator = Context.get(runtime, Orchestrator)
-    // Runs after the server has stopped accepting (finalizers run in reverse order).
-    yield* Effect.addFinalizer(() => orchestrator.shutdown)
-    const running: RunningServer = yield* serveWebSocket({ ...options, token: access.token }).pipe(
-      Effect.provide(runtime)
-    )
-    /** `tokenFile`: where clients find the token, unless it was given. */
-    return { ...running, dbPath, dataDir, tokenFile: access.path }
-  })
+export const startDaemon = Effect.fn("Server.startDaemon")(function* (options: DaemonOptions = {}) {
+  yield* checkBind(options.host ?? DEFAULT_HOST, options.token)
+  const { dataDir, dbPath } = resolvePaths(options)
+  // Whoever may write here could replace the token or the database: refused first.
+  yield* ensureDataDir(dataDir)
+  const access =
+    options.token === undefined
+      ? yield* loadOrCreateToken(dataDir)
+      : { token: yield* checkToken(options.token, options.tokenSource ?? "--token"), path: undefined }
+  yield* Effect.sync(() => Fs.mkdirSync(Path.dirname(dbPath), { recursive: true }))
+  const runtime = yield* Layer.build(skeinRuntimeLayer({ dbPath, dataDir, configFile: options.configFile }))
+  const orchestrator = Context.get(runtime, Orchestrator)
+  // Runs after the server has stopped accepting (finalizers run in reverse order).
+  yield* Effect.addFinalizer(() => orchestrator.shutdown)
+  const running: RunningServer = yield* serveWebSocket({ ...options, token: access.token }).pipe(
+    Effect.provide(runtime)
+  )
+  /** `tokenFile`: where clients find the token, unless it was given. */
+  return { ...running, dbPath, dataDir, tokenFile: access.path }
+})
 
 export type StartedDaemon = Effect.Effect.Success<ReturnType<typeof startDaemon>>
 export type DaemonError = Effect.Effect.Error<ReturnType<typeof startDaemon>>

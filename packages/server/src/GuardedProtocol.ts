@@ -1,7 +1,7 @@
 /**
  * The server side of the RPC wire, shared by every transport (WebSocket, stdio).
  *
- * Every frame is screened before anything serves it (see `Screening`), so that a
+ * Every frame is screened before anything serves it (`FrameReader`, `Screening`), so that a
  * bad client gets a typed answer and everyone else keeps being served:
  * - a frame over the size limit, or nested deeper than the limit, is answered
  *   unparsed: `InvalidInput` for the request id it carries, else a protocol defect;
@@ -11,28 +11,27 @@
  * - nothing a client sends reaches a handler except messages rebuilt from fields of
  *   the right type, and no failure while handling a frame escapes it.
  *
- * A screened request is served here: `thread.events` by a callback per follower, every
- * other method by `RpcDispatch` (a fiber per request, its handler from
- * `SkeinRpcHandlers`). The frames are `@effect/rpc`'s, so its client speaks to this.
+ * A screened request is served here, as a fiber of the connection's `InFlight` (keyed
+ * by request id; a client's `Interrupt` interrupts it, closing the connection interrupts
+ * them all): `thread.events` by a callback per follower, every other method by
+ * `RpcDispatch` (its handler from `SkeinRpcHandlers`). The frames are `@effect/rpc`'s,
+ * so its client speaks to this.
  *
  * Who may connect at all is decided before a connection exists (the WebSocket
  * handshake, see `Handshake`; the parent process for stdio).
  */
 import { RpcMessage, RpcSerialization } from "@effect/rpc"
 import type { StoredEvent, ThreadId } from "@skein/domain"
-import { storedEventJson } from "@skein/runtime"
 import type { Orchestrator } from "@skein/runtime"
-import { Cause, Effect, Exit, Fiber, FiberId, Schema, Scope } from "effect"
-import type { RpcDispatch } from "./RpcDispatch.js"
-import {
-  defectReply,
-  failureReply,
-  MAX_DEPTH,
-  refuseFrame,
-  scanFrame,
-  type Screened,
-  screenMessage
-} from "./Screening.js"
+import { Cause, Effect, Exit, FiberId, Option, Schema, Scope } from "effect"
+import { FanOutFrame, makeConnectionOutput } from "./ConnectionOutput.js"
+import { makeEventFrames } from "./EventFrames.js"
+import { makeInFlight } from "./InFlight.js"
+import type { DispatchRequest, RpcDispatch } from "./RpcDispatch.js"
+import { makeFrameReader } from "./FrameReader.js"
+import { failureReply, type Screened } from "./Screening.js"
+
+export { FanOutFrame }
 
 export const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
 
@@ -41,8 +40,8 @@ export interface GuardedProtocolOptions {
   readonly maxFrameBytes?: number | undefined
   /**
    * Serves `thread.events`, here rather than through its handler's stream: each
-   * follower is a callback that writes frames as events commit, with no fiber or
-   * stream per follower (see `Orchestrator.follow`).
+   * follower is a callback that writes frames as events commit, with no stream per
+   * follower (see `Orchestrator.follow`).
    */
   readonly follow: Orchestrator["Type"]["follow"]
   /** Serves every other method. */
@@ -67,10 +66,11 @@ export interface ConnectOptions {
   /** Writes one encoded frame to the client. */
   readonly write: (frame: string) => Effect.Effect<void>
   /**
-   * Writes one frame synchronously, for transports that can: event fan-out and the
-   * answers of requests then run no fiber per frame. A fan-out frame is shared by
-   * every connection that follows the same commit (its bytes must not be modified).
-   * Without it, those frames go through `write`.
+   * Writes one frame synchronously, for transports that can (then `write` must not
+   * wait either): answers and event fan-out then leave at once, from the callback
+   * that produced them. A fan-out frame is shared by every connection that follows
+   * the same commit (its bytes must not be modified). Without it, every frame goes
+   * through `write`, one at a time, in order.
    */
   readonly writeNow?: ((frame: FanOutFrame) => void) | undefined
   /**
@@ -84,8 +84,8 @@ export interface GuardedProtocol {
   readonly connect: (options: ConnectOptions) => Effect.Effect<Connection>
 }
 
-type FromClient = RpcMessage.FromClientEncoded
 type FromServer = RpcMessage.FromServerEncoded
+type Request = Extract<RpcMessage.FromClientEncoded, { readonly _tag: "Request" }>
 
 const encodeExit = Schema.encodeSync(
   Schema.Exit({ success: Schema.Unknown, failure: Schema.Unknown, defect: Schema.Defect })
@@ -96,108 +96,53 @@ const interrupted = (requestId: string): FromServer => ({
   exit: encodeExit(Exit.interrupt(FiberId.none)) as never
 })
 
-const frameBytes = (frame: string | Uint8Array): number =>
-  typeof frame === "string" ? Buffer.byteLength(frame, "utf8") : frame.byteLength
-
-/** A request under way on a connection: its fiber, once started, and whether its client interrupted it. */
-interface Running {
-  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
-  interrupting: boolean
-}
-
-/** How much of an oversized frame is scanned for its request id. */
-const OVERSIZED_SCAN_CHARS = 4096
-
-/** A fan-out frame: its text, and its UTF-8 bytes encoded on first use. */
-export class FanOutFrame {
-  #bytes: Uint8Array | undefined
-  constructor(readonly text: string) {}
-  get bytes(): Uint8Array {
-    return (this.#bytes ??= Buffer.from(this.text, "utf8"))
-  }
-}
-
 export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Effect<GuardedProtocol> =>
-  Effect.gen(function* () {
+  Effect.sync(() => {
     const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
-    const follow = options.follow
+    const { dispatch, follow } = options
     const parser = RpcSerialization.json.unsafeMake()
-    // A live commit reaches every follower of its thread as the same batch: its frame
-    // is built (and encoded to bytes) once per request id, and clients that follow
-    // with the same id share it.
-    const chunkFrames = new WeakMap<
-      ReadonlyArray<StoredEvent>,
-      { readonly values: string; readonly frames: Map<string, FanOutFrame> }
-    >()
-    const chunkFrame = (requestId: string, events: ReadonlyArray<StoredEvent>): FanOutFrame => {
-      let batch = chunkFrames.get(events)
-      if (batch === undefined) {
-        const values = events.map(storedEventJson).join(",")
-        batch = { values, frames: new Map() }
-        chunkFrames.set(events, batch)
-      }
-      let frame = batch.frames.get(requestId)
-      if (frame === undefined) {
-        frame = new FanOutFrame(`{"_tag":"Chunk","requestId":${JSON.stringify(requestId)},"values":[${batch.values}]}`)
-        batch.frames.set(requestId, frame)
-      }
-      return frame
-    }
+    const eventFrames = makeEventFrames()
     const encodeFrame = (response: FromServer): string => parser.encode(response) as string
-    const dispatch = options.dispatch
     let nextId = 0
 
     const connect = (connection: ConnectOptions): Effect.Effect<Connection> =>
-      Effect.sync(() => {
+      Effect.gen(function* () {
         const id = nextId++
         const transportHeaders = connection.headers ?? []
-        const writeChunk =
-          connection.writeNow ?? ((frame: FanOutFrame) => void Effect.runFork(connection.write(frame.text)))
+        // Closed by `close`: interrupts what is under way, then writes what is queued.
+        const scope = yield* Scope.make()
+        const output = yield* makeConnectionOutput(connection).pipe(Scope.extend(scope))
+        const inFlight = yield* makeInFlight((frame) => output.send(new FanOutFrame(frame))).pipe(Scope.extend(scope))
+        const screenContext = { inFlight: inFlight.has }
         /** An answer given here, not by a handler. */
         const reply = (response: FromServer): Effect.Effect<void> =>
-          Effect.suspend(() => connection.write(encodeFrame(response)))
-        // This connection's requests under way, and its thread.events followers, by request
-        // id: until answered, a second request with one of their ids is refused rather
-        // than queued behind the first.
-        const running = new Map<string, Running>()
-        const follows = new Map<string, { readonly scope: Scope.CloseableScope; fiber?: Fiber.RuntimeFiber<void> }>()
-        const screenContext = { inFlight: (requestId: string) => running.has(requestId) || follows.has(requestId) }
-        const unfollow = (requestId: string) =>
-          Effect.suspend(() => {
-            const entry = follows.get(requestId)
-            if (entry === undefined) return Effect.void
-            follows.delete(requestId)
-            return Scope.close(entry.scope, Exit.void).pipe(
-              Effect.zipRight(entry.fiber ? Fiber.interrupt(entry.fiber) : Effect.void),
-              Effect.asVoid
-            )
+          Effect.suspend(() => output.reply(encodeFrame(response)))
+
+        /** Follows a thread: its fiber holds the subscription until it is interrupted; a failure is its answer. */
+        const startFollow = (request: Request) => {
+          const payload = request.payload as { readonly threadId: ThreadId; readonly fromSequence?: number }
+          const onEvents = (events: ReadonlyArray<StoredEvent>) => {
+            // Synchronous, so frames leave in commit order.
+            if (events.length > 0 && inFlight.wanted(request.id)) output.send(eventFrames(request.id, events))
+          }
+          const following = Effect.zipRight(follow(payload.threadId, payload.fromSequence ?? 0, onEvents), Effect.never)
+          return inFlight.run(request.id, Effect.interruptible(Effect.scoped(following)), (exit) => {
+            const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+            return Option.isSome(failure) ? encodeFrame(failureReply(request.id, failure.value)) : undefined
           })
-        const startFollow = (request: Extract<FromClient, { readonly _tag: "Request" }>) =>
-          Effect.gen(function* () {
-            const payload = request.payload as { readonly threadId: ThreadId; readonly fromSequence?: number }
-            const scope = yield* Scope.make()
-            const entry: { readonly scope: Scope.CloseableScope; fiber?: Fiber.RuntimeFiber<void> } = { scope }
-            follows.set(request.id, entry)
-            const onEvents = (events: ReadonlyArray<StoredEvent>) => {
-              if (follows.get(request.id) !== entry || events.length === 0) return
-              // Synchronous, so frames leave in commit order.
-              writeChunk(chunkFrame(request.id, events))
-            }
-            // The replay reads the log: off the connection's frame loop.
-            entry.fiber = yield* follow(payload.threadId, payload.fromSequence ?? 0, onEvents).pipe(
-              Scope.extend(scope),
-              // Ends the follow from its own fiber (`unfollow` would interrupt that fiber
-              // before the answer is written); answered unless the client interrupted it meanwhile.
-              Effect.catchAll((error) =>
-                Effect.suspend(() => {
-                  if (follows.get(request.id) !== entry) return Effect.void
-                  follows.delete(request.id)
-                  return Scope.close(scope, Exit.void).pipe(Effect.zipRight(reply(failureReply(request.id, error))))
-                })
-              ),
-              Effect.forkDaemon
-            )
-          })
+        }
+
+        /** Starts a request of any other method; its answer is written as soon as it ends. */
+        const startRequest = (message: Request) => {
+          // The transport's headers come last, so a client cannot pose as its transport.
+          const request: DispatchRequest = {
+            id: message.id,
+            tag: message.tag,
+            payload: message.payload,
+            headers: message.headers.concat(transportHeaders)
+          }
+          return inFlight.run(request.id, dispatch.handle(id, request), (exit) => dispatch.answer(request, exit))
+        }
 
         const handle = (screened: Screened): Effect.Effect<void> => {
           switch (screened._tag) {
@@ -208,30 +153,12 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
           }
           const message = screened.message
           switch (message._tag) {
-            case "Request": {
-              if (message.tag === "thread.events") return startFollow(message)
-              return Effect.sync(() => start(message))
-            }
-            case "Interrupt": {
-              const requestId = message.requestId
-              if (follows.has(requestId))
-                return unfollow(requestId).pipe(Effect.zipRight(reply(interrupted(requestId))))
-              const entry = running.get(requestId)
-              // A request that already ended (and was answered) or never was, or one being
+            case "Request":
+              return message.tag === "thread.events" ? startFollow(message) : startRequest(message)
+            case "Interrupt":
+              // One that already ended (and was answered), or never was, or is being
               // interrupted already: nothing to say.
-              if (entry?.fiber === undefined || entry.interrupting) return Effect.void
-              // Its id stays taken until the interruption is answered; an answer of its
-              // own that comes meanwhile is dropped.
-              entry.interrupting = true
-              return Fiber.interrupt(entry.fiber).pipe(
-                Effect.zipRight(
-                  Effect.suspend(() => {
-                    running.delete(requestId)
-                    return reply(interrupted(requestId))
-                  })
-                )
-              )
-            }
+              return inFlight.interrupt(message.requestId, reply(interrupted(message.requestId)))
             case "Ping":
               return reply(RpcMessage.constPong)
             default:
@@ -239,90 +166,8 @@ export const makeGuardedProtocol = (options: GuardedProtocolOptions): Effect.Eff
           }
         }
 
-        /** Starts a screened request; its answer is written as soon as it ends. */
-        const start = (request: Extract<FromClient, { readonly _tag: "Request" }>) => {
-          const requestId = request.id
-          // Registered before the handler starts: one that ends at once answers from inside `start`.
-          const entry: Running = { fiber: undefined, interrupting: false }
-          running.set(requestId, entry)
-          entry.fiber = dispatch.start(
-            id,
-            // The transport's headers come last, so a client cannot pose as its transport.
-            {
-              id: requestId,
-              tag: request.tag,
-              payload: request.payload,
-              headers: request.headers.concat(transportHeaders)
-            },
-            (frame) => {
-              if (running.get(requestId) !== entry || entry.interrupting) return
-              running.delete(requestId)
-              writeChunk(new FanOutFrame(frame))
-            }
-          )
-        }
-
-        const onText = (text: string): Effect.Effect<void> => {
-          const scan = scanFrame(text)
-          if (scan.tooDeep) return reply(refuseFrame(scan, `the frame nests deeper than ${MAX_DEPTH} levels`))
-          let message: unknown
-          try {
-            message = JSON.parse(text)
-          } catch (cause) {
-            return reply(defectReply(`Malformed frame: not valid JSON (${String(cause)}).`))
-          }
-          return handle(screenMessage(message, screenContext))
-        }
-
-        const oversized = (bytes: number, prefix: string): Effect.Effect<void> =>
-          reply(
-            refuseFrame(
-              scanFrame(prefix.slice(0, OVERSIZED_SCAN_CHARS)),
-              `a frame of ${bytes} bytes is over the ${maxFrameBytes}-byte limit; send a smaller payload`
-            )
-          )
-
-        /** Whatever goes wrong handling a frame is answered and logged, never passed on to the transport. */
-        const guard = (effect: Effect.Effect<void>): Effect.Effect<void> =>
-          effect.pipe(
-            Effect.catchAllCause((cause) =>
-              Cause.isInterruptedOnly(cause)
-                ? Effect.failCause(cause)
-                : Effect.logError("skein: a frame could not be handled", cause).pipe(
-                    Effect.zipRight(reply(defectReply("Internal error while handling a frame; it was dropped."))),
-                    Effect.catchAllCause(() => Effect.void)
-                  )
-            )
-          )
-
-        const onFrame = (frame: string | Uint8Array): Effect.Effect<void> =>
-          guard(
-            Effect.suspend(() => {
-              const size = frameBytes(frame)
-              if (size > maxFrameBytes) {
-                const prefix =
-                  typeof frame === "string"
-                    ? frame.slice(0, OVERSIZED_SCAN_CHARS)
-                    : new TextDecoder().decode(frame.subarray(0, OVERSIZED_SCAN_CHARS))
-                return oversized(size, prefix)
-              }
-              return onText(typeof frame === "string" ? frame : new TextDecoder().decode(frame))
-            })
-          )
-
-        const close = Effect.suspend(() => {
-          const fibers = Array.from(running.values(), (entry) => entry.fiber).filter((fiber) => fiber !== undefined)
-          running.clear()
-          return Effect.forEach(Array.from(follows.keys()), unfollow, { discard: true }).pipe(
-            Effect.zipRight(Fiber.interruptAll(fibers))
-          )
-        })
-        return {
-          id,
-          onFrame,
-          onOversizedFrame: (bytes: number, prefix: string) => guard(Effect.suspend(() => oversized(bytes, prefix))),
-          close
-        }
+        const reader = makeFrameReader({ maxFrameBytes, screenContext, reply, handle })
+        return { id, ...reader, close: Scope.close(scope, Exit.void) }
       })
 
     return { connect }

@@ -1,20 +1,18 @@
 /**
- * Runs the Skein RPC's request-response methods for Skein's own transports (WebSocket,
+ * Serves the Skein RPC's request-response methods for Skein's own transports (WebSocket,
  * stdio), in place of `RpcServer`'s generic dispatch, with the same handlers
  * (`SkeinRpcHandlers`) and the same frames on the wire.
  *
- * A request reaches this screened, its payload decoded once (`Screening`): `RpcServer`
- * decoded it a second time, ran it through a runtime made for the request and
- * encoded its answer with an Effect per step. Here a request is one fiber and its
- * answer is encoded synchronously when the fiber ends (`WireCodec`).
- *
- * Fibers run in the dispatch's scope: closing it interrupts every request under way.
+ * A request reaches this screened, its payload decoded once (`Screening`), so it is not
+ * decoded again here; its answer is encoded synchronously from the handler's exit
+ * (`WireCodec`). Who runs the handler, and for how long, is the connection's business
+ * (`InFlight`): this module only says what a request runs and how its end is answered.
  */
 import { Headers } from "@effect/platform"
 import { SkeinRpcs } from "@skein/domain"
 import type { Orchestrator } from "@skein/runtime"
-import { Cause, Effect, Exit, FiberSet, Layer } from "effect"
-import type { Fiber, Scope } from "effect"
+import { Cause, Effect, Exit, Layer } from "effect"
+import type { Scope } from "effect"
 import { SkeinRpcHandlers } from "./RpcHandlers.js"
 import { exitFrame, type MethodCodec, wireCodecs } from "./WireCodec.js"
 
@@ -27,17 +25,14 @@ export interface DispatchRequest {
 }
 
 export interface RpcDispatch {
+  /** The request's handler, to run as the request's own (interruptible) fiber. */
+  readonly handle: (clientId: number, request: DispatchRequest) => Effect.Effect<unknown, unknown>
   /**
-   * Starts the request's handler in a fiber of its own. `answer` gets the request's
-   * `Exit` frame once it ends, unless it was interrupted (by its client, or because
-   * its connection or the server closed): whoever interrupts it answers, if anyone.
-   * A handler that ends at once may answer before `start` returns.
+   * The `Exit` frame that answers the request with how its handler ended; none when
+   * it was interrupted (by its client, or because its connection or the server
+   * closed): whoever interrupts it answers, if anyone.
    */
-  readonly start: (
-    clientId: number,
-    request: DispatchRequest,
-    answer: (frame: string) => void
-  ) => Fiber.RuntimeFiber<unknown, unknown>
+  readonly answer: (request: DispatchRequest, exit: Exit.Exit<unknown, unknown>) => string | undefined
 }
 
 type Handler = (
@@ -61,7 +56,6 @@ const answerFrame = (codec: MethodCodec, requestId: string, exit: Exit.Exit<unkn
 /** The dispatch of `SkeinRpcHandlers`, for as long as the scope lasts. */
 export const makeRpcDispatch: Effect.Effect<RpcDispatch, never, Orchestrator | Scope.Scope> = Effect.gen(function* () {
   const handlers = yield* Layer.build(SkeinRpcHandlers)
-  const runFork = yield* FiberSet.makeRuntime<never>()
   const methods = new Map<string, { readonly handler: Handler; readonly codec: MethodCodec }>()
   for (const codec of wireCodecs.values()) {
     if (codec.stream) continue
@@ -69,16 +63,16 @@ export const makeRpcDispatch: Effect.Effect<RpcDispatch, never, Orchestrator | S
     methods.set(codec.tag, { handler: handler as unknown as Handler, codec })
   }
 
-  const start: RpcDispatch["start"] = (clientId, request, answer) => {
-    const { codec, handler } = methods.get(request.tag)!
+  const handle: RpcDispatch["handle"] = (clientId, request) => {
+    const { handler } = methods.get(request.tag)!
     const headers = Headers.fromInput(request.headers as ReadonlyArray<[string, string]>)
-    const fiber = runFork(Effect.interruptible(Effect.suspend(() => handler(request.payload, { clientId, headers }))))
-    fiber.addObserver((exit) => {
-      if (exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause)) return
-      answer(answerFrame(codec, request.id, exit))
-    })
-    return fiber
+    return Effect.interruptible(Effect.suspend(() => handler(request.payload, { clientId, headers })))
   }
 
-  return { start }
+  const answer: RpcDispatch["answer"] = (request, exit) =>
+    exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause)
+      ? undefined
+      : answerFrame(methods.get(request.tag)!.codec, request.id, exit)
+
+  return { handle, answer }
 })

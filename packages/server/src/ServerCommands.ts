@@ -5,7 +5,7 @@
  */
 import { stdin } from "@effect/platform-node/NodeStream"
 import { Console, Effect, Option } from "effect"
-import { reportFailures } from "./ClientCommands.js"
+import { reportFailures } from "./CliFailures.js"
 import { resolvePaths, startDaemon } from "./Daemon.js"
 import { ensureDataDir } from "./DataDir.js"
 import { runDemo } from "./Demo.js"

@@ -2,7 +2,7 @@
  * The typed Skein client over any client protocol (a WebSocket, a child's stdio):
  * `@effect/rpc`'s request bookkeeping (`RpcClient.makeNoSerialization`: ids,
  * interruption, streams as mailboxes) with Skein's synchronous codecs (`WireCodec`)
- * in place of `RpcClient.make`'s, which decoded every answer through the method's
+ * in place of `RpcClient.make`'s, which decode every answer through the method's
  * `Schema.Exit` with an Effect per step. Every answer is still decoded by its schema
  * before a caller sees it.
  */
@@ -25,7 +25,8 @@ export const makeSkeinRpcClient: Effect.Effect<SkeinClientShape, never, RpcClien
     // Requests sent and not answered yet, by id, with the codecs of their method.
     const pending = new Map<string, MethodCodec>()
     const { client, write } = yield* RpcClient.makeNoSerialization(SkeinRpcs, {
-      disableTracing: true,
+      // A span per call (`SkeinClient.run.start`), local to the caller: no trace ids go on the wire.
+      spanPrefix: "SkeinClient",
       supportsAck: protocol.supportsAck,
       onFromClient: ({ message }) => {
         switch (message._tag) {

@@ -127,6 +127,77 @@ interface Attached {
 }
 
 /**
+ * Watches a child: its stdout lines become messages in `inbox`; its death (how it ended,
+ * the tail of its stderr) becomes a `ClientProtocolError` there, recorded in
+ * `undelivered` until the RPC client has handed it to the pending requests.
+ */
+const attachChild = (
+  child: ChildProcessWithoutNullStreams,
+  inbox: Mailbox.Mailbox<FromServerEncoded>,
+  undelivered: Set<RpcClientError>
+): Attached => {
+  const attached: Attached = { child, deathError: undefined }
+  let stderrTail = ""
+  child.stderr.setEncoding("utf8")
+  child.stderr.on("data", (text: string) => {
+    stderrTail = (stderrTail + text).slice(-STDERR_TAIL_CHARS)
+  })
+
+  let pending = ""
+  const onLine = (line: string) => {
+    if (line.trim() === "") return
+    let decoded: unknown
+    try {
+      decoded = JSON.parse(line)
+    } catch (cause) {
+      inbox.unsafeOffer({
+        _tag: "ClientProtocolError",
+        error: new RpcClientError({
+          reason: "Protocol",
+          message: `The Skein stdio child wrote a line that is not JSON: ${line.slice(0, 200)}`,
+          cause
+        })
+      })
+      return
+    }
+    for (const message of Array.isArray(decoded) ? decoded : [decoded]) {
+      inbox.unsafeOffer(message as FromServerEncoded)
+    }
+  }
+  child.stdout.setEncoding("utf8")
+  child.stdout.on("data", (text: string) => {
+    pending += text
+    let newline = pending.indexOf("\n")
+    if (newline === -1) return
+    let start = 0
+    while (newline !== -1) {
+      onLine(pending.slice(start, newline))
+      start = newline + 1
+      newline = pending.indexOf("\n", start)
+    }
+    pending = pending.slice(start)
+  })
+
+  // Set before pending requests are failed, so a request racing the death fails in `send`.
+  const onDeath = (message: string, cause?: unknown) => {
+    if (attached.deathError !== undefined) return
+    attached.deathError = new RpcClientError({ reason: "Protocol", message, cause })
+    undelivered.add(attached.deathError)
+    inbox.unsafeOffer({ _tag: "ClientProtocolError", error: attached.deathError })
+  }
+  // "close": the process exited and its stdout is fully read.
+  child.on("close", (code: number | null, signal: NodeJS.Signals | null) => {
+    if (pending !== "") onLine(pending)
+    pending = ""
+    onDeath(exitDescription(child.pid, code, signal, stderrTail))
+  })
+  child.on("error", (error) => onDeath(`The Skein stdio child process failed: ${error.message}`, error))
+  // Writes to a dead child fail here (EPIPE); the death itself is reported by "close".
+  child.stdin.on("error", () => {})
+  return attached
+}
+
+/**
  * The RPC client protocol over a child's stdin (requests) and stdout (responses).
  * `current` holds the live child; with `respawn`, a request made after its death
  * starts a new one first.
@@ -153,69 +224,7 @@ const makeStdioProtocol = (
         Effect.forkScoped
       )
 
-      const attach = (child: ChildProcessWithoutNullStreams): Attached => {
-        const attached: Attached = { child, deathError: undefined }
-        let stderrTail = ""
-        child.stderr.setEncoding("utf8")
-        child.stderr.on("data", (text: string) => {
-          stderrTail = (stderrTail + text).slice(-STDERR_TAIL_CHARS)
-        })
-
-        let pending = ""
-        const onLine = (line: string) => {
-          if (line.trim() === "") return
-          let decoded: unknown
-          try {
-            decoded = JSON.parse(line)
-          } catch (cause) {
-            inbox.unsafeOffer({
-              _tag: "ClientProtocolError",
-              error: new RpcClientError({
-                reason: "Protocol",
-                message: `The Skein stdio child wrote a line that is not JSON: ${line.slice(0, 200)}`,
-                cause
-              })
-            })
-            return
-          }
-          for (const message of Array.isArray(decoded) ? decoded : [decoded]) {
-            inbox.unsafeOffer(message as FromServerEncoded)
-          }
-        }
-        child.stdout.setEncoding("utf8")
-        child.stdout.on("data", (text: string) => {
-          pending += text
-          let newline = pending.indexOf("\n")
-          if (newline === -1) return
-          let start = 0
-          while (newline !== -1) {
-            onLine(pending.slice(start, newline))
-            start = newline + 1
-            newline = pending.indexOf("\n", start)
-          }
-          pending = pending.slice(start)
-        })
-
-        // Set before pending requests are failed, so a request racing the death fails in `send`.
-        const onDeath = (message: string, cause?: unknown) => {
-          if (attached.deathError !== undefined) return
-          attached.deathError = new RpcClientError({ reason: "Protocol", message, cause })
-          undelivered.add(attached.deathError)
-          inbox.unsafeOffer({ _tag: "ClientProtocolError", error: attached.deathError })
-        }
-        // "close": the process exited and its stdout is fully read.
-        child.on("close", (code: number | null, signal: NodeJS.Signals | null) => {
-          if (pending !== "") onLine(pending)
-          pending = ""
-          onDeath(exitDescription(child.pid, code, signal, stderrTail))
-        })
-        child.on("error", (error) => onDeath(`The Skein stdio child process failed: ${error.message}`, error))
-        // Writes to a dead child fail here (EPIPE); the death itself is reported by "close".
-        child.stdin.on("error", () => {})
-        return attached
-      }
-
-      let current = attach(first)
+      let current = attachChild(first, inbox, undelivered)
       // One replacement at a time, however many requests find the child dead.
       const replacing = yield* Effect.makeSemaphore(1)
       const live: Effect.Effect<Attached, RpcClientError> = Effect.suspend(() => {
@@ -230,7 +239,7 @@ const makeStdioProtocol = (
             return respawn.pipe(
               Effect.map((child) => {
                 onChild(child)
-                current = attach(child)
+                current = attachChild(child, inbox, undelivered)
                 return current
               }),
               Effect.mapError(

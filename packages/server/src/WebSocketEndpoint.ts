@@ -14,6 +14,9 @@ import { makeGuardedProtocol } from "./GuardedProtocol.js"
 import { admitUpgrade, type InvalidAllowedHost, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
 import { makeRpcDispatch } from "./RpcDispatch.js"
 
+const NO_RAW_SOCKET =
+  "skein: the WebSocket endpoint writes to the `ws` socket of @effect/platform-node, and this server provides none"
+
 /** The `send` of the `ws` socket behind `Socket.WebSocket` on Node (a text frame from bytes). */
 interface NodeWebSocket {
   readonly send: (data: Uint8Array, options: { readonly binary: boolean }) => void
@@ -111,16 +114,16 @@ export const makeWebSocketEndpoint = (
       }
       const socket = yield* Effect.orDie(request.upgrade)
       const write = yield* socket.writer
-      // The open socket itself, for synchronous event fan-out (known from the first frame).
+      // The open socket itself, for synchronous answers and event fan-out: known from
+      // the first frame, before anything is to be written.
       let open: globalThis.WebSocket | undefined
       const connection = yield* guarded.connect({
         headers: Object.entries(request.headers).filter(([name]) => name !== "authorization"),
         write: (frame) => Effect.orDie(write(frame)),
         writeNow: (frame) => {
-          // Without the raw socket, through the platform's writer.
-          if (open === undefined) return void Effect.runFork(Effect.orDie(write(frame.text)))
-          // Closing: nothing more reaches this client; it resumes from its last sequence.
-          if (open.readyState !== 1) return
+          // `open` is known: only a frame leads to a write. Closing: nothing more reaches
+          // this client; it resumes from its last sequence.
+          if (open === undefined || open.readyState !== 1) return
           if (open.bufferedAmount > maxBufferedBytes) {
             // A follower that does not read would hold server memory without bound.
             return open.close(1008, "Skein: events are read too slowly; reconnect from the last sequence seen")
@@ -131,7 +134,8 @@ export const makeWebSocketEndpoint = (
       })
       const onFrame = (frame: string | Uint8Array) =>
         Effect.flatMap(Effect.serviceOption(Socket.WebSocket), (ws) => {
-          if (ws._tag === "Some") open = ws.value
+          if (ws._tag === "None") return Effect.dieMessage(NO_RAW_SOCKET)
+          open = ws.value
           return connection.onFrame(frame)
         })
       yield* socket.runRaw(onFrame).pipe(

@@ -5,12 +5,12 @@
  *
  * `@effect/rpc` encodes and decodes every answer through the method's `Schema.Exit`,
  * whose declaration walks the value once to check it and whose transformation walks
- * it again to encode or decode it; for a thread view that was about half of a call's
- * cost beyond the handler. Here a success goes through its own schema alone, once,
+ * it again to encode or decode it: two walks of a large value (a thread view) per
+ * call. Here a success goes through its own schema alone, once,
  * and the server does not encode at all a success whose schema transforms nothing
  * (its encoded form is the value itself: see `encodesAsItself`); the client still
  * decodes it, so what a caller gets has passed the schema. Failures and defects,
- * rare and small, go through the whole exit schema, as before.
+ * rare and small, go through the whole exit schema.
  */
 import { Rpc, RpcSchema } from "@effect/rpc"
 import { SkeinRpcs } from "@skein/domain"

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ThreadId, ThreadNotFound } from "@skein/domain"
 import { Orchestrator } from "@skein/runtime"
-import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, FiberSet, Scope } from "effect"
 import { makeRpcDispatch } from "../src/RpcDispatch.js"
 import { wireCodecs } from "../src/WireCodec.js"
 
@@ -19,9 +19,18 @@ const withDispatch = (orchestrator: Partial<Shape>) =>
       Effect.provideService(Orchestrator, orchestrator as Shape),
       Scope.extend(scope)
     )
+    // Each request a fiber of the scope, answered when it ends, as a connection runs it (`InFlight`).
+    const fork = yield* FiberSet.makeRuntime<never>().pipe(Scope.extend(scope))
     const answers: Array<{ readonly id: string; readonly frame: any }> = []
-    const start = (id: string, tag: string, payload: unknown) =>
-      dispatch.start(0, { id, tag, payload, headers: [] }, (frame) => answers.push({ id, frame: JSON.parse(frame) }))
+    const start = (id: string, tag: string, payload: unknown) => {
+      const request = { id, tag, payload, headers: [] }
+      const fiber = fork(dispatch.handle(0, request))
+      fiber.addObserver((exit) => {
+        const frame = dispatch.answer(request, exit)
+        if (frame !== undefined) answers.push({ id, frame: JSON.parse(frame) })
+      })
+      return fiber
+    }
     return { dispatch, scope, answers, start }
   })
 
