@@ -2,7 +2,8 @@
  * The dependency rule, checked on the sources: domain imports nothing of ours;
  * adapters and runtime import only domain (runtime never a concrete adapter, never
  * the server); no relative import leaves its package. Both the `import` statements of
- * every source file and each package's declared dependencies are read.
+ * every source file and each package's declared dependencies are read. Inside runtime,
+ * its layers go one way: a source file imports only from its own layer or lower ones.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
@@ -34,6 +35,38 @@ export const specifiers = (source: string): Array<string> => {
   return found
 }
 
+/**
+ * Runtime's layers, bottom to top: storage and generic resources; context arithmetic
+ * (and the configuration that names its policy); lineage; actors; then the modules that
+ * wire them (Orchestrator, Recovery, Restores, index...).
+ */
+const runtimeLayers: ReadonlyArray<(path: string) => boolean> = [
+  (path) => path.startsWith("store/") || path.startsWith("resources/"),
+  (path) => path.startsWith("context/") || path === "RuntimeConfig.ts",
+  (path) => path.startsWith("lineage/"),
+  (path) => path.startsWith("actors/"),
+  () => true
+]
+
+/** The layer of a runtime source, by its path under packages/runtime/src. */
+export const layerOf = (path: string): number => runtimeLayers.findIndex((inLayer) => inLayer(path))
+
+/** Imports of one runtime source that go to a higher layer than its own. */
+export const upwardImports = (file: string, imports: ReadonlyArray<string>): Array<string> => {
+  const src = Path.join(root, "packages", "runtime", "src")
+  if (!file.startsWith(src + Path.sep)) return []
+  const own = layerOf(Path.relative(src, file).split(Path.sep).join("/"))
+  const out: Array<string> = []
+  for (const spec of imports) {
+    if (!spec.startsWith(".")) continue
+    const target = Path.resolve(Path.dirname(file), spec).replace(/\.js$/, ".ts")
+    if (!target.startsWith(src + Path.sep)) continue
+    const layer = layerOf(Path.relative(src, target).split(Path.sep).join("/"))
+    if (layer > own) out.push(`${file} imports ${spec}, a higher layer of runtime`)
+  }
+  return out
+}
+
 /** The rule violations of one file of package `pkg`: empty when it keeps the rule. */
 export const violations = (pkg: string, file: string, imports: ReadonlyArray<string>): Array<string> => {
   const out: Array<string> = []
@@ -46,7 +79,7 @@ export const violations = (pkg: string, file: string, imports: ReadonlyArray<str
       if (!target.startsWith(packageDir + Path.sep)) out.push(`${file} reaches outside its package: ${spec}`)
     }
   }
-  return out
+  return pkg === "runtime" ? [...out, ...upwardImports(file, imports)] : out
 }
 
 describe("the dependency rule", () => {
@@ -55,6 +88,17 @@ describe("the dependency rule", () => {
     expect(violations("runtime", file, ["@skein/adapters", "@skein/server", "../../adapters/src/a.js"])).toHaveLength(3)
     expect(violations("domain", Path.join(root, "packages/domain/src/x.ts"), ["@skein/runtime"])).toHaveLength(1)
     expect(violations("runtime", file, ["@skein/domain", "./store/EventStore.js", "effect"])).toEqual([])
+    const at = (path: string) => Path.join(root, "packages/runtime/src", path)
+    expect(violations("runtime", at("store/x.ts"), ["../context/Coverage.js"])).toHaveLength(1)
+    expect(violations("runtime", at("lineage/x.ts"), ["../actors/ThreadProtocol.js", "./Git.js"])).toHaveLength(1)
+    expect(violations("runtime", at("RuntimeConfig.ts"), ["./actors/ProviderGuard.js"])).toHaveLength(1)
+    expect(violations("runtime", at("context/x.ts"), ["../lineage/Lineage.js", "../RuntimeConfig.js"])).toHaveLength(1)
+    expect(
+      violations("runtime", at("actors/x.ts"), ["../store/EventStore.js", "../lineage/Spawn.js", "../RuntimeConfig.js"])
+    ).toEqual([])
+    expect(violations("runtime", at("Recovery.ts"), ["./actors/ThreadPlanner.js", "./store/EventStore.js"])).toEqual([])
+    expect(violations("runtime", at("resources/x.ts"), ["../store/Sqlite.js"])).toEqual([])
+    expect(violations("runtime", at("store/x.ts"), ["../resources/RcRegistry.js", "./Codec.js"])).toEqual([])
     expect(specifiers(`import type { A } from "@skein/x"\nexport * from "./y.js"\nconst m = import("z")`)).toEqual([
       "@skein/x",
       "./y.js",

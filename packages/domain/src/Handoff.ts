@@ -90,3 +90,31 @@ export const handoffHead = (handoff: ContextHandoffHead): ContextHandoffHead => 
   const { payload: _, summaryText: __, ...rest } = handoff as ContextHandoff
   return rest
 }
+
+/**
+ * A new handoff record: `ready` unless said otherwise, superseded by nothing, its summary
+ * the local summariser's (no provider), last updated when created.
+ */
+export const makeContextHandoff = (
+  input: Omit<ContextHandoff, "status" | "supersededBy" | "createdByProvider" | "updatedAt"> &
+    Partial<Pick<ContextHandoff, "status" | "supersededBy" | "createdByProvider" | "updatedAt">>
+): ContextHandoff => ({
+  id: input.id,
+  transferId: input.transferId,
+  threadId: input.threadId,
+  targetRunId: input.targetRunId,
+  kind: input.kind,
+  strategy: input.strategy,
+  fromProviderThreadIds: input.fromProviderThreadIds,
+  toProviderThreadId: input.toProviderThreadId,
+  coveredRunOrdinals: input.coveredRunOrdinals,
+  payload: input.payload,
+  summaryText: input.summaryText,
+  tokenEstimate: input.tokenEstimate,
+  budgetTokens: input.budgetTokens,
+  status: input.status ?? "ready",
+  supersededBy: input.supersededBy ?? null,
+  createdByProvider: input.createdByProvider ?? null,
+  createdAt: input.createdAt,
+  updatedAt: input.updatedAt ?? input.createdAt
+})

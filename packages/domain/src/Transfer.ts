@@ -3,6 +3,7 @@ import {
   CheckpointId,
   ContextHandoffId,
   ContextTransferId,
+  makeId,
   NativeThreadRef,
   NativeTurnRef,
   ProviderName,
@@ -89,3 +90,44 @@ export const ContextTransfer = Schema.Struct({
   consumedByRunId: Schema.NullOr(RunId)
 })
 export type ContextTransfer = typeof ContextTransfer.Type
+
+/**
+ * A new transfer record: a fresh id (unless given), nothing resolved or consumed yet
+ * (`pending`, no resolution, no reasons) unless the caller says otherwise.
+ */
+export const makeContextTransfer = (
+  input: Pick<
+    ContextTransfer,
+    "type" | "sourceThreadId" | "targetThreadId" | "sourcePoint" | "createdBy" | "createdAt"
+  > &
+    Partial<
+      Omit<ContextTransfer, "type" | "sourceThreadId" | "targetThreadId" | "sourcePoint" | "createdBy" | "createdAt">
+    >
+): ContextTransfer => ({
+  id: input.id ?? makeId.transfer(),
+  type: input.type,
+  sourceThreadId: input.sourceThreadId,
+  targetThreadId: input.targetThreadId,
+  sourcePoint: input.sourcePoint,
+  basePoint: input.basePoint ?? null,
+  sourceProvider: input.sourceProvider ?? null,
+  targetProvider: input.targetProvider ?? null,
+  status: input.status ?? "pending",
+  resolution: input.resolution ?? null,
+  reasons: input.reasons ?? [],
+  createdBy: input.createdBy,
+  createdAt: input.createdAt,
+  consumedAt: input.consumedAt ?? null,
+  consumedByRunId: input.consumedByRunId ?? null
+})
+
+/** The transfer offered again under a new id, as if never taken in (after the runs that took it were rolled back). */
+export const reopenedTransfer = (transfer: ContextTransfer): ContextTransfer => ({
+  ...transfer,
+  id: makeId.transfer(),
+  status: "pending",
+  resolution: null,
+  reasons: [],
+  consumedAt: null,
+  consumedByRunId: null
+})

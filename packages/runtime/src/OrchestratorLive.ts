@@ -484,7 +484,7 @@ export const makeOrchestrator = Effect.gen(function* () {
 
   // Every input is checked against its RPC method's payload schema first (InputCheck):
   // an embedding host's calls get what the server's decoding gives RPC clients.
-  return {
+  const service = {
     createThread: (input) => Effect.flatMap(checked("thread.create", input), createThread),
     getThread: (threadId, options) =>
       Effect.zipRight(checked("thread.get", { threadId, ...options }), threadView(threadId, options)),
@@ -521,7 +521,36 @@ export const makeOrchestrator = Effect.gen(function* () {
     shutdown,
     recoverRestores: restores.recover
   } satisfies OrchestratorShape & { readonly recoverRestores: Effect.Effect<void, StorageError> }
+  // Each method runs in a span named for it.
+  return {
+    ...service,
+    createThread: traced("Orchestrator.createThread", service.createThread),
+    getThread: traced("Orchestrator.getThread", service.getThread),
+    listThreads: traced("Orchestrator.listThreads", service.listThreads),
+    events: (threadId, fromSequence) => Stream.withSpan(service.events(threadId, fromSequence), "Orchestrator.events"),
+    follow: traced("Orchestrator.follow", service.follow),
+    startRun: traced("Orchestrator.startRun", service.startRun),
+    interruptRun: traced("Orchestrator.interruptRun", service.interruptRun),
+    forkThread: traced("Orchestrator.forkThread", service.forkThread),
+    mergeBack: traced("Orchestrator.mergeBack", service.mergeBack),
+    rollback: traced("Orchestrator.rollback", service.rollback),
+    spawnSubagent: traced("Orchestrator.spawnSubagent", service.spawnSubagent),
+    getHandoff: traced("Orchestrator.getHandoff", service.getHandoff),
+    respondApproval: traced("Orchestrator.respondApproval", service.respondApproval),
+    listProviders: Effect.withSpan(service.listProviders, "Orchestrator.listProviders"),
+    shutdown: Effect.withSpan(service.shutdown, "Orchestrator.shutdown"),
+    recoverRestores: Effect.withSpan(service.recoverRestores, "Orchestrator.recoverRestores")
+  } satisfies OrchestratorShape & { readonly recoverRestores: Effect.Effect<void, StorageError> }
 })
+
+/** `f` as a service method with a named span. */
+const traced = <Args extends Array<any>, A, E, R>(
+  name: string,
+  f: (...args: Args) => Effect.Effect<A, E, R>
+): ((...args: Args) => Effect.Effect<A, E, R>) =>
+  Effect.fn(name)(function* (...args: Args) {
+    return yield* f(...args)
+  })
 
 /** The orchestrator over an EventStore and a ProviderRegistry; recovers interrupted runs first. */
 export const orchestratorLayer: Layer.Layer<

@@ -7,12 +7,33 @@
  */
 import { DEFAULT_HANDOFF_BUDGET_TOKENS, formatParseError, HandoffBudgetTokens, InvalidInput } from "@skein/domain"
 import { Context, Effect, Either, Layer, Schema } from "effect"
-import type { ProviderDeadlines } from "./actors/ProviderGuard.js"
-import { defaultDeadlines } from "./actors/ProviderGuard.js"
 import { StalenessPolicy } from "./context/Staleness.js"
 import { defaultStalenessPolicy } from "./context/Staleness.js"
 
-export type { ProviderDeadlines } from "./actors/ProviderGuard.js"
+/** How long a provider may take for each kind of call before the guard fails it (ProviderGuard). */
+export interface ProviderDeadlines {
+  /** openSession: starting a provider process and its handshake. */
+  readonly openMs: number
+  /** startThread, resumeThread, forkThread, rollbackThread, respondApproval. */
+  readonly callMs: number
+  /** How long the provider may take to acknowledge an interrupt request. */
+  readonly interruptMs: number
+  /** From sending a turn until its first event. */
+  readonly firstEventMs: number
+  /** Between two events of a turn (a turn that goes silent this long has hung). */
+  readonly idleMs: number
+  /** A provider writing a handoff summary (the local summariser takes over after it). */
+  readonly summaryMs: number
+}
+
+export const defaultDeadlines: ProviderDeadlines = {
+  openMs: 60_000,
+  callMs: 60_000,
+  interruptMs: 5_000,
+  firstEventMs: 120_000,
+  idleMs: 600_000,
+  summaryMs: 10_000
+}
 
 export const SummarySource = Schema.Union(
   Schema.TaggedStruct("local", {}),

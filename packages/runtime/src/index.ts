@@ -12,7 +12,7 @@ export type { ThreadActor } from "./actors/ThreadActor.js"
 export { ThreadProtocol, threadRpcs } from "./actors/ThreadProtocol.js"
 export type { RunAccepted, ThreadStatus } from "./actors/ThreadProtocol.js"
 export { ProviderSessions } from "./actors/ProviderSessions.js"
-export { guardSession, defaultDeadlines } from "./actors/ProviderGuard.js"
+export { guardSession } from "./actors/ProviderGuard.js"
 /** The thread actor's pure core, for tools that build threads as real runs would (benches). */
 export * as ThreadPlanner from "./actors/ThreadPlanner.js"
 export * as ContextPlanning from "./actors/ContextPlanning.js"

@@ -16,30 +16,9 @@
 import type { ProviderEvent, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
 import { Cause, Deferred, Duration, Effect, FiberId, Option, Queue, Ref } from "effect"
+import { defaultDeadlines, type ProviderDeadlines } from "../RuntimeConfig.js"
 
-export interface ProviderDeadlines {
-  /** openSession: starting a provider process and its handshake. */
-  readonly openMs: number
-  /** startThread, resumeThread, forkThread, rollbackThread, respondApproval. */
-  readonly callMs: number
-  /** How long the provider may take to acknowledge an interrupt request. */
-  readonly interruptMs: number
-  /** From sending a turn until its first event. */
-  readonly firstEventMs: number
-  /** Between two events of a turn (a turn that goes silent this long has hung). */
-  readonly idleMs: number
-  /** A provider writing a handoff summary (the local summariser takes over after it). */
-  readonly summaryMs: number
-}
-
-export const defaultDeadlines: ProviderDeadlines = {
-  openMs: 60_000,
-  callMs: 60_000,
-  interruptMs: 5_000,
-  firstEventMs: 120_000,
-  idleMs: 600_000,
-  summaryMs: 10_000
-}
+export { defaultDeadlines, type ProviderDeadlines }
 
 const describeDefect = (defect: unknown): string => {
   const text = defect instanceof Error ? `${defect.name}: ${defect.message}` : String(defect)

@@ -18,7 +18,7 @@ import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import type { GuardedSession, ProviderDeadlines } from "./ProviderGuard.js"
 import { guardCall, guardSession } from "./ProviderGuard.js"
-import * as RcRegistry from "./RcRegistry.js"
+import * as RcRegistry from "../resources/RcRegistry.js"
 
 export interface SessionLease {
   /** The guarded handle: typed failures only, each call within its deadline. */

@@ -15,7 +15,7 @@ import { spawnSubagent } from "../lineage/Spawn.js"
 import { EventStore } from "../store/EventStore.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import type { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
-import * as RcRegistry from "./RcRegistry.js"
+import * as RcRegistry from "../resources/RcRegistry.js"
 import type { ThreadActor } from "./ThreadActor.js"
 import { makeThreadActor } from "./ThreadActor.js"
 

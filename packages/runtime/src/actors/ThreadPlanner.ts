@@ -28,6 +28,8 @@ import {
   CheckpointRecorded,
   ThreadCreated,
   HandoffRecorded,
+  makeContextHandoff,
+  makeContextTransfer,
   makeId,
   ProviderThreadRecorded,
   ProviderThreadServed,
@@ -170,8 +172,7 @@ const recordHandoff = (
         reasons: [...spec.reasons],
         consumedByRunId: options.runId
       }
-    : {
-        id: makeId.transfer(),
+    : makeContextTransfer({
         type: "provider_handoff",
         sourceThreadId: state.thread.id,
         targetThreadId: state.thread.id,
@@ -196,10 +197,9 @@ const recordHandoff = (
         reasons: [...spec.reasons],
         createdBy: "system",
         createdAt: options.now,
-        consumedAt: null,
         consumedByRunId: options.runId
-      }
-  const handoff: ContextHandoff = {
+      })
+  const handoff = makeContextHandoff({
     id: handoffId,
     transferId: transfer.id,
     threadId: state.thread.id,
@@ -214,11 +214,8 @@ const recordHandoff = (
     tokenEstimate: options.draft.tokenEstimate,
     budgetTokens: options.draft.budgetTokens,
     status: options.summaryBy === null ? "ready" : "pending",
-    supersededBy: null,
-    createdByProvider: null,
-    createdAt: options.now,
-    updatedAt: options.now
-  }
+    createdAt: options.now
+  })
   return { transfer, handoff }
 }
 
@@ -278,7 +275,7 @@ const recordExtras = (
   input.decision.extras.forEach((extra, i) => {
     const draft = input.built[i]!
     const handoffId = makeId.handoff()
-    const handoff: ContextHandoff = {
+    const handoff = makeContextHandoff({
       id: handoffId,
       transferId: extra.transfer.id,
       // It tells about another thread's runs: never part of this thread's coverage.
@@ -293,12 +290,8 @@ const recordExtras = (
       summaryText: draft.summaryText,
       tokenEstimate: draft.tokenEstimate,
       budgetTokens: draft.budgetTokens,
-      status: "ready",
-      supersededBy: null,
-      createdByProvider: null,
-      createdAt: input.now,
-      updatedAt: input.now
-    }
+      createdAt: input.now
+    })
     handoffs.push(handoff)
     events.push(
       new TransferRecorded({

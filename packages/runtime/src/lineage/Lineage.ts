@@ -13,7 +13,7 @@ import type {
   ThreadEvent,
   ThreadId
 } from "@skein/domain"
-import { makeId, ThreadCreated, TransferRecorded } from "@skein/domain"
+import { makeContextTransfer, makeId, ThreadCreated, TransferRecorded } from "@skein/domain"
 
 /** A stable source point: a completed run of the source (and its checkpoint, when it has one). */
 export interface SourceRun {
@@ -67,23 +67,15 @@ export const planChildThread = (input: {
     createdAt: now,
     updatedAt: now
   }
-  const transfer: ContextTransfer = {
-    id: makeId.transfer(),
+  const transfer = makeContextTransfer({
     type: input.kind === "fork" ? "fork" : "subagent_spawn",
     sourceThreadId: parent.id,
     targetThreadId: id,
     sourcePoint: input.source === null ? { threadId: parent.id } : sourcePointOf(input.source, input.fromCheckpoint),
-    basePoint: null,
     sourceProvider: input.source?.run.provider ?? null,
-    targetProvider: null,
-    status: "pending",
-    resolution: null,
-    reasons: [],
     createdBy: input.createdBy,
-    createdAt: now,
-    consumedAt: null,
-    consumedByRunId: null
-  }
+    createdAt: now
+  })
   return { thread, transfer, events: [new ThreadCreated({ thread }), new TransferRecorded({ transfer })] }
 }
 
@@ -96,23 +88,17 @@ export const mergeBackTransfer = (input: {
   readonly forkTransfer: ContextTransfer
   readonly latest: Run
   readonly now: string
-}): ContextTransfer => ({
-  id: makeId.transfer(),
-  type: "merge_back",
-  sourceThreadId: input.fork.id,
-  targetThreadId: input.forkTransfer.sourceThreadId,
-  sourcePoint: { threadId: input.fork.id, runId: input.latest.id, runOrdinal: input.latest.ordinal },
-  basePoint: input.forkTransfer.sourcePoint,
-  sourceProvider: input.latest.provider,
-  targetProvider: null,
-  status: "pending",
-  resolution: null,
-  reasons: [],
-  createdBy: "user",
-  createdAt: input.now,
-  consumedAt: null,
-  consumedByRunId: null
-})
+}): ContextTransfer =>
+  makeContextTransfer({
+    type: "merge_back",
+    sourceThreadId: input.fork.id,
+    targetThreadId: input.forkTransfer.sourceThreadId,
+    sourcePoint: { threadId: input.fork.id, runId: input.latest.id, runOrdinal: input.latest.ordinal },
+    basePoint: input.forkTransfer.sourcePoint,
+    sourceProvider: input.latest.provider,
+    createdBy: "user",
+    createdAt: input.now
+  })
 
 /** A subagent child's run ended: its result goes back to the parent's next run. */
 export const subagentResultTransfer = (input: {
@@ -121,20 +107,13 @@ export const subagentResultTransfer = (input: {
   readonly run: Run
   readonly createdBy: ContextTransfer["createdBy"]
   readonly now: string
-}): ContextTransfer => ({
-  id: makeId.transfer(),
-  type: "subagent_result",
-  sourceThreadId: input.child.id,
-  targetThreadId: input.parentId,
-  sourcePoint: { threadId: input.child.id, runId: input.run.id, runOrdinal: input.run.ordinal },
-  basePoint: null,
-  sourceProvider: input.run.provider as ProviderName,
-  targetProvider: null,
-  status: "pending",
-  resolution: null,
-  reasons: [],
-  createdBy: input.createdBy,
-  createdAt: input.now,
-  consumedAt: null,
-  consumedByRunId: null
-})
+}): ContextTransfer =>
+  makeContextTransfer({
+    type: "subagent_result",
+    sourceThreadId: input.child.id,
+    targetThreadId: input.parentId,
+    sourcePoint: { threadId: input.child.id, runId: input.run.id, runOrdinal: input.run.ordinal },
+    sourceProvider: input.run.provider as ProviderName,
+    createdBy: input.createdBy,
+    createdAt: input.now
+  })

@@ -16,7 +16,6 @@
  */
 import type {
   ContextHandoff,
-  ContextTransfer,
   ProviderCapabilities,
   ProviderName,
   ProviderThread,
@@ -24,7 +23,7 @@ import type {
   Run,
   ThreadEvent
 } from "@skein/domain"
-import { HandoffRecorded, makeId, ProviderThreadRecorded, RunUpdated, TransferRecorded } from "@skein/domain"
+import { HandoffRecorded, ProviderThreadRecorded, reopenedTransfer, RunUpdated, TransferRecorded } from "@skein/domain"
 import type { ThreadState } from "../store/ThreadState.js"
 import { allHandoffs, allProviderThreads, allTransfers, handoffHeadById, runAt } from "../store/ThreadState.js"
 
@@ -82,16 +81,7 @@ export const planRollback = (
     events.push(new TransferRecorded({ transfer: { ...transfer, status: "superseded" } }))
     if (transfer.type === "fork" || transfer.type === "subagent_spawn") {
       // What the thread inherited went with the runs that took it in: offer it again.
-      const reopened: ContextTransfer = {
-        ...transfer,
-        id: makeId.transfer(),
-        status: "pending",
-        resolution: null,
-        reasons: [],
-        consumedAt: null,
-        consumedByRunId: null
-      }
-      events.push(new TransferRecorded({ transfer: reopened }))
+      events.push(new TransferRecorded({ transfer: reopenedTransfer(transfer) }))
     }
   }
   const native: Array<NativeRollback> = []

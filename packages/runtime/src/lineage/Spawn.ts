@@ -13,7 +13,6 @@ import { ProviderNotFound, StorageError, ThreadNotFound } from "@skein/domain"
 import { Effect, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import { payloadHash, replay } from "../store/Receipts.js"
-import type { RunAccepted } from "../actors/ThreadProtocol.js"
 import type { EventStoreShape } from "../store/EventStore.js"
 import type { SourceRun } from "./Lineage.js"
 import { planChildThread, subagentResultTransfer } from "./Lineage.js"
@@ -21,11 +20,12 @@ import { planChildThread, subagentResultTransfer } from "./Lineage.js"
 export interface SpawnDeps {
   readonly store: EventStoreShape
   readonly providerExists: (provider: string) => Effect.Effect<void, ProviderNotFound>
+  /** Starts the child's run; what the actor accepted holds more, only its run is used here. */
   readonly startRun: (input: {
     readonly threadId: ThreadId
     readonly provider: ProviderName
     readonly message: string
-  }) => Effect.Effect<RunAccepted, SkeinError>
+  }) => Effect.Effect<{ readonly run: Run }, SkeinError>
   readonly recordResult: (
     parentId: ThreadId,
     transfer: ReturnType<typeof subagentResultTransfer>

@@ -21,7 +21,7 @@ import type {
   TurnItem
 } from "@skein/domain"
 import { handoffHead, providerThreadHead } from "@skein/domain"
-import { withServedRun } from "../context/Coverage.js"
+import { withServedRun } from "./ProviderThreadUpdates.js"
 import { runTimestamps, withActivity } from "./ThreadActivity.js"
 import { emptyThreadState, markRolledBack, unmarkRolledBack, type ThreadState } from "./ThreadState.js"
 

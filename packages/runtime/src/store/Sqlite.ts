@@ -11,12 +11,11 @@
  *   compiles, and goes through a prepared-statement cache, several times the price of
  *   the statement itself.
  *
- * Both take the same lock (ConnectionLock.ts): a direct transaction never runs inside a
- * `SqlClient` transaction or between its statements, and the other way round. So a
- * direct transaction must not be started from inside a `SqlClient` transaction (it
+ * Both take the same lock, a one-permit semaphore: a direct transaction never runs
+ * inside a `SqlClient` transaction or between its statements, and the other way round.
+ * So a direct transaction must not be started from inside a `SqlClient` transaction (it
  * would wait for the lock that transaction holds). A section that never yields (a
- * direct transaction, one statement) takes nothing when nobody holds or waits for the
- * lock.
+ * direct transaction, one statement) runs within the call when the lock is free.
  *
  * A file database also gets a WalCheckpointer: each direct transaction reports its
  * commit, and a worker thread keeps the WAL copied into the database.
@@ -41,7 +40,6 @@ import { Context, Effect, Layer, Option, Runtime, Stream } from "effect"
 import { closeSync, openSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import * as Blobs from "./Blobs.js"
-import * as ConnectionLock from "./ConnectionLock.js"
 import * as WalCheckpointer from "./WalCheckpointer.js"
 
 /** The few better-sqlite3 calls used here (the package ships no types). */
@@ -163,7 +161,11 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       try: () => db.pragma("journal_mode = WAL"),
       catch: (cause) => new SqlError({ cause, message: "Failed to enable WAL" })
     })
-    const lock = yield* ConnectionLock.make
+    /** The one lock on the connection; a holder across a wait is a `SqlClient` transaction. */
+    const lock = yield* Effect.makeSemaphore(1)
+    /** Runs `section`, which must not yield, holding the lock. */
+    const locked = <A, E>(section: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      lock.withPermits(1)(Effect.suspend(section))
     /**
      * Starts the WAL over while the connection is idle (see WalCheckpointer.ts): one write
      * that changes nothing (`user_version` set to itself, read and written under the
@@ -174,23 +176,27 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     const rewriteVersion = db.transaction(() => {
       db.pragma(`user_version = ${Number(db.pragma("user_version", { simple: true }))}`)
     }).immediate
+    const runtime = yield* Effect.runtime<never>()
     const startWalOver = (): boolean =>
       Option.getOrElse(
-        lock.ifFree(() => {
-          const timeout = Number(db.pragma("busy_timeout", { simple: true }))
-          db.pragma("busy_timeout = 0")
-          try {
-            rewriteVersion()
-            return true
-          } catch {
-            return false
-          } finally {
-            db.pragma(`busy_timeout = ${timeout}`)
-          }
-        }),
+        Runtime.runSync(runtime)(
+          lock.withPermitsIfAvailable(1)(
+            Effect.sync(() => {
+              const timeout = Number(db.pragma("busy_timeout", { simple: true }))
+              db.pragma("busy_timeout = 0")
+              try {
+                rewriteVersion()
+                return true
+              } catch {
+                return false
+              } finally {
+                db.pragma(`busy_timeout = ${timeout}`)
+              }
+            })
+          )
+        ),
         () => false
       )
-    const runtime = yield* Effect.runtime<never>()
     const watch = isMemory(filename)
       ? null
       : fileWatch(filename, db, (message) => Runtime.runSync(runtime)(Effect.logWarning(message)))
@@ -263,8 +269,17 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       executeStream: () => Stream.dieMessage("executeStream is not implemented for SQLite")
     }
 
-    const acquirer = lock.now(() => Effect.succeed(connection))
-    const transactionAcquirer = Effect.as(lock.holdInScope, connection)
+    const acquirer = locked(() => Effect.succeed(connection))
+    // Held until the transaction's scope closes; interruptible while it waits.
+    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+      Effect.as(
+        Effect.zipRight(
+          restore(lock.take(1)),
+          Effect.addFinalizer(() => lock.release(1))
+        ),
+        connection
+      )
+    )
     const client = yield* Client.make({
       acquirer,
       compiler: Statement.makeCompilerSqlite(),
@@ -292,7 +307,7 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       f: (db: DirectDb, abort: (error: E) => never) => A,
       committed?: (result: A) => void
     ) =>
-      lock.now((): Effect.Effect<A, E | SqlError> => {
+      locked((): Effect.Effect<A, E | SqlError> => {
         const lost = watch?.check() ?? null
         if (lost !== null) return Effect.fail(new SqlError({ message: lost }))
         let result: A
@@ -319,7 +334,7 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
           Option.isSome(Context.getOption(context, Client.TransactionConnection))
             ? runNow<A>(text, params)
             : // Run inside the section, not after it: a fiber may yield between two steps.
-              lock.now(() => runNow<A>(text, params))
+              locked(() => runNow<A>(text, params))
         ),
       withTransaction: client.withTransaction
     }

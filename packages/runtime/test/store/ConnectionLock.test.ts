@@ -1,82 +1,82 @@
 /**
- * The connection's lock: a section that never yields runs at once when nobody holds or
- * waits for the lock, and otherwise in its turn, in order; whoever gives up waiting
- * (interrupted) leaves the lock as it found it. Then the same over a real connection:
- * a direct transaction started while a `SqlClient` transaction is between statements
- * commits after it, and the store's followers hear of commits in their order.
+ * The connection's lock: a section that never yields runs within the call when nobody
+ * holds the lock, and otherwise in its turn, in order; whoever gives up waiting
+ * (interrupted) leaves the lock as it found it. Over a real connection: a direct
+ * transaction started while a `SqlClient` transaction is between statements commits
+ * after it, and the store's followers hear of commits in their order.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Deferred, Effect, Exit, Fiber, Option, Scope } from "effect"
-import * as ConnectionLock from "../../src/store/ConnectionLock.js"
+import { Deferred, Effect, Fiber } from "effect"
 import * as Sqlite from "../../src/store/Sqlite.js"
 
-describe("ConnectionLock", () => {
+/** A `SqlClient` transaction holding the connection until `release` is done. */
+const holdConnection = (release: Deferred.Deferred<void>, held: Deferred.Deferred<void>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.withTransaction(Effect.zipRight(Deferred.succeed(held, undefined), Deferred.await(release)))
+  })
+
+describe("the connection's lock", () => {
   it.effect("runs a section at once when the lock is free, and waits its turn when it is held", () =>
     Effect.gen(function* () {
-      const lock = yield* ConnectionLock.make
+      const direct = yield* Sqlite.SqliteDirect
       const order: Array<string> = []
-      // Free: the section runs within the call, before anything else is scheduled.
-      let ran = false
-      const free = lock.now(() => Effect.sync(() => void (ran = true)))
-      expect(Option.getOrNull(lock.ifFree(() => "free"))).toBe("free")
-      yield* free
-      expect(ran).toBe(true)
+      // Free: the transaction runs within the call (runSync would fail on any wait).
+      expect(Effect.runSync(direct.transaction(() => "free"))).toBe("free")
 
       // Held across a wait: sections queue behind the holder, in the order they asked.
       const release = yield* Deferred.make<void>()
-      const holder = yield* Effect.fork(
-        lock.withLock(
-          Effect.sync(() => order.push("holder")).pipe(
-            Effect.zipRight(Deferred.await(release)),
-            Effect.zipRight(Effect.sync(() => order.push("holder done")))
-          )
-        )
-      )
+      const held = yield* Deferred.make<void>()
+      const holder = yield* Effect.fork(holdConnection(release, held))
+      yield* Deferred.await(held)
+      const first = yield* Effect.fork(direct.transaction(() => order.push("first")))
+      const second = yield* Effect.fork(direct.transaction(() => order.push("second")))
       yield* Effect.yieldNow()
-      expect(order).toEqual(["holder"])
-      expect(Option.isNone(lock.ifFree(() => "free"))).toBe(true)
-      const first = yield* Effect.fork(lock.now(() => Effect.succeed(order.push("first"))))
-      const second = yield* Effect.fork(lock.now(() => Effect.succeed(order.push("second"))))
-      yield* Effect.yieldNow()
-      expect(order).toEqual(["holder"])
+      expect(order).toEqual([])
       yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
       yield* Fiber.join(first)
       yield* Fiber.join(second)
-      yield* Fiber.join(holder)
-      expect(order).toEqual(["holder", "holder done", "first", "second"])
+      expect(order).toEqual(["first", "second"])
       // Everyone let go: free again.
-      expect(Option.getOrNull(lock.ifFree(() => "free"))).toBe("free")
-    })
+      expect(Effect.runSync(direct.transaction(() => "free"))).toBe("free")
+    }).pipe(Effect.provide(Sqlite.layer(":memory:")))
   )
 
   it.effect("a waiter that is interrupted, and a scoped hold, leave the lock free", () =>
     Effect.gen(function* () {
-      const lock = yield* ConnectionLock.make
-      const scope = yield* Scope.make()
-      yield* Scope.extend(lock.holdInScope, scope)
-      expect(Option.isNone(lock.ifFree(() => 1))).toBe(true)
+      const direct = yield* Sqlite.SqliteDirect
+      const release = yield* Deferred.make<void>()
+      const held = yield* Deferred.make<void>()
+      const holder = yield* Effect.fork(holdConnection(release, held))
+      yield* Deferred.await(held)
       let ran = false
-      const waiter = yield* Effect.fork(lock.now(() => Effect.sync(() => void (ran = true))))
+      const waiter = yield* Effect.fork(direct.transaction(() => void (ran = true)))
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(waiter)
       expect(ran).toBe(false)
-      // The holder still holds it.
-      expect(Option.isNone(lock.ifFree(() => 1))).toBe(true)
-      const next = yield* Effect.fork(lock.now(() => Effect.succeed("next")))
-      yield* Scope.close(scope, Exit.void)
+      const next = yield* Effect.fork(direct.transaction(() => "next"))
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
       expect(yield* Fiber.join(next)).toBe("next")
-      expect(Option.getOrNull(lock.ifFree(() => "free"))).toBe("free")
+      expect(ran).toBe(false)
+      expect(Effect.runSync(direct.transaction(() => "free"))).toBe("free")
 
-      // A hold that is interrupted while it waits gives up its place.
-      const scope2 = yield* Scope.make()
-      yield* Scope.extend(lock.holdInScope, scope2)
-      const blocked = yield* Effect.fork(Effect.scoped(lock.holdInScope))
+      // A hold interrupted while it waits for the connection gives up its place.
+      const release2 = yield* Deferred.make<void>()
+      const held2 = yield* Deferred.make<void>()
+      const holder2 = yield* Effect.fork(holdConnection(release2, held2))
+      yield* Deferred.await(held2)
+      const sql = yield* SqlClient.SqlClient
+      // `reserve` is what a `SqlClient` transaction takes the connection with.
+      const blocked = yield* Effect.fork(Effect.scoped(sql.reserve))
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(blocked)
-      yield* Scope.close(scope2, Exit.void)
-      expect(Option.getOrNull(lock.ifFree(() => "free"))).toBe("free")
-    })
+      yield* Deferred.succeed(release2, undefined)
+      yield* Fiber.join(holder2)
+      expect(Effect.runSync(direct.transaction(() => "free"))).toBe("free")
+    }).pipe(Effect.provide(Sqlite.layer(":memory:")))
   )
 })
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, RcMap, Scope, TestClock } from "effect"
-import * as RcRegistry from "../../src/actors/RcRegistry.js"
+import * as RcRegistry from "../../src/resources/RcRegistry.js"
 
 /** A burst of gets for one key, with fibers that yield often (as a busy server's do). */
 const burst = <A, E>(get: Effect.Effect<A, E, Scope.Scope>, n: number) =>

@@ -17,11 +17,12 @@
  * when its last holder lets go. Closing the registry's scope closes every entry, all
  * at once.
  */
-import { Clock, Duration, Effect, Exit, Fiber, Scope } from "effect"
-import * as OneShot from "./OneShot.js"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Scope } from "effect"
 
 interface Entry<A, E> {
-  readonly value: OneShot.OneShot<A, E>
+  readonly value: Deferred.Deferred<A, E>
+  /** The lookup's outcome once it has one (what `peek` reads without waiting). */
+  exit: Exit.Exit<A, E> | undefined
   readonly scope: Scope.CloseableScope
   holders: number
   /** When it was last let go (ms since epoch). */
@@ -152,7 +153,8 @@ export const make = <K, A, E, R>(options: {
 
     const create = (key: K): Entry<A, E> => {
       const entry: Entry<A, E> = {
-        value: OneShot.make<A, E>(),
+        value: Deferred.unsafeMake<A, E>(FiberId.none),
+        exit: undefined,
         scope: Effect.runSync(Scope.make()),
         holders: 0,
         idleSince: 0,
@@ -184,7 +186,10 @@ export const make = <K, A, E, R>(options: {
           Effect.onExit((exit) => {
             // A failed lookup must not stay cached: the next get tries again.
             if (Exit.isFailure(exit)) remove(key, held)
-            return Effect.sync(() => OneShot.complete(held.value, exit))
+            return Effect.sync(() => {
+              held.exit = exit
+              Deferred.unsafeDone(held.value, exit)
+            })
           }),
           Effect.forkIn(held.scope),
           Effect.as(held)
@@ -198,7 +203,7 @@ export const make = <K, A, E, R>(options: {
           return Effect.flatMap(hold(key), (held) =>
             Effect.zipRight(
               Effect.addFinalizer(() => release(key, held)),
-              restore(OneShot.wait(held.value))
+              restore(Deferred.await(held.value))
             )
           )
         })
@@ -209,7 +214,7 @@ export const make = <K, A, E, R>(options: {
         Effect.suspend(() => {
           if (closed) return Effect.interrupt
           return Effect.flatMap(hold(key), (held) =>
-            Effect.ensuring(restore(Effect.flatMap(OneShot.wait(held.value), f)), release(key, held))
+            Effect.ensuring(restore(Effect.flatMap(Deferred.await(held.value), f)), release(key, held))
           )
         })
       )
@@ -225,7 +230,7 @@ export const make = <K, A, E, R>(options: {
     const peek = (key: K): A | undefined => {
       const entry = entries.get(key)
       if (entry === undefined) return undefined
-      const exit = entry.value.exit
+      const exit = entry.exit
       return exit !== undefined && Exit.isSuccess(exit) ? exit.value : undefined
     }
 

@@ -1,0 +1,57 @@
+/**
+ * Live followers of the log, by thread: plain callbacks told of each commit of their
+ * thread. A commit notifies only its own thread's followers, synchronously and in commit
+ * order (the log calls `notify` while it still holds the connection); a follower that
+ * throws is reported and does not stop the others.
+ */
+import type { StoredEvent, ThreadId } from "@skein/domain"
+import { Effect } from "effect"
+import type { Scope } from "effect"
+import { describeError } from "./Codec.js"
+
+export type Listener = (events: ReadonlyArray<StoredEvent>) => void
+
+export interface Followers {
+  /** Tells the thread's followers of a commit (nothing for an empty one). */
+  readonly notify: (threadId: ThreadId, stored: ReadonlyArray<StoredEvent>) => void
+  /** Follows the thread until the scope closes. */
+  readonly listen: (threadId: ThreadId, listener: Listener) => Effect.Effect<void, never, Scope.Scope>
+  /** Follows the thread while `effect` runs, without a scope. */
+  readonly watching: <A, E, R>(
+    threadId: ThreadId,
+    listener: Listener,
+    effect: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E, R>
+}
+
+export const make = (): Followers => {
+  const listeners = new Map<ThreadId, Set<Listener>>()
+  const notify = (threadId: ThreadId, stored: ReadonlyArray<StoredEvent>) => {
+    if (stored.length === 0) return
+    for (const listener of listeners.get(threadId) ?? []) {
+      try {
+        listener(stored)
+      } catch (error) {
+        console.error(`skein: an event follower of thread ${threadId} failed: ${describeError(error)}`)
+      }
+    }
+  }
+  const add = (threadId: ThreadId, listener: Listener) =>
+    Effect.sync(() => {
+      const set = listeners.get(threadId) ?? new Set()
+      listeners.set(threadId, set.add(listener))
+      return set
+    })
+  const remove = (threadId: ThreadId, listener: Listener) => (set: Set<Listener>) =>
+    Effect.sync(() => {
+      set.delete(listener)
+      if (set.size === 0 && listeners.get(threadId) === set) listeners.delete(threadId)
+    })
+  return {
+    notify,
+    listen: (threadId, listener) =>
+      Effect.asVoid(Effect.acquireRelease(add(threadId, listener), remove(threadId, listener))),
+    watching: (threadId, listener, effect) =>
+      Effect.acquireUseRelease(add(threadId, listener), () => effect, remove(threadId, listener))
+  }
+}
