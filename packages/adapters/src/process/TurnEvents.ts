@@ -16,8 +16,7 @@
  * decoded once per batch on the consumer's fiber rather than on the line that brought it.
  */
 import type { ProviderEvent, ProviderFailure, TurnEventSink } from "@skein/domain"
-import { Chunk, Effect, Mailbox, Stream } from "effect"
-import type { Exit } from "effect"
+import { Chunk, Deferred, Effect, Exit, Mailbox, Stream } from "effect"
 
 /** The event that ends a turn. */
 export const isTerminal = (event: ProviderEvent): boolean =>
@@ -46,6 +45,8 @@ export interface TurnQueue {
   readonly offerLater: (read: () => ReadonlyArray<ProviderEvent>) => void
   /** No more events: after the last one, or with the turn's failure. What is held goes first. */
   readonly end: (exit: Exit.Exit<void, ProviderFailure>) => void
+  /** Completes once `end` was called, whether or not its events were handed over. */
+  readonly ended: Effect.Effect<void>
   /**
    * Hands the events to `onEvents` until the terminal one (included) or the queue's
    * end; fails with the queue's failure or `onEvents`'s.
@@ -112,7 +113,7 @@ const handOverRest = <E>(
 
 /** A queue for one turn; `delayMs` 0 (or less) hands every event over at once. */
 export const make = (delayMs: number): Effect.Effect<TurnQueue> =>
-  Effect.map(Mailbox.make<Held, ProviderFailure>(), (mailbox) => {
+  Effect.zipWith(Mailbox.make<Held, ProviderFailure>(), Deferred.make<void>(), (mailbox, over) => {
     /** Plain items and reports waiting for what follows them (or the delay). */
     let held: Array<Held> = []
     let timer: ReturnType<typeof setTimeout> | undefined
@@ -145,7 +146,9 @@ export const make = (delayMs: number): Effect.Effect<TurnQueue> =>
         ended = true
         release()
         mailbox.unsafeDone(exit)
+        Deferred.unsafeDone(over, Exit.void)
       },
+      ended: Deferred.await(over),
       deliver: (onEvents) =>
         Effect.onInterrupt(deliverFrom(mailbox, onEvents), () =>
           Effect.zipRight(Effect.sync(release), handOverRest(mailbox, onEvents))
