@@ -6,7 +6,6 @@
  */
 import * as Crypto from "node:crypto"
 import type { ApprovalDecision, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
-import type { ProviderFailure } from "@skein/domain"
 import { Effect, Exit, Scope } from "effect"
 import { handoffPreamble } from "../agents/AgentCommon.js"
 import type { Failure } from "../agents/AgentOptions.js"
@@ -109,10 +108,9 @@ export const claudeTurns = (
   })
 
   return {
-    runTurn: <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-      pool
-        .withTurn(input.nativeRef, (cp, lease) => runOn(cp, lease, input, onEvents))
-        .pipe(Effect.withSpan("ClaudeSession.runTurn")),
+    runTurn: Effect.fn("ClaudeSession.runTurn")(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
+      yield* pool.withTurn(input.nativeRef, (cp, lease) => runOn(cp, lease, input, onEvents))
+    }),
     interrupt,
     respondApproval
   }

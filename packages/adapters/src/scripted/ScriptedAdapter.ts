@@ -183,58 +183,68 @@ const openSession = (
 
     const strong = (nativeRef: string): NativeThreadHandle => ({ nativeRef, strength: "strong" })
 
-    const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-      Effect.gen(function* () {
-        const queue = yield* TurnEvents.make(input.itemDelayMs ?? 0)
-        if (turns.has(input.nativeRef)) {
-          return yield* Effect.fail(failure("error", `a turn is already running on native thread ${input.nativeRef}`))
+    const runTurn = Effect.fn("ScriptedSession.runTurn")(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
+      const queue = yield* TurnEvents.make(input.itemDelayMs ?? 0)
+      if (turns.has(input.nativeRef)) {
+        return yield* Effect.fail(failure("error", `a turn is already running on native thread ${input.nativeRef}`))
+      }
+      turns.set(input.nativeRef, queue)
+      const unregister = () => {
+        if (turns.get(input.nativeRef) === queue) turns.delete(input.nativeRef)
+      }
+      // Sent from this fiber, so the turn reaches the process before anything else runs;
+      // its reply (after the turn's last event) ends the events, or fails them.
+      yield* request(
+        "turn/start",
+        { nativeRef: input.nativeRef, message: input.message, handoff: input.handoff, workspace: input.workspace },
+        (reply) => {
+          unregister()
+          queue.end(Exit.isSuccess(reply) ? Exit.void : reply)
         }
-        turns.set(input.nativeRef, queue)
-        const unregister = () => {
-          if (turns.get(input.nativeRef) === queue) turns.delete(input.nativeRef)
-        }
-        // Sent from this fiber, so the turn reaches the process before anything else runs;
-        // its reply (after the turn's last event) ends the events, or fails them.
-        yield* request(
-          "turn/start",
-          { nativeRef: input.nativeRef, message: input.message, handoff: input.handoff, workspace: input.workspace },
-          (reply) => {
+      ).pipe(
+        Effect.tapError((error) =>
+          Effect.sync(() => {
             unregister()
-            queue.end(Exit.isSuccess(reply) ? Exit.void : reply)
-          }
-        ).pipe(
-          Effect.tapError((error) =>
-            Effect.sync(() => {
-              unregister()
-              queue.end(Exit.fail(error))
-            })
-          )
+            queue.end(Exit.fail(error))
+          })
         )
-        // A consumer that stops reading before the turn ended interrupts the provider turn.
-        const abandon = Effect.suspend(() =>
-          turns.get(input.nativeRef) === queue
-            ? call("turn/interrupt", { nativeRef: input.nativeRef }).pipe(Effect.ignore, Effect.forkIn(scope))
-            : Effect.void
-        )
-        yield* queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
-      })
+      )
+      // A consumer that stops reading before the turn ended interrupts the provider turn.
+      const abandon = Effect.suspend(() =>
+        turns.get(input.nativeRef) === queue
+          ? call("turn/interrupt", { nativeRef: input.nativeRef }).pipe(Effect.ignore, Effect.forkIn(scope))
+          : Effect.void
+      )
+      yield* queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
+    })
 
     return {
       pid: proc.pid,
-      startThread: ({ model, workspace }) =>
-        Effect.map(call("thread/start", { workspace, model: model ?? options.model ?? null }), (r) =>
-          strong(r.nativeRef)
-        ),
-      resumeThread: (nativeRef) => Effect.asVoid(call("thread/resume", { nativeRef })),
-      forkThread: (nativeRef, atTurnRef) =>
-        Effect.map(call("thread/fork", { nativeRef, atTurnRef }), (r) => strong(r.nativeRef)),
-      rollbackThread: (nativeRef, beforeTurnRef) =>
-        Effect.asVoid(call("thread/rollback", { nativeRef, beforeTurnRef })),
+      startThread: Effect.fn("ScriptedSession.startThread")(function* ({ model, workspace }) {
+        const result = yield* call("thread/start", { workspace, model: model ?? options.model ?? null })
+        return strong(result.nativeRef)
+      }),
+      resumeThread: Effect.fn("ScriptedSession.resumeThread")(function* (nativeRef) {
+        yield* call("thread/resume", { nativeRef })
+      }),
+      forkThread: Effect.fn("ScriptedSession.forkThread")(function* (nativeRef, atTurnRef) {
+        const result = yield* call("thread/fork", { nativeRef, atTurnRef })
+        return strong(result.nativeRef)
+      }),
+      rollbackThread: Effect.fn("ScriptedSession.rollbackThread")(function* (nativeRef, beforeTurnRef) {
+        yield* call("thread/rollback", { nativeRef, beforeTurnRef })
+      }),
       runTurn,
-      interrupt: (nativeRef) => Effect.asVoid(call("turn/interrupt", { nativeRef })),
-      respondApproval: (nativeRef, approvalId, decision) =>
-        Effect.asVoid(call("approval/respond", { nativeRef, approvalId, decision })),
-      summarise: ({ budgetTokens, payload }) => Effect.map(call("summarise", { payload, budgetTokens }), (r) => r.text),
+      interrupt: Effect.fn("ScriptedSession.interrupt")(function* (nativeRef) {
+        yield* call("turn/interrupt", { nativeRef })
+      }),
+      respondApproval: Effect.fn("ScriptedSession.respondApproval")(function* (nativeRef, approvalId, decision) {
+        yield* call("approval/respond", { nativeRef, approvalId, decision })
+      }),
+      summarise: Effect.fn("ScriptedSession.summarise")(function* ({ budgetTokens, payload }) {
+        const result = yield* call("summarise", { payload, budgetTokens })
+        return result.text
+      }),
       exited: proc.exited
     } satisfies ProviderSessionHandle
   })
