@@ -5,16 +5,16 @@
  * the next use starts a new one, which resumes the session natively. A process that
  * ends by itself is forgotten at once, and a failed start is not kept.
  *
- * One caller at a time per session. RcMap's `get` looks a key up before it takes the
+ * One `get` at a time per session. RcMap's `get` looks a key up before it takes the
  * map's lock, so two fibers getting the same absent key at once could each start a
  * process, and Claude Code refuses the second as "already in use". Every `get` here
- * holds the session's slot (agents/TurnSlot.ts): a turn holds it for its whole run and
- * a second turn is refused; an open (start, fork, resume) holds it until its process is
- * ready, and whoever comes meanwhile waits for it. Start and fork also use fresh random
- * session ids, which nobody else knows yet.
+ * holds the session's slot (agents/TurnSlot.ts) until it has its process, and whoever
+ * comes meanwhile (a turn, a resume) waits for it, then gets the process started. Start
+ * and fork also use fresh random session ids, which nobody else knows yet. One turn at a
+ * time on a process is the process's own check (`cp.turn`), released at the turn's end.
  */
 import type { ProviderFailure } from "@skein/domain"
-import { Deferred, Duration, Effect, Exit, RcMap, Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, FiberId, RcMap, Scope } from "effect"
 import { makeTurnSlots } from "../agents/TurnSlot.js"
 import type { ClaudeProcess } from "./ClaudeEvents.js"
 import type { ClaudeProcessContext } from "./ClaudeProcess.js"
@@ -23,9 +23,8 @@ import { startProcess } from "./ClaudeProcess.js"
 /** How long an unused process is kept for its session's next turn (`processIdleMs`). */
 export const DEFAULT_PROCESS_IDLE_MS = 120_000
 
-/** Who holds a session's slot: a turn, or an open waiting for its process to be ready. */
-type Holder =
-  { readonly _tag: "Turn" } | { readonly _tag: "Open"; readonly ready: Deferred.Deferred<void, ProviderFailure> }
+/** A get of a session's process in progress: done when it is, however it ended. */
+type Opening = Deferred.Deferred<void>
 
 export interface ClaudePool {
   /** The ready process of a session, if it has one (nothing is started). */
@@ -33,9 +32,8 @@ export interface ClaudePool {
   /** Makes sure the session has a ready process, starting (or resuming) one if needed. */
   readonly open: (sessionId: string) => Effect.Effect<void, ProviderFailure>
   /**
-   * Runs `use` with the session's process while holding its turn slot; fails when a turn
-   * holds it already. The process stays in use until `use` closes `lease` (a turn may
-   * outlive the call that started it, until its end comes).
+   * Runs `use` with the session's process, started if needed. The process stays in use
+   * until `use` closes `lease` (a turn may outlive the call that started it).
    */
   readonly withTurn: <A, E>(
     sessionId: string,
@@ -53,7 +51,7 @@ export const makeClaudePool = (
     const { failure } = context
     const sessionScope = yield* Effect.scope
     const live = new Map<string, ClaudeProcess>()
-    const slots = makeTurnSlots<Holder>()
+    const slots = makeTurnSlots<Opening>()
 
     const forget = (cp: ClaudeProcess): Effect.Effect<void> =>
       Effect.suspend(() => {
@@ -108,47 +106,43 @@ export const makeClaudePool = (
         )
       })
 
-    const open = (sessionId: string): Effect.Effect<void, ProviderFailure> =>
-      Effect.gen(function* () {
-        const holder = slots.current(sessionId)
-        // A running turn holds the process already.
-        if (holder?._tag === "Turn") return
-        if (holder?._tag === "Open") return yield* Deferred.await(holder.ready)
-        const mine: Holder = { _tag: "Open", ready: yield* Deferred.make<void, ProviderFailure>() }
+    /**
+     * Runs `body` (a get of the session's process) holding the session's slot; a caller
+     * that finds it held waits until its holder is done, then tries again (finding the
+     * process started, or starting it if that start failed).
+     */
+    const exclusive = <A>(
+      sessionId: string,
+      body: Effect.Effect<A, ProviderFailure>
+    ): Effect.Effect<A, ProviderFailure> =>
+      Effect.suspend((): Effect.Effect<A, ProviderFailure> => {
+        const other = slots.current(sessionId)
+        if (other !== undefined) return Effect.zipRight(Deferred.await(other), exclusive<A>(sessionId, body))
+        const mine = Deferred.unsafeMake<void>(FiberId.none)
         slots.claim(sessionId, mine)
-        const opened = yield* Effect.exit(Effect.scoped(get(sessionId)))
-        slots.release(sessionId, mine)
-        yield* Deferred.done(mine.ready, Exit.asVoid(opened))
-        return yield* Exit.asVoid(opened)
+        return Effect.ensuring(
+          body,
+          Effect.sync(() => {
+            slots.release(sessionId, mine)
+            Deferred.unsafeDone(mine, Exit.void)
+          })
+        )
       })
 
-    /** Takes the session's slot for a turn, once an open in progress is done. */
-    const claimTurn = (sessionId: string, mine: Holder): Effect.Effect<void, ProviderFailure> =>
-      Effect.suspend(() => {
-        if (slots.claim(sessionId, mine)) return Effect.void
-        const holder = slots.current(sessionId)
-        if (holder?._tag === "Open")
-          return Effect.zipRight(Effect.exit(Deferred.await(holder.ready)), claimTurn(sessionId, mine))
-        return Effect.fail(failure("error", `a turn is already running on Claude session ${sessionId}`))
-      })
+    const open = (sessionId: string): Effect.Effect<void, ProviderFailure> =>
+      exclusive(sessionId, Effect.asVoid(Effect.scoped(get(sessionId))))
 
     const withTurn = <A, E>(
       sessionId: string,
       use: (cp: ClaudeProcess, lease: Scope.CloseableScope) => Effect.Effect<A, E>
-    ): Effect.Effect<A, E | ProviderFailure> => {
-      const mine: Holder = { _tag: "Turn" }
-      return Effect.zipRight(
-        claimTurn(sessionId, mine),
-        Effect.gen(function* () {
-          const lease = yield* Scope.make()
-          const cp = yield* get(sessionId).pipe(
-            Scope.extend(lease),
-            Effect.onError(() => Scope.close(lease, Exit.void))
-          )
-          return yield* use(cp, lease)
-        }).pipe(Effect.ensuring(Effect.sync(() => slots.release(sessionId, mine))))
-      )
-    }
+    ): Effect.Effect<A, E | ProviderFailure> =>
+      Effect.gen(function* () {
+        const lease = yield* Scope.make()
+        const cp = yield* exclusive(sessionId, Scope.extend(get(sessionId), lease)).pipe(
+          Effect.onError(() => Scope.close(lease, Exit.void))
+        )
+        return yield* use(cp, lease)
+      })
 
     return { live: (sessionId) => live.get(sessionId), open, withTurn, stop } satisfies ClaudePool
   })
