@@ -15,6 +15,7 @@
  */
 import type { ProviderFailure } from "@skein/domain"
 import { Deferred, Duration, Effect, Exit, FiberId, RcMap, Scope } from "effect"
+import type { TurnSlots } from "../agents/TurnSlot.js"
 import { makeTurnSlots } from "../agents/TurnSlot.js"
 import type { ClaudeProcess } from "./ClaudeEvents.js"
 import type { ClaudeProcessContext } from "./ClaudeProcess.js"
@@ -42,6 +43,30 @@ export interface ClaudePool {
   /** Stops a process now; the next use of its session starts a new one. */
   readonly stop: (cp: ClaudeProcess) => Effect.Effect<void>
 }
+
+/**
+ * Runs `body` (a get of a session's process) holding the session's slot; a caller that
+ * finds it held waits until its holder is done, then tries again (finding the process
+ * started, or starting it if that start failed).
+ */
+const exclusive = <A>(
+  slots: TurnSlots<Opening>,
+  sessionId: string,
+  body: Effect.Effect<A, ProviderFailure>
+): Effect.Effect<A, ProviderFailure> =>
+  Effect.suspend((): Effect.Effect<A, ProviderFailure> => {
+    const other = slots.current(sessionId)
+    if (other !== undefined) return Effect.zipRight(Deferred.await(other), exclusive<A>(slots, sessionId, body))
+    const mine = Deferred.unsafeMake<void>(FiberId.none)
+    slots.claim(sessionId, mine)
+    return Effect.ensuring(
+      body,
+      Effect.sync(() => {
+        slots.release(sessionId, mine)
+        Deferred.unsafeDone(mine, Exit.void)
+      })
+    )
+  })
 
 export const makeClaudePool = (
   context: Omit<ClaudeProcessContext, "onGone">,
@@ -106,31 +131,8 @@ export const makeClaudePool = (
         )
       })
 
-    /**
-     * Runs `body` (a get of the session's process) holding the session's slot; a caller
-     * that finds it held waits until its holder is done, then tries again (finding the
-     * process started, or starting it if that start failed).
-     */
-    const exclusive = <A>(
-      sessionId: string,
-      body: Effect.Effect<A, ProviderFailure>
-    ): Effect.Effect<A, ProviderFailure> =>
-      Effect.suspend((): Effect.Effect<A, ProviderFailure> => {
-        const other = slots.current(sessionId)
-        if (other !== undefined) return Effect.zipRight(Deferred.await(other), exclusive<A>(sessionId, body))
-        const mine = Deferred.unsafeMake<void>(FiberId.none)
-        slots.claim(sessionId, mine)
-        return Effect.ensuring(
-          body,
-          Effect.sync(() => {
-            slots.release(sessionId, mine)
-            Deferred.unsafeDone(mine, Exit.void)
-          })
-        )
-      })
-
     const open = (sessionId: string): Effect.Effect<void, ProviderFailure> =>
-      exclusive(sessionId, Effect.asVoid(Effect.scoped(get(sessionId))))
+      exclusive(slots, sessionId, Effect.asVoid(Effect.scoped(get(sessionId))))
 
     const withTurn = <A, E>(
       sessionId: string,
@@ -138,7 +140,7 @@ export const makeClaudePool = (
     ): Effect.Effect<A, E | ProviderFailure> =>
       Effect.gen(function* () {
         const lease = yield* Scope.make()
-        const cp = yield* exclusive(sessionId, Scope.extend(get(sessionId), lease)).pipe(
+        const cp = yield* exclusive(slots, sessionId, Scope.extend(get(sessionId), lease)).pipe(
           Effect.onError(() => Scope.close(lease, Exit.void))
         )
         return yield* use(cp, lease)
