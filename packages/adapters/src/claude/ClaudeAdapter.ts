@@ -1,8 +1,9 @@
 /**
  * The Claude Code driver. A `claude -p` process in streaming JSON mode serves exactly
  * one Claude session, so a Skein session (one provider instance and workspace) holds
- * a small pool of them: one per native thread in use, started on demand, released
- * after `processIdleMs` without a turn, all stopped when the Skein session closes.
+ * a small pool of them (ClaudePool): one per native thread in use, started on demand,
+ * closed after `processIdleMs` without a turn (the next turn resumes the session in a
+ * new one), all stopped when the Skein session closes.
  *
  * - Threads: a new session gets an id Skein chooses (`--session-id`); an existing one
  *   is resumed (`--resume`); a fork is a new id (`--fork-session`), at a turn with
@@ -69,7 +70,10 @@ export type ClaudePermissionMode = typeof ClaudePermissionMode.Type
 export interface ClaudeAdapterOptions extends AgentOptions {
   /** Claude Code's `--permission-mode`; default: its own. */
   readonly permissionMode?: ClaudePermissionMode | undefined
-  /** A process with no turn for this long is stopped (resumed on the next turn). Default 120 s. */
+  /**
+   * A process with no turn for this long is closed; the next turn on its thread starts a
+   * new one that resumes the session. Default 2 minutes (ClaudePool).
+   */
   readonly processIdleMs?: number | undefined
 }
 

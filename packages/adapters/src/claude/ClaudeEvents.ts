@@ -57,9 +57,10 @@ export interface ClaudeProcess {
   /** Permission requests waiting for a client (the thread is the session). */
   readonly approvals: WaitingApprovals<Waiting>
   turn: Turn | null
-  lastActive: number
   /** Whether a user message was written to this process. */
   sent: boolean
+  /** How many control requests were sent to it (their ids count up). */
+  controlSent: number
 }
 
 export const decodeLine = Schema.decodeUnknownEither(Line)
@@ -81,7 +82,6 @@ export const makeClaudeEvents = (context: ClaudeEventsContext) => {
     const turn = cp.turn
     if (turn === null) return
     cp.turn = null
-    cp.lastActive = Date.now()
     cp.approvals.clear()
     // The turn's first message is on disk now: the session starts like any other from here on.
     shared.launches.clear(cp.sessionId)

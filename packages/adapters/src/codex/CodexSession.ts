@@ -1,40 +1,32 @@
 /**
  * A Codex session (the port's ProviderSessionHandle): one `codex app-server` process,
- * spoken to through a JSON-RPC peer, its messages decoded by CodexEvents. See
- * CodexAdapter for what the driver does.
+ * spoken to through a JSON-RPC peer, its messages decoded by CodexEvents, the port's
+ * operations in CodexThreads and CodexTurns. See CodexAdapter for what the driver does.
  */
-import type {
-  ApprovalDecision,
-  NativeThreadHandle,
-  ProviderSessionHandle,
-  TurnInput,
-  TurnEventSink
-} from "@skein/domain"
+import type { ProviderSessionHandle } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
 import { Deferred, Effect, Either, Exit, Schema } from "effect"
 import type { Scope } from "effect"
-import { clip, handoffPreamble } from "../agents/AgentCommon.js"
+import * as Fs from "node:fs"
+import { clip } from "../agents/AgentCommon.js"
 import type { Failure } from "../agents/AgentOptions.js"
 import { failureOf } from "../agents/AgentOptions.js"
-import type { WaitingApprovals } from "../agents/Approvals.js"
 import { makeWaitingApprovals } from "../agents/Approvals.js"
 import * as JsonRpcPeer from "../agents/JsonRpcPeer.js"
-import type { TurnSlots } from "../agents/TurnSlot.js"
 import { makeTurnSlots } from "../agents/TurnSlot.js"
 import type { LocatedBinary } from "../binary/AgentBinary.js"
 import type { LineProcess } from "../process/LineProcess.js"
 import { LineProcess as Lines } from "../process/LineProcess.js"
-import * as TurnEvents from "../process/TurnEvents.js"
 import type { CodexAdapterOptions } from "./CodexAdapter.js"
 import type { ActiveTurn } from "./CodexEvents.js"
 import { makeCodexEvents } from "./CodexEvents.js"
-import type { ClientMethod, InitializeParams, ThreadSettings, UserTextInput } from "./CodexProtocol.js"
+import type { ClientMethod, InitializeParams, ThreadSettings } from "./CodexProtocol.js"
 import { Results, unreadNotifications } from "./CodexProtocol.js"
-import * as Fs from "node:fs"
+import type { Call } from "./CodexThreads.js"
+import { codexThreads } from "./CodexThreads.js"
+import { codexTurns } from "./CodexTurns.js"
 
 const INITIALIZE_TIMEOUT_MS = 30_000
-const TURNS_PAGE = 100
-const MAX_TURN_PAGES = 1000
 
 export const openSession = (
   options: CodexAdapterOptions,
@@ -130,102 +122,6 @@ export const openSession = (
     } satisfies ProviderSessionHandle
   })
 
-/** A request to Codex with its result decoded (CodexSession's `call`). */
-type Call = <M extends ClientMethod>(
-  method: M,
-  params: unknown,
-  onResult?: (result: unknown) => void
-) => Effect.Effect<(typeof Results)[M]["Type"], ProviderFailure>
-
-/** The thread operations of the port: start, resume, fork and roll back, as Codex requests. */
-const codexThreads = (call: Call, settings: ThreadSettings, defaultModel: string | null, failure: Failure) => {
-  const strong = (nativeRef: string): NativeThreadHandle => ({ nativeRef, strength: "strong" })
-
-  const withModel = (model: string | null) => {
-    const chosen = model ?? defaultModel
-    return chosen === null ? settings : { ...settings, model: chosen }
-  }
-
-  /** Every turn of a thread, oldest first, page by page. */
-  const listTurns = (threadId: string) =>
-    Effect.gen(function* () {
-      const all: Array<{ readonly id: string; readonly status: string }> = []
-      let cursor: string | null = null
-      for (let page = 0; page < MAX_TURN_PAGES; page++) {
-        const result: (typeof Results)["thread/turns/list"]["Type"] = yield* call("thread/turns/list", {
-          threadId,
-          sortDirection: "asc",
-          limit: TURNS_PAGE,
-          ...(cursor === null ? {} : { cursor })
-        })
-        all.push(...result.data)
-        cursor = result.nextCursor
-        if (cursor === null || result.data.length === 0) break
-      }
-      return all
-    })
-
-  const turnNotFound = (error: ProviderFailure, threadId: string, turnRef: string) =>
-    /turn not found/i.test(error.detail)
-      ? failure("error", `Codex thread ${threadId} has no turn ${turnRef}`, "turn_not_found")
-      : error
-
-  const resume = (threadId: string) =>
-    call("thread/resume", { threadId, excludeTurns: true, ...settings }).pipe(
-      Effect.asVoid,
-      Effect.mapError((error) =>
-        error.kind === "crash"
-          ? error
-          : failure(
-              "resume_failed",
-              `Codex cannot resume thread ${threadId}: ${error.detail}`,
-              /no rollout found|invalid session id/i.test(error.detail) ? "conversation_not_found" : undefined
-            )
-      )
-    )
-
-  return {
-    startThread: ({ model }) =>
-      Effect.map(call("thread/start", withModel(model)), (result) => strong(result.thread.id)),
-    resumeThread: resume,
-    forkThread: (threadId, atTurnRef) =>
-      call("thread/fork", {
-        threadId,
-        excludeTurns: true,
-        ...settings,
-        ...(atTurnRef === null ? {} : { lastTurnId: atTurnRef })
-      }).pipe(
-        Effect.map((result) => strong(result.thread.id)),
-        Effect.mapError((error) => (atTurnRef === null ? error : turnNotFound(error, threadId, atTurnRef)))
-      ),
-    rollbackThread: (threadId, beforeTurnRef) =>
-      Effect.gen(function* () {
-        const all = yield* listTurns(threadId)
-        const at = all.findIndex((turn) => turn.id === beforeTurnRef)
-        if (at < 0) {
-          return yield* failure(
-            "error",
-            `Codex thread ${threadId} has no turn ${beforeTurnRef} (it has ${all.length})`,
-            "turn_not_found"
-          )
-        }
-        if (all.slice(at).some((turn) => turn.status === "inProgress")) {
-          return yield* failure("error", `Codex thread ${threadId} has a turn in progress; interrupt it first`)
-        }
-        const revert = call("thread/revert", { threadId, beforeTurnId: beforeTurnRef })
-        yield* revert.pipe(
-          // thread/revert serves only a thread this process has loaded (turns/list reads the
-          // rollout without it): after a restart, load it the way a cold resume does, then revert.
-          Effect.catchIf(
-            (error) => error.kind !== "crash" && /thread not found/i.test(error.detail),
-            () => Effect.zipRight(resume(threadId), revert)
-          ),
-          Effect.mapError((error) => turnNotFound(error, threadId, beforeTurnRef))
-        )
-      })
-  } satisfies Pick<ProviderSessionHandle, "startThread" | "resumeThread" | "forkThread" | "rollbackThread">
-}
-
 /** The handshake's request: Skein as the client, the notifications it never reads turned off. */
 const initialize = (call: Call, proc: LineProcess, failure: Failure): Effect.Effect<void, ProviderFailure> => {
   const params: InitializeParams = {
@@ -254,88 +150,4 @@ const initialize = (call: Call, proc: LineProcess, failure: Failure): Effect.Eff
       )
     )
   )
-}
-
-/** The turn operations of the port: a turn (its events), an interrupt, an approval's answer. */
-const codexTurns = (session: {
-  readonly turns: TurnSlots<ActiveTurn>
-  readonly approvals: WaitingApprovals<JsonRpcPeer.RpcId>
-  readonly call: Call
-  readonly peer: JsonRpcPeer.JsonRpcPeer
-  readonly endTurn: (threadId: string, turn: ActiveTurn) => void
-  readonly failure: Failure
-  readonly scope: Scope.Scope
-}) => {
-  const { turns, approvals, call, peer, endTurn, failure, scope } = session
-  const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-    Effect.gen(function* () {
-      const threadId = input.nativeRef
-      const turn: ActiveTurn = {
-        queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),
-        turnId: yield* Deferred.make<string, ProviderFailure>(),
-        id: null,
-        usageReport: undefined
-      }
-      if (!turns.claim(threadId, turn)) {
-        return yield* Effect.fail(failure("error", `a turn is already running on Codex thread ${threadId}`))
-      }
-      const text = (value: string): UserTextInput => ({ type: "text", text: value, text_elements: [] })
-      const delivered = input.handoff === null ? [] : [text(handoffPreamble(input.handoff))]
-      const model = input.model ?? null
-      yield* call(
-        "turn/start",
-        { threadId, input: [...delivered, text(input.message)], ...(model === null ? {} : { model }) },
-        (result) => {
-          // In the reader, before any notification that follows the reply.
-          const id = (result as { turn?: { id?: unknown } }).turn?.id
-          if (typeof id !== "string") return
-          turn.id = id
-          Deferred.unsafeDone(turn.turnId, Exit.succeed(id))
-          turn.queue.offer({ _tag: "TurnStarted", turnRef: id, receivedAt: Date.now() })
-        }
-      ).pipe(
-        Effect.tapError((error) =>
-          Effect.sync(() => {
-            endTurn(threadId, turn)
-            Deferred.unsafeDone(turn.turnId, Exit.fail(error))
-            turn.queue.end(Exit.fail(error))
-          })
-        ),
-        Effect.ignore
-      )
-      // A consumer that stops reading before the turn ended interrupts the Codex turn.
-      const abandon = Effect.suspend(() =>
-        turns.current(threadId) === turn ? interrupt(threadId).pipe(Effect.ignore, Effect.forkIn(scope)) : Effect.void
-      )
-      yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
-    })
-
-  const interrupt = (threadId: string): Effect.Effect<void, ProviderFailure> =>
-    Effect.suspend(() => {
-      const turn = turns.current(threadId)
-      if (turn === undefined) return Effect.void
-      return Effect.flatMap(Deferred.await(turn.turnId), (turnId) =>
-        Effect.asVoid(call("turn/interrupt", { threadId, turnId }))
-      )
-    })
-
-  const respondApproval = (threadId: string, approvalId: string, decision: ApprovalDecision) =>
-    Effect.suspend(() => {
-      const rpcId = approvals.take(threadId, approvalId)
-      if (rpcId === undefined) {
-        return Effect.fail(
-          failure(
-            "error",
-            `Codex is not waiting for approval ${approvalId} on thread ${threadId} (its turn ended)`,
-            "approval_not_pending"
-          )
-        )
-      }
-      return peer.respond(rpcId, { result: { decision } })
-    })
-
-  return { runTurn, interrupt, respondApproval } satisfies Pick<
-    ProviderSessionHandle,
-    "runTurn" | "interrupt" | "respondApproval"
-  >
 }

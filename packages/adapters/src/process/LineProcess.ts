@@ -11,7 +11,7 @@
  */
 import * as NodeChildProcess from "node:child_process"
 import * as Os from "node:os"
-import { Deferred, Effect, Exit, Mailbox, Option, Runtime, Stream } from "effect"
+import { Deferred, Effect, Exit, FiberSet, Mailbox, Option, Stream } from "effect"
 import type { Scope } from "effect"
 import { ProviderFailure } from "@skein/domain"
 import type { BoundedLine } from "./BoundedLines.js"
@@ -62,12 +62,14 @@ export interface LineProcess {
    * when stdout has closed, after the last message. `handle` must not wait: what it has
    * to run as an Effect (an answer to the child, a log line) it passes to `later`,
    * which starts each in a fiber of its own, in the order given. A `handle` that throws
-   * is logged and the reader goes on with the next message. An adapter's reader works
-   * this way because a fiber woken for every line cost a Codex turn some 0.1 ms of
-   * CPU per line, taken from the agent working on the turn beside it.
+   * is logged and the reader goes on with the next message. Reading in the stream's
+   * callback keeps a line's decoding off the scheduler: no fiber is woken per line.
    */
   readonly readMessages: (handle: (message: unknown) => void) => Effect.Effect<void>
-  /** Runs `effect` in a fiber of its own, after what was passed before (see `readMessages`). */
+  /**
+   * Runs `effect` in a fiber of its own, after what was passed before (see
+   * `readMessages`); the fiber belongs to the process's scope and ends with it.
+   */
   readonly later: (effect: Effect.Effect<void>) => void
   /** The last few kilobytes the child wrote to stderr. */
   readonly stderrTail: Effect.Effect<string>
@@ -114,8 +116,10 @@ export const scopedEnv = (
 
 const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, ProviderFailure, Scope.Scope> =>
   Effect.gen(function* () {
-    const runtime = yield* Effect.runtime<never>()
-    const later = (effect: Effect.Effect<void>) => void Runtime.runFork(runtime)(effect)
+    // What the reader starts runs in fibers of the process's scope: closing it interrupts
+    // whatever is still running (an answer to a child that is gone, a log line).
+    const run = yield* FiberSet.makeRuntime<never, void, never>()
+    const later = (effect: Effect.Effect<void>) => void run(effect)
     const logWarning = (message: string) => later(Effect.logWarning(message))
     /** Who reads the messages; until one does, they wait in `backlog`. */
     let reader: ((message: unknown) => void) | undefined

@@ -4,7 +4,7 @@
  * notifications go to the running turn of their native thread.
  */
 import { createRequire } from "node:module"
-import { Deferred, Effect, Either, Exit, Option, Schema } from "effect"
+import { Effect, Exit, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import type {
   NativeThreadHandle,
@@ -17,8 +17,9 @@ import type {
 import { ProviderCapabilities, ProviderFailure } from "@skein/domain"
 import { LineProcess, scopedEnv } from "../process/LineProcess.js"
 import * as TurnEvents from "../process/TurnEvents.js"
-import type { Method, ParamsOf, ResultOf } from "./Protocol.js"
-import { Incoming, Methods } from "./Protocol.js"
+import { Incoming } from "./Protocol.js"
+import type { Failure, ScriptedRequests } from "./ScriptedRequests.js"
+import { makeScriptedRequests } from "./ScriptedRequests.js"
 
 export interface ScriptedAdapterOptions {
   readonly name: ProviderName
@@ -49,62 +50,49 @@ export const makeScriptedAdapter = (options: ScriptedAdapterOptions): ProviderAd
   openSession: () => openSession(options)
 })
 
-const openSession = (
-  options: ScriptedAdapterOptions
-): Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope> =>
-  Effect.gen(function* () {
-    const provider = options.name
-    const failure = (kind: ProviderFailure["kind"], detail: string) => new ProviderFailure({ provider, kind, detail })
+/** The scripted provider's process: its state directory, name and capabilities as arguments. */
+const spawnProvider = (options: ScriptedAdapterOptions, failure: Failure) =>
+  Effect.suspend(() => {
     const [command, ...leading] = options.command ?? [process.execPath, scriptedServerPath()]
-    if (command === undefined) return yield* Effect.fail(failure("spawn", "the configured command is empty"))
-
-    const proc = yield* LineProcess.spawn({
+    if (command === undefined) return Effect.fail(failure("spawn", "the configured command is empty"))
+    return LineProcess.spawn({
       command,
       args: [
         ...leading,
         "--state-dir",
         options.stateDir,
         "--name",
-        provider,
+        options.name,
         "--capabilities",
         JSON.stringify(Schema.encodeSync(ProviderCapabilities)(options.capabilities))
       ],
       env: scopedEnv(options.env ?? {}),
       graceMs: options.graceMs,
-      provider
+      provider: options.name
     })
+  })
+
+const openSession = (
+  options: ScriptedAdapterOptions
+): Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope> =>
+  Effect.gen(function* () {
+    const provider = options.name
+    const failure = (kind: ProviderFailure["kind"], detail: string) => new ProviderFailure({ provider, kind, detail })
+    const proc = yield* spawnProvider(options, failure)
     const scope = yield* Effect.scope
 
-    /** Requests waiting for their reply, by id: what to do with it. */
-    const pending = new Map<
-      number,
-      { readonly method: Method; readonly done: (reply: Exit.Exit<unknown, ProviderFailure>) => void }
-    >()
     const turns = new Map<string, TurnEvents.TurnQueue>()
-    let closed: ((method: Method) => ProviderFailure) | null = null
-    let nextId = 1
-
-    /** No more replies will come: fail every waiting request. */
-    const close = (reason: (method: Method) => ProviderFailure) =>
-      Effect.sync(() => {
-        closed ??= reason
-        for (const [id, entry] of pending) {
-          pending.delete(id)
-          entry.done(Exit.fail(reason(entry.method)))
-        }
-      })
-
-    yield* Effect.addFinalizer(() => close(() => failure("error", "the provider session was closed")))
+    const requests = makeScriptedRequests(proc, failure)
+    const { call } = requests
+    yield* Effect.addFinalizer(() => requests.close(() => failure("error", "the provider session was closed")))
 
     const handleIncoming = (raw: unknown): void => {
       const decoded = Schema.decodeUnknownOption(Incoming)(raw)
       if (Option.isNone(decoded)) return proc.later(Effect.logDebug(`${provider}: ignoring an unexpected message`, raw))
       const message = decoded.value
       if ("id" in message) {
-        const entry = pending.get(message.id)
-        if (entry === undefined) return
-        pending.delete(message.id)
-        entry.done(
+        requests.reply(
+          message.id,
           "error" in message
             ? Exit.fail(failure(message.error.kind, message.error.message))
             : Exit.succeed(message.result)
@@ -126,52 +114,10 @@ const openSession = (
       Effect.zipRight(proc.exited),
       Effect.zipRight(proc.describeExit),
       Effect.flatMap((how) =>
-        close((method) => failure("crash", `the scripted provider process ${how} (during ${method})`))
+        requests.close((method) => failure("crash", `the scripted provider process ${how} (during ${method})`))
       ),
       Effect.forkScoped
     )
-
-    /** A reply's result, decoded. */
-    const resultOf = <M extends Method>(method: M, raw: unknown): Exit.Exit<ResultOf<M>, ProviderFailure> =>
-      Either.match(
-        Schema.decodeUnknownEither(Methods[method].result as unknown as Schema.Schema<ResultOf<M>, unknown>)(raw),
-        {
-          onLeft: (error) => Exit.fail(failure("error", `unexpected reply to ${method}: ${error.message}`)),
-          onRight: Exit.succeed
-        }
-      )
-
-    /**
-     * Sends a request now, from the calling fiber: `done` gets its reply (or the reason
-     * none will come). Answers with the request's id.
-     */
-    const request = <M extends Method>(
-      method: M,
-      params: ParamsOf<M>,
-      done: (reply: Exit.Exit<ResultOf<M>, ProviderFailure>) => void
-    ): Effect.Effect<number, ProviderFailure> =>
-      Effect.suspend(() => {
-        if (closed !== null) return Effect.fail(closed(method))
-        const id = nextId++
-        const wire = Schema.encodeSync(Methods[method].params as unknown as Schema.Schema<ParamsOf<M>, unknown>)(params)
-        pending.set(id, {
-          method,
-          done: (reply) => done(Exit.isSuccess(reply) ? resultOf(method, reply.value) : Exit.failCause(reply.cause))
-        })
-        return proc.send({ id, method, params: wire }).pipe(
-          Effect.tapError(() => Effect.sync(() => pending.delete(id))),
-          Effect.as(id)
-        )
-      })
-
-    /** A request and its reply. */
-    const call = <M extends Method>(method: M, params: ParamsOf<M>): Effect.Effect<ResultOf<M>, ProviderFailure> =>
-      Effect.flatMap(Deferred.make<ResultOf<M>, ProviderFailure>(), (reply) =>
-        Effect.flatMap(
-          request(method, params, (exit) => Deferred.unsafeDone(reply, exit)),
-          (id) => Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
-        )
-      )
 
     yield* call("initialize", {}).pipe(
       Effect.timeoutFail({
@@ -183,58 +129,84 @@ const openSession = (
 
     const strong = (nativeRef: string): NativeThreadHandle => ({ nativeRef, strength: "strong" })
 
-    const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-      Effect.gen(function* () {
-        const queue = yield* TurnEvents.make(input.itemDelayMs ?? 0)
-        if (turns.has(input.nativeRef)) {
-          return yield* Effect.fail(failure("error", `a turn is already running on native thread ${input.nativeRef}`))
-        }
-        turns.set(input.nativeRef, queue)
-        const unregister = () => {
-          if (turns.get(input.nativeRef) === queue) turns.delete(input.nativeRef)
-        }
-        // Sent from this fiber, so the turn reaches the process before anything else runs;
-        // its reply (after the turn's last event) ends the events, or fails them.
-        yield* request(
-          "turn/start",
-          { nativeRef: input.nativeRef, message: input.message, handoff: input.handoff, workspace: input.workspace },
-          (reply) => {
-            unregister()
-            queue.end(Exit.isSuccess(reply) ? Exit.void : reply)
-          }
-        ).pipe(
-          Effect.tapError((error) =>
-            Effect.sync(() => {
-              unregister()
-              queue.end(Exit.fail(error))
-            })
-          )
-        )
-        // A consumer that stops reading before the turn ended interrupts the provider turn.
-        const abandon = Effect.suspend(() =>
-          turns.get(input.nativeRef) === queue
-            ? call("turn/interrupt", { nativeRef: input.nativeRef }).pipe(Effect.ignore, Effect.forkIn(scope))
-            : Effect.void
-        )
-        yield* queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
-      })
+    const runTurn = scriptedTurns({ turns, requests, failure, scope })
 
     return {
       pid: proc.pid,
-      startThread: ({ model, workspace }) =>
-        Effect.map(call("thread/start", { workspace, model: model ?? options.model ?? null }), (r) =>
-          strong(r.nativeRef)
-        ),
-      resumeThread: (nativeRef) => Effect.asVoid(call("thread/resume", { nativeRef })),
-      forkThread: (nativeRef, atTurnRef) =>
-        Effect.map(call("thread/fork", { nativeRef, atTurnRef }), (r) => strong(r.nativeRef)),
-      rollbackThread: (nativeRef, beforeTurnRef) =>
-        Effect.asVoid(call("thread/rollback", { nativeRef, beforeTurnRef })),
+      startThread: Effect.fn("ScriptedSession.startThread")(function* ({ model, workspace }) {
+        const result = yield* call("thread/start", { workspace, model: model ?? options.model ?? null })
+        return strong(result.nativeRef)
+      }),
+      resumeThread: Effect.fn("ScriptedSession.resumeThread")(function* (nativeRef) {
+        yield* call("thread/resume", { nativeRef })
+      }),
+      forkThread: Effect.fn("ScriptedSession.forkThread")(function* (nativeRef, atTurnRef) {
+        const result = yield* call("thread/fork", { nativeRef, atTurnRef })
+        return strong(result.nativeRef)
+      }),
+      rollbackThread: Effect.fn("ScriptedSession.rollbackThread")(function* (nativeRef, beforeTurnRef) {
+        yield* call("thread/rollback", { nativeRef, beforeTurnRef })
+      }),
       runTurn,
-      interrupt: (nativeRef) => Effect.asVoid(call("turn/interrupt", { nativeRef })),
-      respondApproval: (nativeRef, approvalId, decision) =>
-        Effect.asVoid(call("approval/respond", { nativeRef, approvalId, decision })),
-      summarise: ({ budgetTokens, payload }) => Effect.map(call("summarise", { payload, budgetTokens }), (r) => r.text),
+      interrupt: Effect.fn("ScriptedSession.interrupt")(function* (nativeRef) {
+        yield* call("turn/interrupt", { nativeRef })
+      }),
+      respondApproval: Effect.fn("ScriptedSession.respondApproval")(function* (nativeRef, approvalId, decision) {
+        yield* call("approval/respond", { nativeRef, approvalId, decision })
+      }),
+      summarise: Effect.fn("ScriptedSession.summarise")(function* ({ budgetTokens, payload }) {
+        const result = yield* call("summarise", { payload, budgetTokens })
+        return result.text
+      }),
       exited: proc.exited
     } satisfies ProviderSessionHandle
+  })
+
+/** What a turn of the scripted provider works with. */
+interface ScriptedTurnsContext {
+  /** The running turn of each native thread: its events' queue. */
+  readonly turns: Map<string, TurnEvents.TurnQueue>
+  readonly requests: ScriptedRequests
+  readonly failure: Failure
+  /** Where a turn abandoned by its caller is interrupted. */
+  readonly scope: Scope.Scope
+}
+
+/** The port's `runTurn`: `turn/start`, whose reply comes after the turn's last event. */
+const scriptedTurns = ({ turns, requests, failure, scope }: ScriptedTurnsContext) =>
+  Effect.fn("ScriptedSession.runTurn")(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
+    const queue = yield* TurnEvents.make(input.itemDelayMs ?? 0)
+    if (turns.has(input.nativeRef)) {
+      return yield* Effect.fail(failure("error", `a turn is already running on native thread ${input.nativeRef}`))
+    }
+    turns.set(input.nativeRef, queue)
+    const unregister = () => {
+      if (turns.get(input.nativeRef) === queue) turns.delete(input.nativeRef)
+    }
+    // Sent from this fiber, so the turn reaches the process before anything else runs;
+    // its reply (after the turn's last event) ends the events, or fails them.
+    yield* requests
+      .request(
+        "turn/start",
+        { nativeRef: input.nativeRef, message: input.message, handoff: input.handoff, workspace: input.workspace },
+        (reply) => {
+          unregister()
+          queue.end(Exit.isSuccess(reply) ? Exit.void : reply)
+        }
+      )
+      .pipe(
+        Effect.tapError((error) =>
+          Effect.sync(() => {
+            unregister()
+            queue.end(Exit.fail(error))
+          })
+        )
+      )
+    // A consumer that stops reading before the turn ended interrupts the provider turn.
+    const abandon = Effect.suspend(() =>
+      turns.get(input.nativeRef) === queue
+        ? requests.call("turn/interrupt", { nativeRef: input.nativeRef }).pipe(Effect.ignore, Effect.forkIn(scope))
+        : Effect.void
+    )
+    yield* queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
   })

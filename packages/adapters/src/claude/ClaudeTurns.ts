@@ -1,0 +1,117 @@
+/**
+ * The turn operations of a Claude driver session: a turn (one user message, its events
+ * until the `result` line), an interrupt (a control request), an approval's answer. A
+ * turn keeps its session's process in use until it has ended, even when its caller
+ * stopped reading first (the turn is then interrupted).
+ */
+import * as Crypto from "node:crypto"
+import type { ApprovalDecision, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
+import { Effect, Exit, Scope } from "effect"
+import { handoffPreamble } from "../agents/AgentCommon.js"
+import type { Failure } from "../agents/AgentOptions.js"
+import * as TurnEvents from "../process/TurnEvents.js"
+import type { ClaudeProcess, Shared, Turn } from "./ClaudeEvents.js"
+import { answerOf } from "./ClaudeEvents.js"
+import type { ClaudePool } from "./ClaudePool.js"
+import { control } from "./ClaudeProcess.js"
+import { controlSuccess, userLine } from "./ClaudeProtocol.js"
+
+const CONTROL_TIMEOUT_MS = 15_000
+
+export interface ClaudeTurnsContext {
+  readonly shared: Shared
+  readonly failure: Failure
+  readonly pool: ClaudePool
+  /** Where a turn abandoned by its caller is interrupted and waited for. */
+  readonly sessionScope: Scope.Scope
+}
+
+export const claudeTurns = (
+  context: ClaudeTurnsContext
+): Pick<ProviderSessionHandle, "runTurn" | "interrupt" | "respondApproval"> => {
+  const { shared, failure, pool, sessionScope } = context
+
+  const interrupt = Effect.fn("ClaudeSession.interrupt")(function* (sessionId: string) {
+    const cp = pool.live(sessionId)
+    if (cp === undefined || cp.turn === null) return
+    cp.turn.interrupting = true
+    yield* control(failure, cp, "interrupt", CONTROL_TIMEOUT_MS)
+  })
+
+  /** A new turn on `cp`, its start reported; null when a turn runs there already. */
+  const begin = (cp: ClaudeProcess, input: TurnInput): Effect.Effect<Turn | null> =>
+    Effect.map(TurnEvents.make(input.itemDelayMs ?? 0), (queue) => {
+      if (cp.turn !== null) return null
+      const uuid = Crypto.randomUUID()
+      const turn: Turn = { uuid, queue, toolUses: new Map(), childrenDone: new Set(), last: null, interrupting: false }
+      cp.turn = turn
+      cp.sent = true
+      const tip = shared.tips.get(cp.sessionId)
+      if (tip !== undefined) shared.turnStarts.set(uuid, tip)
+      queue.offer({ _tag: "TurnStarted", turnRef: uuid, receivedAt: Date.now() })
+      return turn
+    })
+
+  /**
+   * Once the caller is done with a turn: a turn still running on Claude is interrupted,
+   * and the process stays in use (`lease`) until that turn's end.
+   */
+  const settle = (cp: ClaudeProcess, turn: Turn, lease: Scope.CloseableScope): Effect.Effect<void> =>
+    Effect.suspend(() =>
+      cp.turn === turn
+        ? interrupt(cp.sessionId).pipe(
+            Effect.ignore,
+            Effect.zipRight(turn.queue.ended),
+            Effect.ensuring(Scope.close(lease, Exit.void)),
+            Effect.forkIn(sessionScope),
+            Effect.asVoid
+          )
+        : Scope.close(lease, Exit.void)
+    )
+
+  const runOn = <E>(cp: ClaudeProcess, lease: Scope.CloseableScope, input: TurnInput, onEvents: TurnEventSink<E>) =>
+    Effect.gen(function* () {
+      const turn = yield* begin(cp, input)
+      if (turn === null) {
+        yield* Scope.close(lease, Exit.void)
+        return yield* failure("error", `a turn is already running on Claude session ${cp.sessionId}`)
+      }
+      const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
+      yield* cp.proc.send(userLine(turn.uuid, texts)).pipe(
+        Effect.tapError((error) =>
+          Effect.sync(() => {
+            if (cp.turn === turn) cp.turn = null
+            turn.queue.end(Exit.fail(error))
+          })
+        ),
+        Effect.ignore
+      )
+      yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(settle(cp, turn, lease)))
+    })
+
+  const respondApproval = Effect.fn("ClaudeSession.respondApproval")(function* (
+    sessionId: string,
+    approvalId: string,
+    decision: ApprovalDecision
+  ) {
+    const cp = pool.live(sessionId)
+    const waiting = cp?.approvals.take(sessionId, approvalId)
+    if (cp === undefined || waiting === undefined) {
+      return yield* failure(
+        "error",
+        `Claude Code is not waiting for approval ${approvalId} in session ${sessionId} (its turn ended)`,
+        "approval_not_pending"
+      )
+    }
+    if (decision === "cancel" && cp.turn !== null) cp.turn.interrupting = true
+    yield* cp.proc.send(controlSuccess(waiting.requestId, answerOf(decision, waiting.input)))
+  })
+
+  return {
+    runTurn: Effect.fn("ClaudeSession.runTurn")(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
+      yield* pool.withTurn(input.nativeRef, (cp, lease) => runOn(cp, lease, input, onEvents))
+    }),
+    interrupt,
+    respondApproval
+  }
+}

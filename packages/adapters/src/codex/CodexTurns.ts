@@ -1,0 +1,101 @@
+/**
+ * The turn operations of a Codex driver session: a turn (`turn/start`, its events until
+ * `turn/completed`), an interrupt (`turn/interrupt`, once the turn's id is known), an
+ * approval's answer. One turn at a time per Codex thread (its turn slot).
+ */
+import type { ApprovalDecision, ProviderFailure, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
+import { Deferred, Effect, Exit } from "effect"
+import type { Scope } from "effect"
+import { handoffPreamble } from "../agents/AgentCommon.js"
+import type { Failure } from "../agents/AgentOptions.js"
+import type { WaitingApprovals } from "../agents/Approvals.js"
+import type * as JsonRpcPeer from "../agents/JsonRpcPeer.js"
+import type { TurnSlots } from "../agents/TurnSlot.js"
+import * as TurnEvents from "../process/TurnEvents.js"
+import type { ActiveTurn } from "./CodexEvents.js"
+import type { UserTextInput } from "./CodexProtocol.js"
+import type { Call } from "./CodexThreads.js"
+
+/** The turn operations of the port: a turn (its events), an interrupt, an approval's answer. */
+export const codexTurns = (session: {
+  readonly turns: TurnSlots<ActiveTurn>
+  readonly approvals: WaitingApprovals<JsonRpcPeer.RpcId>
+  readonly call: Call
+  readonly peer: JsonRpcPeer.JsonRpcPeer
+  readonly endTurn: (threadId: string, turn: ActiveTurn) => void
+  readonly failure: Failure
+  readonly scope: Scope.Scope
+}) => {
+  const { turns, approvals, call, peer, endTurn, failure, scope } = session
+  const runTurn = Effect.fn("CodexSession.runTurn")(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
+    const threadId = input.nativeRef
+    const turn: ActiveTurn = {
+      queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),
+      turnId: yield* Deferred.make<string, ProviderFailure>(),
+      id: null,
+      usageReport: undefined
+    }
+    if (!turns.claim(threadId, turn)) {
+      return yield* Effect.fail(failure("error", `a turn is already running on Codex thread ${threadId}`))
+    }
+    const text = (value: string): UserTextInput => ({ type: "text", text: value, text_elements: [] })
+    const delivered = input.handoff === null ? [] : [text(handoffPreamble(input.handoff))]
+    const model = input.model ?? null
+    yield* call(
+      "turn/start",
+      { threadId, input: [...delivered, text(input.message)], ...(model === null ? {} : { model }) },
+      (result) => {
+        // In the reader, before any notification that follows the reply.
+        const id = (result as { turn?: { id?: unknown } }).turn?.id
+        if (typeof id !== "string") return
+        turn.id = id
+        Deferred.unsafeDone(turn.turnId, Exit.succeed(id))
+        turn.queue.offer({ _tag: "TurnStarted", turnRef: id, receivedAt: Date.now() })
+      }
+    ).pipe(
+      Effect.tapError((error) =>
+        Effect.sync(() => {
+          endTurn(threadId, turn)
+          Deferred.unsafeDone(turn.turnId, Exit.fail(error))
+          turn.queue.end(Exit.fail(error))
+        })
+      ),
+      Effect.ignore
+    )
+    // A consumer that stops reading before the turn ended interrupts the Codex turn.
+    const abandon = Effect.suspend(() =>
+      turns.current(threadId) === turn ? interrupt(threadId).pipe(Effect.ignore, Effect.forkIn(scope)) : Effect.void
+    )
+    yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
+  })
+
+  const interrupt: (threadId: string) => Effect.Effect<void, ProviderFailure> = Effect.fn("CodexSession.interrupt")(
+    function* (threadId: string) {
+      const turn = turns.current(threadId)
+      if (turn === undefined) return
+      const turnId = yield* Deferred.await(turn.turnId)
+      yield* call("turn/interrupt", { threadId, turnId })
+    }
+  )
+
+  const respondApproval = Effect.fn("CodexSession.respondApproval")(function* (
+    threadId: string,
+    approvalId: string,
+    decision: ApprovalDecision
+  ) {
+    const rpcId = approvals.take(threadId, approvalId)
+    if (rpcId === undefined) {
+      return yield* failure(
+        "error",
+        `Codex is not waiting for approval ${approvalId} on thread ${threadId} (its turn ended)`,
+        "approval_not_pending"
+      )
+    }
+    yield* peer.respond(rpcId, { result: { decision } })
+  })
+
+  return { runTurn, interrupt, respondApproval } satisfies Pick<
+    ProviderSessionHandle,
+    "runTurn" | "interrupt" | "respondApproval"
+  >
+}

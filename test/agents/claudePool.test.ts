@@ -1,0 +1,116 @@
+/**
+ * Claude Code's process pool at the driver (the pinned binary, offline against the mock
+ * Messages API): an idle `claude` process is closed once `processIdleMs` has passed
+ * without a turn on its thread, and the next turn opens a new process that resumes the
+ * session natively.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import type { ProviderEvent, TurnInput } from "@skein/domain"
+import { makeId, ProviderName } from "@skein/domain"
+import { claudeCapabilities, makeClaudeAdapter, TurnEvents } from "@skein/adapters"
+import { Effect, Exit, Scope } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { removeDir, tempDir } from "../support/runtime.js"
+import type { MockServer } from "./mocks/MockServer.js"
+import * as Messages from "./mocks/MessagesMock.js"
+import {
+  claudeEnv,
+  claudePlaceholder,
+  descendants,
+  exeOf,
+  processCensus,
+  requireBinaries,
+  waitUntil
+} from "./support.js"
+
+const IDLE_MS = 1500
+
+let dir: string
+let messages: MockServer
+const census = processCensus()
+
+beforeAll(async () => {
+  requireBinaries()
+  dir = Fs.realpathSync(tempDir("skein-claude-pool-"))
+  messages = await Messages.startMessagesMock({ logFile: Path.join(dir, "claude-mock-requests.jsonl") })
+})
+
+afterAll(async () => {
+  await messages?.close()
+  const ended = await waitUntil(() => census.leftovers().length === 0, 10_000)
+  expect(ended ? [] : census.leftovers()).toEqual([])
+  if (dir) removeDir(dir)
+})
+
+/** The live `claude` processes under this one (streaming JSON mode, not their helpers). */
+const claudes = (): Array<number> =>
+  descendants().filter((pid) => {
+    try {
+      return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("stream-json") && exeOf(pid) !== null
+    } catch {
+      return false
+    }
+  })
+
+const kinds = (events: ReadonlyArray<ProviderEvent>) =>
+  events.map((e) => (e._tag === "Item" ? `${e._tag}:${e.item.type}` : e._tag))
+
+describe("Claude Code's process pool", () => {
+  it("closes an idle process after processIdleMs; the next turn resumes the session in a new one", async () => {
+    const adapter = makeClaudeAdapter({
+      name: ProviderName.make("claude-pool"),
+      capabilities: claudeCapabilities,
+      command: [claudePlaceholder],
+      env: claudeEnv(dir, messages.url),
+      stateDir: Path.join(dir, "state"),
+      processIdleMs: IDLE_MS
+    })
+    const scope = await Effect.runPromise(Scope.make())
+    try {
+      await Effect.runPromise(
+        Effect.gen(function* () {
+          const session = yield* adapter.openSession({ workspace: dir }).pipe(Scope.extend(scope))
+          const native = yield* session.startThread({ workspace: dir, model: null })
+          const turn = (message: string): TurnInput => ({
+            nativeRef: native.nativeRef,
+            runId: makeId.run(),
+            message,
+            handoff: null,
+            model: null,
+            workspace: dir
+          })
+          const first = yield* TurnEvents.collect((onEvents) =>
+            session.runTurn(turn("the river is the NILE"), onEvents)
+          )
+          expect(kinds(first)).toEqual(["TurnStarted", "Item:assistant_message", "TurnCompleted"])
+          census.sample()
+          const [pid] = claudes()
+          expect(claudes()).toEqual([pid])
+          const idleSince = Date.now()
+
+          // Still there well within the time to live, gone once it has passed.
+          yield* Effect.sleep(IDLE_MS / 3)
+          expect(exeOf(pid!)).not.toBeNull()
+          expect(yield* Effect.promise(() => waitUntil(() => exeOf(pid!) === null, 10_000))).toBe(true)
+          expect(Date.now() - idleSince).toBeGreaterThanOrEqual(IDLE_MS - 50)
+          expect(claudes()).toEqual([])
+
+          const from = messages.requests.length
+          const second = yield* TurnEvents.collect((onEvents) => session.runTurn(turn("which river?"), onEvents))
+          expect(kinds(second)).toEqual(["TurnStarted", "Item:assistant_message", "TurnCompleted"])
+          census.sample()
+          const [again] = claudes()
+          expect(again).toBeDefined()
+          expect(again).not.toBe(pid)
+          // Resumed natively: the model's request carries the first turn.
+          const request = messages.requests.slice(from).find((r) => Messages.latestPrompt(r) === "which river?")!
+          expect(Messages.allInputText(request)).toContain("the river is the NILE")
+        })
+      )
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+    expect(await waitUntil(() => claudes().length === 0, 10_000)).toBe(true)
+  })
+})
