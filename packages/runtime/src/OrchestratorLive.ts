@@ -31,8 +31,7 @@ import {
   isTerminalRunStatus,
   makeId
 } from "@skein/domain"
-import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
-import * as OneShot from "./actors/OneShot.js"
+import { Deferred, Duration, Effect, Exit, FiberId, Layer, Option, Schema, Stream } from "effect"
 import { ProviderSessions } from "./actors/ProviderSessions.js"
 import { payloadHash, replay } from "./store/Receipts.js"
 import { ThreadActors } from "./actors/ThreadActors.js"
@@ -126,7 +125,7 @@ export const makeOrchestrator = Effect.gen(function* () {
       let latest: Run | null = null
       let end = false
       const items: Array<TurnItem> = []
-      const ended = OneShot.make<Run>()
+      const ended = Deferred.unsafeMake<Run>(FiberId.none)
       const take = (events: ReadonlyArray<ThreadEvent>) => {
         for (const event of events) {
           switch (event._tag) {
@@ -143,7 +142,8 @@ export const makeOrchestrator = Effect.gen(function* () {
               break
           }
         }
-        if (end && latest !== null) OneShot.succeed(ended, latest)
+        // Called from the store's listener, outside any fiber.
+        if (end && latest !== null) Deferred.unsafeDone(ended, Exit.succeed(latest))
       }
       const onEvents = (events: ReadonlyArray<StoredEvent>) => {
         const batch = events.map((stored) => stored.event)
@@ -162,7 +162,7 @@ export const makeOrchestrator = Effect.gen(function* () {
             if (!isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
             return yield* getRun(input.threadId, accepted.run.id)
           }
-          return toRunView(yield* OneShot.wait(ended), items)
+          return toRunView(yield* Deferred.await(ended), items)
         })
       )
     })
