@@ -521,22 +521,16 @@ export const makeOrchestrator = Effect.gen(function* () {
     shutdown,
     recoverRestores: restores.recover
   } satisfies OrchestratorShape & { readonly recoverRestores: Effect.Effect<void, StorageError> }
-  // Each method runs in a span named for it.
+  // The commands that change lineage or configuration run in a span named for them; the
+  // run path and the reads do not (docs/decisions/0006-spans-off-the-run-path.md).
   return {
     ...service,
     createThread: traced("Orchestrator.createThread", service.createThread),
-    getThread: traced("Orchestrator.getThread", service.getThread),
     listThreads: traced("Orchestrator.listThreads", service.listThreads),
-    events: (threadId, fromSequence) => Stream.withSpan(service.events(threadId, fromSequence), "Orchestrator.events"),
-    follow: traced("Orchestrator.follow", service.follow),
-    startRun: traced("Orchestrator.startRun", service.startRun),
-    interruptRun: traced("Orchestrator.interruptRun", service.interruptRun),
     forkThread: traced("Orchestrator.forkThread", service.forkThread),
     mergeBack: traced("Orchestrator.mergeBack", service.mergeBack),
     rollback: traced("Orchestrator.rollback", service.rollback),
     spawnSubagent: traced("Orchestrator.spawnSubagent", service.spawnSubagent),
-    getHandoff: traced("Orchestrator.getHandoff", service.getHandoff),
-    respondApproval: traced("Orchestrator.respondApproval", service.respondApproval),
     listProviders: Effect.withSpan(service.listProviders, "Orchestrator.listProviders"),
     shutdown: Effect.withSpan(service.shutdown, "Orchestrator.shutdown"),
     recoverRestores: Effect.withSpan(service.recoverRestores, "Orchestrator.recoverRestores")

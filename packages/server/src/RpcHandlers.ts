@@ -17,21 +17,19 @@ export const SkeinRpcHandlers = SkeinRpcs.toLayer(
     const orchestrator = yield* Orchestrator
     return SkeinRpcs.of({
       "thread.create": Effect.fn("Server.thread.create")((payload) => orchestrator.createThread(payload)),
-      "thread.get": Effect.fn("Server.thread.get")(({ threadId, ...options }) =>
-        orchestrator.getThread(threadId, defined(options))
-      ),
+      "thread.get": ({ threadId, ...options }) => orchestrator.getThread(threadId, defined(options)),
       "thread.list": Effect.fn("Server.thread.list")((payload) => orchestrator.listThreads(defined(payload))),
       // Skein's own transports serve thread.events in the guarded protocol (a callback
       // per follower); this stream serves it for any other protocol a host runs these on.
       "thread.events": ({ fromSequence, threadId }) => orchestrator.events(threadId, fromSequence),
-      "run.start": Effect.fn("Server.run.start")((payload) => orchestrator.startRun(payload)),
-      "run.interrupt": Effect.fn("Server.run.interrupt")((payload) => orchestrator.interruptRun(payload)),
+      "run.start": (payload) => orchestrator.startRun(payload),
+      "run.interrupt": (payload) => orchestrator.interruptRun(payload),
       "thread.fork": Effect.fn("Server.thread.fork")((payload) => orchestrator.forkThread(payload)),
       "thread.mergeBack": Effect.fn("Server.thread.mergeBack")((payload) => orchestrator.mergeBack(payload)),
       "thread.rollback": Effect.fn("Server.thread.rollback")((payload) => orchestrator.rollback(payload)),
       "subagent.spawn": Effect.fn("Server.subagent.spawn")((payload) => orchestrator.spawnSubagent(payload)),
-      "handoff.get": Effect.fn("Server.handoff.get")(({ handoffId }) => orchestrator.getHandoff(handoffId)),
-      "approval.respond": Effect.fn("Server.approval.respond")((payload) => orchestrator.respondApproval(payload)),
+      "handoff.get": ({ handoffId }) => orchestrator.getHandoff(handoffId),
+      "approval.respond": (payload) => orchestrator.respondApproval(payload),
       "provider.list": Effect.fn("Server.provider.list")(() => orchestrator.listProviders)
     })
   })

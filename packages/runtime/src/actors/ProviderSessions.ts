@@ -71,7 +71,7 @@ const make = (options: { readonly idleTimeToLive: Duration.DurationInput; readon
     const byName = new Map(adapters.map((a) => [a.name as string, a]))
     const live = new Map<string, SessionLease>()
 
-    const adapter = Effect.fn("ProviderSessions.adapter")(function* (name: string) {
+    const adapter = Effect.fnUntraced(function* (name: string) {
       const found = byName.get(name)
       if (found === undefined) return yield* new ProviderNotFound({ provider: name, available: [...byName.keys()] })
       return found
@@ -124,11 +124,7 @@ const make = (options: { readonly idleTimeToLive: Duration.DurationInput; readon
 
     sessions = yield* RcRegistry.make({ lookup: open, idleTimeToLive: options.idleTimeToLive })
 
-    // A span by hand, not `Effect.fn`: the method is generic in what `f` returns.
-    const use: ProviderSessionsShape["use"] = (provider, workspace, f) =>
-      Effect.withSpan(sessions.use(keyOf(provider, workspace), f), "ProviderSessions.use", {
-        attributes: { provider, workspace }
-      })
+    const use: ProviderSessionsShape["use"] = (provider, workspace, f) => sessions.use(keyOf(provider, workspace), f)
 
     return {
       adapters,

@@ -233,7 +233,7 @@ export const make = (direct: SqliteDirectShape, followers: Followers) =>
   Effect.map(Effect.clock, (clock): EventLogShape => {
     const sql = direct.sql
 
-    const append = Effect.fn("EventStore.append")(function* (input: AppendInput) {
+    const append = Effect.fnUntraced(function* (input: AppendInput) {
       const prepared = prepare(input, new Date(clock.unsafeCurrentTimeMillis()).toISOString())
       if (Either.isLeft(prepared)) return yield* prepared.left
       // The transaction and the followers' notice run without yielding: nothing can
@@ -252,7 +252,7 @@ export const make = (direct: SqliteDirectShape, followers: Followers) =>
         )
     })
 
-    const receipt = Effect.fn("EventStore.receipt")(function* (commandId: CommandId) {
+    const receipt = Effect.fnUntraced(function* (commandId: CommandId) {
       const rows = yield* sql
         .unsafe<{ readonly method: string; readonly payload_hash: string; readonly result: string }>(
           "SELECT method, payload_hash, result FROM receipts WHERE command_id = ?",
@@ -271,11 +271,7 @@ export const make = (direct: SqliteDirectShape, followers: Followers) =>
       })
     })
 
-    const readEvents = Effect.fn("EventStore.readEvents")(function* (
-      threadId: ThreadId,
-      afterThreadSequence: number,
-      limit: number
-    ) {
+    const readEvents = Effect.fnUntraced(function* (threadId: ThreadId, afterThreadSequence: number, limit: number) {
       const rows = yield* sql
         .unsafe<EventRow>(
           "SELECT sequence, thread_sequence, command_id, created_at, payload FROM events WHERE thread_id = ? AND thread_sequence > ? ORDER BY thread_sequence LIMIT ?",
@@ -297,7 +293,7 @@ export const make = (direct: SqliteDirectShape, followers: Followers) =>
       )
     })
 
-    const awaitRunEnd = Effect.fn("EventStore.awaitRunEnd")(function* (threadId: ThreadId, runId: RunId) {
+    const awaitRunEnd = Effect.fnUntraced(function* (threadId: ThreadId, runId: RunId) {
       const ended = yield* Deferred.make<Run>()
       return yield* followers.watching(
         threadId,
@@ -314,7 +310,7 @@ export const make = (direct: SqliteDirectShape, followers: Followers) =>
       )
     })
 
-    const follow = Effect.fn("EventStore.follow")(function* (
+    const follow = Effect.fnUntraced(function* (
       threadId: ThreadId,
       afterThreadSequence: number,
       onEvents: (events: ReadonlyArray<StoredEvent>) => void

@@ -78,40 +78,19 @@ export interface LookupsShape {
   ) => Effect.Effect<Option.Option<Checkpoint>, StorageError>
 }
 
-/** `f` as a service method with a named span. */
-const traced = <Args extends Array<any>, A>(
-  name: string,
-  f: (...args: Args) => Effect.Effect<A, StorageError>
-): ((...args: Args) => Effect.Effect<A, StorageError>) =>
-  Effect.fn(name)(function* (...args: Args) {
-    return yield* f(...args)
-  })
-
 export const make = (sql: Sql): LookupsShape => ({
-  thread: traced("EventStore.lookup.thread", (threadId) => threadRow(sql, threadId)),
-  run: traced("EventStore.lookup.run", (threadId, runId) => runRow(sql, threadId, runId)),
-  runByOrdinal: traced("EventStore.lookup.runByOrdinal", (threadId, ordinal) =>
-    runByOrdinalRow(sql, threadId, ordinal)
-  ),
-  latestStableRun: traced("EventStore.lookup.latestStableRun", (threadId) => latestStableRunRow(sql, threadId)),
-  checkpoint: traced("EventStore.lookup.checkpoint", (threadId, id) => checkpointRow(sql, threadId, id)),
-  checkpointOfRun: traced("EventStore.lookup.checkpointOfRun", (threadId, runId) =>
-    checkpointOfRunRow(sql, threadId, runId)
-  ),
-  providerThread: traced("EventStore.lookup.providerThread", (threadId, id) => providerThreadRow(sql, threadId, id)),
-  servedTurn: traced("EventStore.lookup.servedTurn", (threadId, id, ordinal) =>
-    servedTurnRow(sql, threadId, id, ordinal)
-  ),
-  turnItem: traced("EventStore.lookup.turnItem", (threadId, id, runId) => turnItemRow(sql, threadId, id, runId)),
-  approvalRequests: traced("EventStore.lookup.approvalRequests", (threadId, approvalId) =>
-    approvalRequestRows(sql, threadId, approvalId)
-  ),
-  subagentsWithoutResult: traced("EventStore.lookup.subagentsWithoutResult", (parentId) =>
-    subagentsWithoutResultRows(sql, parentId)
-  ),
-  owedRestores: Effect.withSpan(owedRestoreRows(sql), "EventStore.lookup.owedRestores"),
-  previousGitCommit: traced("EventStore.lookup.previousGitCommit", (threadId) => previousGitCommitRow(sql, threadId)),
-  gitCheckpointOfRun: traced("EventStore.lookup.gitCheckpointOfRun", (threadId, ordinal) =>
-    gitCheckpointOfOrdinalRow(sql, threadId, ordinal)
-  )
+  thread: (threadId) => threadRow(sql, threadId),
+  run: (threadId, runId) => runRow(sql, threadId, runId),
+  runByOrdinal: (threadId, ordinal) => runByOrdinalRow(sql, threadId, ordinal),
+  latestStableRun: (threadId) => latestStableRunRow(sql, threadId),
+  checkpoint: (threadId, id) => checkpointRow(sql, threadId, id),
+  checkpointOfRun: (threadId, runId) => checkpointOfRunRow(sql, threadId, runId),
+  providerThread: (threadId, id) => providerThreadRow(sql, threadId, id),
+  servedTurn: (threadId, id, ordinal) => servedTurnRow(sql, threadId, id, ordinal),
+  turnItem: (threadId, id, runId) => turnItemRow(sql, threadId, id, runId),
+  approvalRequests: (threadId, approvalId) => approvalRequestRows(sql, threadId, approvalId),
+  subagentsWithoutResult: (parentId) => subagentsWithoutResultRows(sql, parentId),
+  owedRestores: owedRestoreRows(sql),
+  previousGitCommit: (threadId) => previousGitCommitRow(sql, threadId),
+  gitCheckpointOfRun: (threadId, ordinal) => gitCheckpointOfOrdinalRow(sql, threadId, ordinal)
 })

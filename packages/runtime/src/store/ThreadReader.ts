@@ -69,25 +69,25 @@ export const make = (sql: Sql): ThreadReaderShape => {
         return Effect.flatMap(fillNeed(sql, state, error.need), attempt)
       }
     }
-    return Effect.withSpan(Effect.suspend(attempt), "EventStore.demand")
+    return Effect.suspend(attempt)
   }
   return {
-    loadThread: Effect.fn("EventStore.loadThread")(function* (threadId: ThreadId) {
+    loadThread: Effect.fnUntraced(function* (threadId: ThreadId) {
       return yield* loadCompactThreadState(sql, threadId)
     }),
-    loadCompleteThread: Effect.fn("EventStore.loadCompleteThread")(function* (threadId: ThreadId) {
+    loadCompleteThread: Effect.fnUntraced(function* (threadId: ThreadId) {
       return yield* loadCompleteThreadState(sql, threadId)
     }),
     demand,
-    threadView: Effect.fn("EventStore.threadView")(function* (threadId: ThreadId, options?: ThreadViewOptions) {
+    threadView: Effect.fnUntraced(function* (threadId: ThreadId, options?: ThreadViewOptions) {
       return yield* threadViewOf(sql, threadId, options)
     }),
-    listThreads: Effect.fn("EventStore.listThreads")(function* (filter: ThreadFilter) {
+    listThreads: Effect.fnUntraced(function* (filter: ThreadFilter) {
       const threads = yield* listThreadRows(sql, filter)
       // A side chat is shown with its parent, not among the top-level threads.
       return filter.parentThreadId === undefined ? threads.filter((t) => !t.lineage.sideChat) : threads
     }),
-    getHandoff: Effect.fn("EventStore.getHandoff")(function* (id: ContextHandoffId) {
+    getHandoff: Effect.fnUntraced(function* (id: ContextHandoffId) {
       return yield* handoffRow(sql, id)
     })
   }
