@@ -18,7 +18,9 @@ import { ProviderCapabilities, ProviderFailure } from "@skein/domain"
 import { LineProcess, scopedEnv } from "../process/LineProcess.js"
 import * as TurnEvents from "../process/TurnEvents.js"
 import { Incoming } from "./Protocol.js"
-import type { Failure, ScriptedRequests } from "./ScriptedRequests.js"
+import type { Failure } from "../agents/AgentOptions.js"
+import { failureOf } from "../agents/AgentOptions.js"
+import type { ScriptedRequests } from "./ScriptedRequests.js"
 import { makeScriptedRequests } from "./ScriptedRequests.js"
 
 export interface ScriptedAdapterOptions {
@@ -77,7 +79,7 @@ const openSession = (
 ): Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope> =>
   Effect.gen(function* () {
     const provider = options.name
-    const failure = (kind: ProviderFailure["kind"], detail: string) => new ProviderFailure({ provider, kind, detail })
+    const failure = failureOf(provider)
     const proc = yield* spawnProvider(options, failure)
     const scope = yield* Effect.scope
 

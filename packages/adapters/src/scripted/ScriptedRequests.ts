@@ -5,12 +5,11 @@
  * and every later one fails with the reason.
  */
 import type { ProviderFailure } from "@skein/domain"
+import type { Failure } from "../agents/AgentOptions.js"
 import { Deferred, Effect, Either, Exit, Schema } from "effect"
 import type { LineProcess } from "../process/LineProcess.js"
 import type { Method, ParamsOf, ResultOf } from "./Protocol.js"
 import { Methods } from "./Protocol.js"
-
-export type Failure = (kind: ProviderFailure["kind"], detail: string) => ProviderFailure
 
 export interface ScriptedRequests {
   /**
