@@ -32,6 +32,7 @@
 import type { ProviderName, RunFailure, SkeinError, TurnInput } from "@skein/domain"
 import type { ProviderFailure, Run } from "@skein/domain"
 import { Deferred, Effect, Exit, Fiber, Option, Ref } from "effect"
+import { forkNowScoped } from "../resources/ForkNow.js"
 import type { CheckpointGate } from "./CheckpointGate.js"
 import * as ItemBatch from "./ItemBatch.js"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
@@ -193,7 +194,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> =>
     const beginCapture = yield* captureOnce(input)
     const record = (exit: TurnExit) => recordEnd(input, cell, checkpointDue, beginCapture, exit)
 
-    const turnFiber = yield* Effect.forkScoped(turn(input, cell))
+    const turnFiber = yield* forkNowScoped(turn(input, cell))
     const first = yield* Deferred.await(cell.ended)
     // A stop ended the run: the turn is cut short first, and what its adapter gives up
     // on the way is held for the run's end.
@@ -206,4 +207,4 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> =>
     // The turn's call unwinds, then the pending checkpoint is taken.
     yield* turnFiber.await
     if (pending && input.checkpoint !== null) yield* RunCheckpoint.take(input.checkpoint, ask, run.id)
-  }).pipe(Effect.scoped, Effect.withSpan("RunDriver.driveRun"))
+  }).pipe(Effect.scoped)

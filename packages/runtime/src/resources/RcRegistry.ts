@@ -196,6 +196,10 @@ export const make = <K, A, E, R>(options: {
         )
       })
 
+    /** The entry's value: its lookup's outcome when it has one (no wait), else when it comes. */
+    const valueOf = (entry: Entry<A, E>): Effect.Effect<A, E> =>
+      Effect.suspend(() => entry.exit ?? Deferred.await(entry.value))
+
     const get = (key: K): Effect.Effect<A, E, Scope.Scope> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend(() => {
@@ -203,7 +207,7 @@ export const make = <K, A, E, R>(options: {
           return Effect.flatMap(hold(key), (held) =>
             Effect.zipRight(
               Effect.addFinalizer(() => release(key, held)),
-              restore(Deferred.await(held.value))
+              restore(valueOf(held))
             )
           )
         })
@@ -214,7 +218,7 @@ export const make = <K, A, E, R>(options: {
         Effect.suspend(() => {
           if (closed) return Effect.interrupt
           return Effect.flatMap(hold(key), (held) =>
-            Effect.ensuring(restore(Effect.flatMap(Deferred.await(held.value), f)), release(key, held))
+            Effect.ensuring(restore(Effect.flatMap(valueOf(held), f)), release(key, held))
           )
         })
       )

@@ -7,6 +7,7 @@
 import type { AppThread, ProviderName, Run, SkeinError } from "@skein/domain"
 import { Effect, ExecutionStrategy, Exit, Ref, Scope } from "effect"
 import type { SpawnInput } from "../../lineage/Spawn.js"
+import { forkNowIn } from "../../resources/ForkNow.js"
 import { activeRun } from "../../store/ThreadState.js"
 import { driveRun } from "../RunDriver.js"
 import type { ThreadAsk } from "../ThreadProtocol.js"
@@ -28,7 +29,8 @@ export interface LaunchContext {
 }
 
 /**
- * Starts the run's driver on a fiber of the actor's scope. The actor is retained
+ * Starts the run's driver on a fiber of the actor's scope, on this stack until the
+ * driver first waits (mostly, once its turn is written to the provider). The actor is retained
  * before this returns (so that it cannot passivate between the reply and the
  * driver's start), and released when the driver ends.
  */
@@ -66,7 +68,8 @@ export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartP
       ),
       Effect.ensuring(Scope.close(held, Exit.void)),
       Effect.interruptible,
-      Effect.forkIn(launcher.scope)
+      // Started on this stack: the turn is on its way to the provider before the reply.
+      (driver) => forkNowIn(driver, launcher.scope)
     )
   })
 
