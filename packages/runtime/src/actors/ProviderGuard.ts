@@ -8,15 +8,16 @@
  * - no answer within the call's deadline → kind `timeout`;
  * - the process exits while the call is pending → kind `crash`.
  * A turn has two deadlines: until its first event, and between events (not while it
- * waits for an approval: a person may take their time). A turn runs in a fiber of its
- * own, raced against its deadlines and the process's exit.
+ * waits for an approval: a person may take their time). A turn's call runs in a fiber
+ * of its own, watched by one fiber for its deadlines and the process's exit.
  *
  * Deadlines come from the runtime's configuration (`RuntimeOptions.deadlines`).
  */
 import type { ProviderEvent, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
-import { Cause, Deferred, Duration, Effect, FiberId, Option, Queue, Ref } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option, Ref } from "effect"
 import { defaultDeadlines, type ProviderDeadlines } from "../RuntimeConfig.js"
+import { forkNowScoped } from "../resources/ForkNow.js"
 
 export { defaultDeadlines, type ProviderDeadlines }
 
@@ -79,35 +80,44 @@ interface ProcessExit {
   readonly signal: string | null
 }
 
+/** When the turn last sent events (or was sent), whether any came yet, and whether the last chunk waits for an approval. */
+interface Heard {
+  readonly at: number
+  readonly first: boolean
+  readonly waiting: boolean
+}
+
 /**
- * A turn's deadlines: fails once the turn has sent nothing for `firstEventMs` after it
- * was sent, or for `idleMs` between two chunks of events, except while its last chunk
- * waits for an approval. `heard` says, for each chunk, whether it waits for one.
+ * A turn's deadlines, watched by one fiber: fails once the turn has sent nothing for
+ * `firstEventMs` after it was sent, or for `idleMs` after its last chunk, except while
+ * that chunk waits for an approval. A chunk only writes `heard`; the watcher sleeps
+ * until the deadline `heard` gives and looks again (the deadline only moves later,
+ * except with the first chunk, so before it the watcher looks at least every `idleMs`).
  */
 const silence = (
   provider: string,
   deadlines: ProviderDeadlines,
-  heard: Queue.Dequeue<boolean>
+  heard: Ref.Ref<Heard>
 ): Effect.Effect<never, ProviderFailure> => {
-  const silent = (first: boolean) =>
+  const silent = (beforeFirst: boolean) =>
     new ProviderFailure({
       provider,
       kind: "timeout",
-      detail: first
+      detail: beforeFirst
         ? `runTurn sent no event within ${deadlines.firstEventMs} ms`
         : `runTurn went silent for ${deadlines.idleMs} ms mid-turn`
     })
-  const next = (first: boolean, waiting: boolean): Effect.Effect<never, ProviderFailure> =>
-    Effect.flatMap(
-      waiting
-        ? Queue.take(heard)
-        : Effect.timeoutFail(Queue.take(heard), {
-            duration: Duration.millis(first ? deadlines.firstEventMs : deadlines.idleMs),
-            onTimeout: () => silent(first)
-          }),
-      (asks) => next(false, asks)
-    )
-  return next(true, false)
+  const sleep = (ms: number) => Effect.sleep(Duration.millis(ms))
+  const watch: Effect.Effect<never, ProviderFailure> = Effect.flatMap(
+    Effect.zip(Ref.get(heard), Clock.currentTimeMillis),
+    ([last, now]) => {
+      if (last.waiting) return Effect.zipRight(sleep(deadlines.idleMs), watch)
+      const left = last.at + (last.first ? deadlines.firstEventMs : deadlines.idleMs) - now
+      if (left <= 0) return Effect.fail(silent(last.first))
+      return Effect.zipRight(sleep(last.first ? Math.min(left, deadlines.idleMs) : left), watch)
+    }
+  )
+  return watch
 }
 
 /**
@@ -131,50 +141,73 @@ export const guardSession = (
    * the process for itself. A handle whose `exited` dies never reports a crash.
    */
   const processExit = Deferred.unsafeMake<ProcessExit>(FiberId.none)
+  /** Turns in flight, each told when the process exits (and failed as a crash). */
+  const turnsInFlight = new Set<(how: ProcessExit) => Effect.Effect<void>>()
   const watching = Ref.unsafeMake(false)
   const watch = Effect.suspend(() => handle.exited).pipe(
-    Effect.flatMap((how) => Deferred.succeed(processExit, how)),
+    Effect.flatMap((how) =>
+      Effect.zipRight(
+        Deferred.succeed(processExit, how),
+        Effect.forEach([...turnsInFlight], (tell) => tell(how), { discard: true })
+      )
+    ),
     Effect.ignore
   )
-  const exited = Effect.zipRight(
-    Effect.whenEffect(
-      Effect.forkDaemon(watch),
-      Effect.map(Ref.getAndSet(watching, true), (was) => !was)
-    ),
-    Deferred.await(processExit)
+  const watchOnce = Effect.whenEffect(
+    Effect.forkDaemon(watch),
+    Effect.map(Ref.getAndSet(watching, true), (was) => !was)
   )
+  const exited = Effect.zipRight(watchOnce, Deferred.await(processExit))
   const crashed = (method: string) => Effect.flatMap(exited, (how) => Effect.fail(crashFailure(method, how)))
   const call = <A, E extends ProviderFailure>(method: string, ms: number, f: () => Effect.Effect<A, E>) =>
     Effect.raceFirst(guardCall(provider, method, ms, f), crashed(method))
 
   /**
-   * A turn under its deadlines and the process's watch: whichever comes first (its
-   * end, a deadline, the process's exit, the caller's interruption) decides, and the
-   * rest are interrupted.
+   * A turn under its deadlines and the process's watch. The adapter's call starts at
+   * once on a fiber of its own (the turn reaches the provider before anything queued
+   * runs); one watcher fiber beside it interrupts it when a deadline passes, and the
+   * session's exit watcher when the process exits; that verdict is the turn's failure.
+   * Interrupting the caller interrupts the call and the watcher.
    */
   const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
     Effect.gen(function* () {
-      const heard = yield* Queue.sliding<boolean>(1)
+      const heard = yield* Effect.flatMap(Clock.currentTimeMillis, (at) =>
+        Ref.make<Heard>({ at, first: true, waiting: false })
+      )
       /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
       const sinkCause = yield* Ref.make(Option.none<Cause.Cause<E>>())
       const sink: TurnEventSink<E> = (events) =>
-        Effect.zipRight(
-          Queue.offer(heard, asksForApproval(events)),
-          Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
-        )
-      const consume: Effect.Effect<void, ProviderFailure | E> = Effect.suspend(() => handle.runTurn(input, sink)).pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.flatMap(
-            Ref.get(sinkCause),
-            Option.match({
-              onNone: () => toFailure(provider, "runTurn")(cause),
-              onSome: (own): Effect.Effect<never, ProviderFailure | E> => Effect.failCause(own)
-            })
+        Effect.flatMap(Clock.currentTimeMillis, (at) =>
+          Effect.zipRight(
+            Ref.set(heard, { at, first: false, waiting: asksForApproval(events) }),
+            Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
           )
         )
+      const call = yield* forkNowScoped(Effect.suspend(() => handle.runTurn(input, sink)))
+      /** Why the turn was cut short, when a deadline or the process's exit did it. */
+      const verdict = yield* Deferred.make<never, ProviderFailure>()
+      const cut = (failure: ProviderFailure) =>
+        Effect.zipRight(Deferred.fail(verdict, failure), Fiber.interruptFork(call))
+      const onExit = (how: ProcessExit) => cut(crashFailure("runTurn", how))
+      yield* watchOnce
+      yield* Effect.acquireRelease(
+        Effect.sync(() => turnsInFlight.add(onExit)),
+        () => Effect.sync(() => turnsInFlight.delete(onExit))
       )
-      return yield* Effect.raceFirst(consume, Effect.raceFirst(silence(provider, deadlines, heard), crashed("runTurn")))
-    })
+      // Exited before this turn was listening: it hears it now.
+      const gone = yield* Deferred.poll(processExit)
+      if (Option.isSome(gone)) yield* Effect.flatMap(gone.value, onExit)
+      yield* Effect.forkScoped(Effect.catchAll(silence(provider, deadlines, heard), cut))
+      const exit = yield* Fiber.await(call)
+      // The run's end was most often recorded from the turn's end event already: whoever
+      // was waiting for it (and their next command) goes before this turn unwinds.
+      yield* Effect.yieldNow()
+      if (Exit.isSuccess(exit)) return
+      const failed = yield* Deferred.poll(verdict)
+      if (Option.isSome(failed)) return yield* failed.value
+      const own = yield* Ref.get(sinkCause)
+      return yield* Option.isSome(own) ? Effect.failCause(own.value) : toFailure(provider, "runTurn")(exit.cause)
+    }).pipe(Effect.scoped)
 
   return {
     pid: handle.pid,
