@@ -163,9 +163,16 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     })
     /** The one lock on the connection; a holder across a wait is a `SqlClient` transaction. */
     const lock = yield* Effect.makeSemaphore(1)
-    /** Runs `section`, which must not yield, holding the lock. */
+    /**
+     * Runs `section`, which must not yield, holding the lock: at once when the lock is free
+     * (`withPermitsIfAvailable` takes it without suspending the fiber, as `withPermits`
+     * does even then), else once it is.
+     */
     const locked = <A, E>(section: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      lock.withPermits(1)(Effect.suspend(section))
+      Effect.flatMap(
+        lock.withPermitsIfAvailable(1)(Effect.suspend(section)),
+        Option.match({ onSome: Effect.succeed, onNone: () => lock.withPermits(1)(Effect.suspend(section)) })
+      )
     /**
      * Starts the WAL over while the connection is idle (see WalCheckpointer.ts): one write
      * that changes nothing (`user_version` set to itself, read and written under the
