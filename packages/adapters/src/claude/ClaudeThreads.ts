@@ -66,14 +66,14 @@ export const claudeThreads = (
     })
 
   return {
-    startThread: Effect.fn("ClaudeSession.startThread")(function* ({ model }) {
+    startThread: Effect.fnUntraced(function* ({ model }) {
       const sessionId = Crypto.randomUUID()
       if (model !== null) shared.models.set(sessionId, model)
       shared.launches.set(sessionId, { kind: "new" })
       yield* openPlanned(sessionId)
       return strong(sessionId)
     }),
-    resumeThread: Effect.fn("ClaudeSession.resumeThread")(function* (sessionId) {
+    resumeThread: Effect.fnUntraced(function* (sessionId) {
       yield* pool.open(sessionId)
     }),
     forkThread: Effect.fn("ClaudeSession.forkThread")(function* (sessionId, atTurnRef) {

@@ -108,7 +108,7 @@ export const claudeTurns = (
   })
 
   return {
-    runTurn: Effect.fn("ClaudeSession.runTurn")(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
+    runTurn: Effect.fnUntraced(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
       yield* pool.withTurn(input.nativeRef, (cp, lease) => runOn(cp, lease, input, onEvents))
     }),
     interrupt,

@@ -70,11 +70,11 @@ export const codexThreads = (
     )
 
   return {
-    startThread: Effect.fn("CodexSession.startThread")(function* ({ model }) {
+    startThread: Effect.fnUntraced(function* ({ model }) {
       const result = yield* call("thread/start", withModel(model))
       return strong(result.thread.id)
     }),
-    resumeThread: Effect.fn("CodexSession.resumeThread")(function* (threadId) {
+    resumeThread: Effect.fnUntraced(function* (threadId) {
       yield* resume(threadId)
     }),
     forkThread: Effect.fn("CodexSession.forkThread")(function* (threadId, atTurnRef) {

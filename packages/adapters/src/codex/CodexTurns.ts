@@ -27,7 +27,7 @@ export const codexTurns = (session: {
   readonly scope: Scope.Scope
 }) => {
   const { turns, approvals, call, peer, endTurn, failure, scope } = session
-  const runTurn = Effect.fn("CodexSession.runTurn")(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
+  const runTurn = Effect.fnUntraced(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
     const threadId = input.nativeRef
     const turn: ActiveTurn = {
       queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),

@@ -135,11 +135,11 @@ const openSession = (
 
     return {
       pid: proc.pid,
-      startThread: Effect.fn("ScriptedSession.startThread")(function* ({ model, workspace }) {
+      startThread: Effect.fnUntraced(function* ({ model, workspace }) {
         const result = yield* call("thread/start", { workspace, model: model ?? options.model ?? null })
         return strong(result.nativeRef)
       }),
-      resumeThread: Effect.fn("ScriptedSession.resumeThread")(function* (nativeRef) {
+      resumeThread: Effect.fnUntraced(function* (nativeRef) {
         yield* call("thread/resume", { nativeRef })
       }),
       forkThread: Effect.fn("ScriptedSession.forkThread")(function* (nativeRef, atTurnRef) {
@@ -176,7 +176,7 @@ interface ScriptedTurnsContext {
 
 /** The port's `runTurn`: `turn/start`, whose reply comes after the turn's last event. */
 const scriptedTurns = ({ turns, requests, failure, scope }: ScriptedTurnsContext) =>
-  Effect.fn("ScriptedSession.runTurn")(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
+  Effect.fnUntraced(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
     const queue = yield* TurnEvents.make(input.itemDelayMs ?? 0)
     if (turns.has(input.nativeRef)) {
       return yield* Effect.fail(failure("error", `a turn is already running on native thread ${input.nativeRef}`))
