@@ -1,8 +1,10 @@
 /**
- * A supervised actor over a typed protocol: a `Mailbox` of envelopes, each with a
+ * A supervised actor over a typed protocol: a `Queue` of envelopes, each with a
  * `Deferred` for its reply, served in arrival order by one worker fiber that lives in
- * the actor's scope. Messages are `@effect/rpc` definitions, so `ask(tag, payload)` is
- * typed by the message: its payload, its success, its error. Messages to one actor are
+ * the actor's scope. (A `Queue`, not a `Mailbox`: a `Mailbox` wakes its taker through
+ * one more turn of the scheduler, and every command to a thread pays it.) Messages are
+ * `@effect/rpc` definitions, so `ask(tag, payload)` is typed by the message: its
+ * payload, its success, its error. Messages to one actor are
  * serialised (one handler at a time, in arrival order); different actors run in
  * parallel.
  *
@@ -20,7 +22,7 @@
  * interrupted while it waits leaves its message to be served; nobody hears the reply.
  */
 import type { Rpc } from "@effect/rpc"
-import { Cause, Deferred, Effect, Exit, Fiber, Mailbox, Option, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 
 type Message<R extends Rpc.Any, Tag extends R["_tag"]> = Rpc.ExtractTag<R, Tag>
 
@@ -75,33 +77,34 @@ export const make = <R extends Rpc.Any, E>(options: {
 }): Effect.Effect<SupervisedActor<R, E>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const scope = yield* Effect.scope
-    const mailbox = yield* Mailbox.make<Envelope>()
+    const mailbox = yield* Queue.unbounded<Envelope>()
     const finished = yield* Deferred.make<void>()
 
     const finish = Effect.flatMap(Deferred.succeed(finished, undefined), (first) =>
       first && options.onStopped !== undefined ? Effect.sync(options.onStopped) : Effect.void
     )
     /** No message is taken any more; those waiting hear that the actor stopped. */
-    const drain = Effect.zipRight(
-      mailbox.end,
-      Effect.flatMap(mailbox.clear, (left) =>
-        Effect.forEach(left, (envelope) => Deferred.fail(envelope.reply, options.stopped()), { discard: true })
-      )
+    const drain = Effect.flatMap(Queue.isShutdown(mailbox), (down) =>
+      down
+        ? Effect.void
+        : Effect.flatMap(Queue.takeAll(mailbox), (left) =>
+            // Taken and shut down in one step: no message comes in between and waits for ever.
+            Effect.zipRight(
+              Queue.shutdown(mailbox),
+              Effect.forEach(left, (envelope) => Deferred.fail(envelope.reply, options.stopped()), { discard: true })
+            )
+          )
     )
 
     const ask = (<Tag extends R["_tag"]>(tag: Tag, payload: Rpc.Payload<Message<R, Tag>>) =>
       Effect.flatMap(Deferred.make<unknown, unknown>(), (reply) =>
-        Effect.flatMap(mailbox.offer({ tag, payload, reply }), (taken) =>
-          taken ? Deferred.await(reply) : Effect.fail(options.stopped())
-        )
+        mailbox.unsafeOffer({ tag, payload, reply }) ? Deferred.await(reply) : Effect.fail(options.stopped())
       )) as Ask<R, E>
 
     const self: SupervisedActor<R, E> = {
       ask,
-      pending: Effect.map(
-        mailbox.size,
-        Option.getOrElse(() => 0)
-      ),
+      // A queue's size counts a waiting taker (the idle worker) as -1.
+      pending: Effect.sync(() => Math.max(0, Option.getOrElse(mailbox.unsafeSize(), () => 0))),
       stop: Effect.suspend(() => stop),
       done: Deferred.await(finished)
     }
@@ -147,11 +150,10 @@ export const make = <R extends Rpc.Any, E>(options: {
             Effect.logError(`${options.name}: a defect after a message`, cause)
           )
 
+    // Taking from the queue once it is shut down interrupts the worker: the actor stopped.
     const worker: Effect.Effect<void> = Effect.gen(function* () {
       while (true) {
-        const next = yield* Effect.option(mailbox.take)
-        if (Option.isNone(next)) return
-        const goOn = yield* serve(next.value)
+        const goOn = yield* serve(yield* Queue.take(mailbox))
         yield* afterEach
         if (!goOn) return
       }
