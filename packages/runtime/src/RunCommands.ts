@@ -1,0 +1,91 @@
+/**
+ * The Orchestrator's run commands: `run.start`, answered at once or once the run has
+ * ended, and `run.interrupt`, answered once the run has ended. Each is a message to the
+ * thread's actor; waiting reads the thread's events, not the actor.
+ */
+import type { OrchestratorShape } from "./Orchestrator.js"
+import type { Run, RunId, StoredEvent, ThreadEvent, ThreadId, TurnItem } from "@skein/domain"
+import { isTerminalRunStatus } from "@skein/domain"
+import { Deferred, Effect, Exit, FiberId } from "effect"
+import type { ThreadActorsShape } from "./actors/ThreadActors.js"
+import type { EventStoreShape } from "./store/EventStore.js"
+import { toRunView, upsertItem } from "./store/Projection.js"
+
+export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShape) => {
+  const awaitEnd = (threadId: ThreadId, runId: Run["id"]) => store.awaitRunEnd(threadId, runId)
+
+  const getRun = (threadId: ThreadId, runId: RunId) => actors.use(threadId, (actor) => actor.ask("GetRun", { runId }))
+
+  /**
+   * Starts a run and waits for its end, watching the thread's events from before the
+   * start: a run seen from its RunStarted on is known whole from those events (its
+   * items, its final record), with no read once it ends. A run not seen starting (a
+   * replayed command naming an older run) is awaited and read as usual.
+   */
+  const startAndWait = (input: Parameters<OrchestratorShape["startRun"]>[0]) =>
+    Effect.suspend(() => {
+      let early: Array<ThreadEvent> | null = []
+      let runId: RunId | null = null
+      let started = false
+      /** The run's record as its latest event has it (an end's batch may update it after RunEnded). */
+      let latest: Run | null = null
+      let end = false
+      const items: Array<TurnItem> = []
+      const ended = Deferred.unsafeMake<Run>(FiberId.none)
+      const take = (events: ReadonlyArray<ThreadEvent>) => {
+        for (const event of events) {
+          switch (event._tag) {
+            case "RunStarted":
+            case "RunUpdated":
+            case "RunEnded":
+              if (event.run.id !== runId) break
+              started ||= event._tag === "RunStarted"
+              end ||= event._tag === "RunEnded"
+              latest = event.run
+              break
+            case "TurnItemRecorded":
+              if (event.item.runId === runId) upsertItem(items, event.item)
+              break
+          }
+        }
+        // Called from the store's listener, outside any fiber.
+        if (end && latest !== null) Deferred.unsafeDone(ended, Exit.succeed(latest))
+      }
+      const onEvents = (events: ReadonlyArray<StoredEvent>) => {
+        const batch = events.map((stored) => stored.event)
+        if (early !== null) early.push(...batch)
+        else take(batch)
+      }
+      return store.watching(
+        input.threadId,
+        onEvents,
+        Effect.gen(function* () {
+          const accepted = yield* actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input))
+          runId = accepted.run.id
+          take(early!)
+          early = null
+          if (!started) {
+            if (!isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
+            return yield* getRun(input.threadId, accepted.run.id)
+          }
+          return toRunView(yield* Deferred.await(ended), items)
+        })
+      )
+    })
+
+  const startRun: OrchestratorShape["startRun"] = (input) =>
+    input.wait
+      ? startAndWait(input)
+      : Effect.flatMap(
+          actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input)),
+          (accepted) => getRun(input.threadId, accepted.run.id)
+        )
+
+  const interruptRun: OrchestratorShape["interruptRun"] = (input) =>
+    Effect.gen(function* () {
+      const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("InterruptRun", input))
+      return isTerminalRunStatus(accepted.run.status) ? accepted.run : yield* awaitEnd(input.threadId, accepted.run.id)
+    })
+
+  return { startRun, interruptRun, awaitEnd }
+}
