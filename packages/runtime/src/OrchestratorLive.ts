@@ -6,7 +6,6 @@ import type {
   AppThread,
   InvalidInput,
   ProviderInstanceInfo,
-  Run,
   SkeinError,
   StoredEvent,
   ThreadId,

@@ -104,7 +104,12 @@ export const make = <R extends Rpc.Any, E>(options: {
     const self: SupervisedActor<R, E> = {
       ask,
       // A queue's size counts a waiting taker (the idle worker) as -1.
-      pending: Effect.sync(() => Math.max(0, Option.getOrElse(mailbox.unsafeSize(), () => 0))),
+      pending: Effect.sync(() =>
+        Math.max(
+          0,
+          Option.getOrElse(mailbox.unsafeSize(), () => 0)
+        )
+      ),
       stop: Effect.suspend(() => stop),
       done: Deferred.await(finished)
     }

@@ -20,17 +20,32 @@
  * can be a pair of long-lived processes so that they cost no process start-up.
  */
 import type { CommandExecutor } from "@effect/platform/CommandExecutor"
-import type { DiffEntry, OmittedFile, RestoreOutcome } from "@skein/domain"
+import type { DiffEntry, OmittedFile } from "@skein/domain"
 import { Effect, Option } from "effect"
-import type { Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { describe, git, GitError, gitRaw, notARepository } from "./Git.js"
-import type { GitRun } from "./Git.js"
+import { git, GitError, gitRaw } from "./Git.js"
 import * as GitWriter from "./GitWriter.js"
-import * as TemporaryDirectories from "./TemporaryDirectories.js"
+import {
+  checkObjectId,
+  checkOrdinal,
+  deleteRefs,
+  exclude,
+  literal,
+  locate,
+  messageOf,
+  nulSplit,
+  objectId,
+  type Place,
+  refPrefix,
+  scopeOf,
+  temporaryIndex,
+  underPrefix
+} from "./GitWorkspace.js"
 
 export { GitError, GitExecutable } from "./Git.js"
+export { changes, restore, undoCommand } from "./GitRestore.js"
+export { locate, omittedOf, type Place, repositoryOf } from "./GitWorkspace.js"
 
 /** A captured checkpoint: its hidden ref, commit and tree, and what changed since the previous one. */
 export interface GitCheckpoint {
@@ -45,94 +60,6 @@ export interface GitCheckpoint {
 
 /** The default per-file limit of a capture: larger files are left out of the checkpoint. */
 export const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
-
-// ---------------------------------------------------------------------------------------
-// The repository and a temporary index
-
-const fileSystem = <A>(what: string, f: () => A) =>
-  Effect.try({
-    try: f,
-    catch: (error) =>
-      new GitError({
-        command: what,
-        detail: error instanceof Error ? error.message : String(error),
-        reason: "failed"
-      })
-  })
-
-/**
- * Where git keeps the index of the work tree holding `workspace`, found the way git
- * finds it (the nearest `.git` directory, or a `.git` file naming one), or undefined.
- * It only seeds a temporary index: git itself decides which repository it works on, and
- * a missing or wrong seed would cost time, never change a checkpoint.
- */
-const indexOf = (workspace: string): string | undefined => {
-  for (let dir = Path.resolve(workspace); ; dir = Path.dirname(dir)) {
-    const dotGit = Path.join(dir, ".git")
-    const stat = Fs.statSync(dotGit, { throwIfNoEntry: false })
-    if (stat?.isDirectory()) return Path.join(dotGit, "index")
-    if (stat?.isFile()) {
-      const gitdir = /^gitdir: (.+)$/m.exec(Fs.readFileSync(dotGit, "utf8"))?.[1]
-      return gitdir === undefined ? undefined : Path.join(Path.resolve(dir, gitdir.trim()), "index")
-    }
-    if (Path.dirname(dir) === dir) return undefined
-  }
-}
-
-/**
- * A temporary index, removed with the scope: a copy of the repository's index when there
- * is one, so that git trusts its cached file stats and rehashes only what changed. The
- * copy keeps the original's modification time (rounded down), since git judges whether
- * a cached stat can be trusted by comparing it with the index file's own time.
- */
-const temporaryIndex = (workspace: string): Effect.Effect<string, GitError, Scope.Scope> =>
-  Effect.flatMap(
-    Effect.acquireRelease(
-      fileSystem("create a temporary index", () => TemporaryDirectories.make("skein-git")),
-      (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-    ),
-    (dir) =>
-      fileSystem("copy the repository's index", () => {
-        const index = Path.join(dir, "index")
-        const seed = indexOf(workspace)
-        const stat = seed === undefined ? undefined : Fs.statSync(seed, { throwIfNoEntry: false, bigint: true })
-        if (seed !== undefined && stat !== undefined) {
-          Fs.copyFileSync(seed, index)
-          const seconds = Number(stat.mtimeNs / 1_000_000n) / 1000
-          Fs.utimesSync(index, seconds, seconds)
-        }
-        return index
-      })
-  )
-
-// ---------------------------------------------------------------------------------------
-// Names and ids
-
-const objectId = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/
-
-const checkObjectId = (what: string, value: string) =>
-  objectId.test(value)
-    ? Effect.void
-    : Effect.fail(
-        new GitError({ command: what, detail: `${JSON.stringify(value)} is not a commit id`, reason: "failed" })
-      )
-
-/** A thread id as one ref name component: letters, digits, `_` and `-` kept, anything else percent-encoded. */
-const refComponent = (threadId: string) =>
-  Array.from(new TextEncoder().encode(threadId), (byte) => {
-    const char = String.fromCharCode(byte)
-    return /[A-Za-z0-9_-]/.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`
-  }).join("")
-
-const refPrefix = (threadId: string) => `refs/skein/${refComponent(threadId)}/`
-
-const checkOrdinal = (what: string, ordinal: number) =>
-  Number.isSafeInteger(ordinal) && ordinal >= 0
-    ? Effect.void
-    : Effect.fail(new GitError({ command: what, detail: `ordinal ${ordinal} is not a whole number`, reason: "failed" }))
-
-// ---------------------------------------------------------------------------------------
-// The diff summary
 
 /**
  * Reads `git diff-index -r -z --raw --numstat`: first one raw record per path (`:modes
@@ -188,43 +115,6 @@ const headTree = (cwd: string) =>
 // ---------------------------------------------------------------------------------------
 // The public face
 
-/** The repository's top-level directory, or None when the workspace is not inside a git work tree. */
-export const repositoryOf = (workspace: string): Effect.Effect<Option.Option<string>, GitError, CommandExecutor> => {
-  const args = ["rev-parse", "--show-toplevel"]
-  return Effect.flatMap(gitRaw(args, { cwd: workspace }), (out) =>
-    out.code === 0
-      ? Effect.succeedSome(out.stdout.replace(/\n$/, ""))
-      : out.code === 128 && notARepository.test(out.stderr)
-        ? Effect.succeedNone
-        : Effect.fail(new GitError({ command: describe(args), detail: out.stderr.trim(), reason: "failed" }))
-  )
-}
-
-/**
- * Where a workspace sits in its repository: the top level (every command below runs
- * there), the workspace's path from it (`""` at the top, else ending in `/`), and the
- * repository's object directory.
- */
-export interface Place {
-  readonly top: string
-  readonly prefix: string
-  readonly objects: string
-}
-
-export const locate = (workspace: string): Effect.Effect<Place, GitError, never> =>
-  Effect.map(
-    git(["rev-parse", "--show-toplevel", "--show-prefix", "--git-path", "objects"], { cwd: workspace }),
-    (out) => {
-      const [top = "", prefix = "", objects = ""] = out.replace(/\n$/, "").split("\n")
-      return { top, prefix, objects: Path.resolve(workspace, objects) }
-    }
-  )
-
-/** The pathspec of the workspace (none at the top: the whole tree), anchored at the top, taken literally. */
-const scopeOf = (prefix: string): Array<string> => (prefix === "" ? [] : [`:(top,literal)${prefix.slice(0, -1)}`])
-const literal = (path: string) => `:(top,literal)${path}`
-const exclude = (path: string) => `:(exclude,top,literal)${path}`
-
 /**
  * Files over `limit` bytes among these paths (relative to the top): what a capture
  * leaves out. Only files whose content git would store anew are asked about.
@@ -234,38 +124,6 @@ const oversized = (top: string, paths: ReadonlyArray<string>, limit: number): Ar
     const stat = Fs.lstatSync(Path.join(top, path), { throwIfNoEntry: false })
     return stat?.isFile() && stat.size > limit ? [{ path, bytes: stat.size }] : []
   })
-
-const nulSplit = (out: string) => out.split("\0").filter((field) => field !== "")
-
-/**
- * The checkpoint commit's message names its omitted files, one line each:
- * `skein-omitted: <bytes> <path relative to the top, as JSON>`, so that a restore can name
- * them from the repository alone.
- */
-const OMITTED_LINE = "skein-omitted: "
-
-const messageOf = (ref: string, previous: string | null, omitted: ReadonlyArray<OmittedFile>) =>
-  [
-    `skein checkpoint ${ref}`,
-    "",
-    ...(previous === null ? [] : [`skein-previous: ${previous}`]),
-    ...omitted.map((file) => `${OMITTED_LINE}${file.bytes} ${JSON.stringify(file.path)}`)
-  ].join("\n")
-
-export const omittedOf = (commitText: string): Array<OmittedFile> => {
-  const message = commitText.slice(commitText.indexOf("\n\n") + 2)
-  return message.split("\n").flatMap((line) => {
-    const match = /^skein-omitted: (\d+) (".*")$/.exec(line)
-    if (match === null) return []
-    try {
-      return [{ path: JSON.parse(match[2]!) as string, bytes: Number(match[1]) }]
-    } catch {
-      return []
-    }
-  })
-}
-
-const underPrefix = (prefix: string) => (file: OmittedFile) => ({ ...file, path: file.path.slice(prefix.length) })
 
 /**
  * Captures the workspace's files under `refs/skein/<threadId>/<ordinal>` (replacing a ref
@@ -360,228 +218,6 @@ export const checkpointExists = (input: {
           (out) => out.code === 0 && out.stdout.trim() === input.commit
         )
 
-/** One entry of `git ls-tree -r -z`: mode, type, id, path (from the top). */
-interface TreeEntry {
-  readonly mode: string
-  readonly id: string
-  readonly path: string
-}
-
-const lsTree = (cwd: string, tree: string, prefix: string, objects: GitRun["objects"]) =>
-  Effect.map(
-    git(["ls-tree", "-r", "-z", "--full-name", tree, ...(prefix === "" ? [] : ["--", prefix])], { cwd, objects }),
-    (out) =>
-      nulSplit(out).map((line): TreeEntry => {
-        const tab = line.indexOf("\t")
-        const [mode = "", , id = ""] = line.slice(0, tab).split(" ")
-        return { mode, id, path: line.slice(tab + 1) }
-      })
-  )
-
-const GITLINK = "160000"
-
-/** The zero id in the repository's hash, told by the length of an id. */
-const zeroId = (like: string) => "0".repeat(like.length)
-
-/** A word for a POSIX shell, quoted. */
-const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`
-
-/**
- * How to put the work tree back as it was before a restore: every file of the backup
- * written back (in no-overlay mode, files the user's index tracks that the backup does
- * not hold are removed), then the files the restore created removed.
- */
-export const undoCommand = (workspace: string, backupCommit: string, created: ReadonlyArray<string>) =>
-  [
-    `cd ${quote(workspace)}`,
-    `git restore --source=${backupCommit} --worktree -- .`,
-    ...(created.length === 0 ? [] : [`rm -f -- ${created.map(quote).join(" ")}`])
-  ].join(" && ")
-
-/**
- * What a restore changes, from the tree before it against the checkpoint's, within the
- * workspace (paths relative to it, sorted): omitted files and submodules apart.
- */
-export const changes = (
-  diffTree: string,
-  prefix: string,
-  leftAlone: ReadonlySet<string>
-): { reverted: Array<string>; deleted: Array<string>; created: Array<string> } => {
-  const out = { reverted: [] as Array<string>, deleted: [] as Array<string>, created: [] as Array<string> }
-  const fields = nulSplit(diffTree)
-  for (let i = 0; i < fields.length; i += 2) {
-    const [from = "", to = "", , , status = ""] = fields[i]!.slice(1).split(" ")
-    const path = fields[i + 1] ?? ""
-    if (from === GITLINK || to === GITLINK || leftAlone.has(path)) continue
-    const relative = path.slice(prefix.length)
-    if (status.startsWith("A")) out.created.push(relative)
-    else if (status.startsWith("D")) out.deleted.push(relative)
-    else out.reverted.push(relative)
-  }
-  const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b))
-  out.reverted.sort(byBytes)
-  out.deleted.sort(byBytes)
-  out.created.sort(byBytes)
-  return out
-}
-
-/**
- * Makes the workspace's files match a checkpoint, and nothing outside the workspace.
- *
- * 1. Refused before anything is written when the checkpoint is no longer in the repository.
- * 2. The work tree inside the workspace (tracked and untracked files that are not
- *    ignored, and ignored files at paths the checkpoint holds, which it would overwrite)
- *    is saved as a commit under `refs/skein/<thread>/restore-<restoreId>`, created only:
- *    a retry finds it and uses it as the state before the restore.
- * 3. The outcome (reverted, deleted, created) is the backup's tree against the
- *    checkpoint's within the workspace: the same for a first attempt and a retry.
- * 4. A temporary index holding only the workspace's files is moved to the checkpoint's
- *    (`read-tree --reset -u`): files that differ are written, files it does not hold are
- *    removed; ignored files it does not hold, files the checkpoint omitted for their size
- *    and submodules are left alone. HEAD, the index, branches and the stash are not
- *    touched.
- *
- * A dry run does steps 1-3 with its new objects in a temporary object directory: no
- * file of the repository or the work tree changes, no ref.
- */
-export const restore = (input: {
-  readonly workspace: string
-  readonly threadId: string
-  readonly commit: string
-  readonly toRunOrdinal: number
-  readonly restoreId: string
-  readonly dryRun: boolean
-  readonly place?: Place | undefined
-}): Effect.Effect<RestoreOutcome, GitError, CommandExecutor> =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const what = "git restore checkpoint"
-      yield* checkObjectId(what, input.commit)
-      yield* checkOrdinal(what, input.toRunOrdinal)
-      if (input.restoreId === "") {
-        return yield* Effect.fail(new GitError({ command: what, detail: "the restore id is empty", reason: "failed" }))
-      }
-      const place = input.place ?? (yield* locate(input.workspace))
-      const cwd = place.top
-      const { prefix } = place
-      const spec = scopeOf(prefix)
-      // The checkpoint's commit, read whole (its message names the omitted files).
-      const read = yield* gitRaw(["cat-file", "commit", input.commit], { cwd })
-      if (read.code !== 0) {
-        return yield* Effect.fail(
-          new GitError({
-            command: what,
-            detail: `the checkpoint ${input.commit} is no longer in the repository (its refs were pruned or dropped); nothing was changed. Pick a later checkpoint.`,
-            reason: "failed"
-          })
-        )
-      }
-      const index = yield* temporaryIndex(cwd)
-      const scratch = Path.dirname(index)
-      const objects = input.dryRun ? { directory: Path.join(scratch, "objects"), repository: place.objects } : undefined
-      if (objects !== undefined)
-        yield* fileSystem("create a temporary object directory", () => Fs.mkdirSync(objects.directory))
-      const run = (args: ReadonlyArray<string>, extra: Partial<GitRun> = {}) =>
-        git(args, { cwd, index, objects, ...extra })
-
-      const backupRef = `${refPrefix(input.threadId)}restore-${refComponent(input.restoreId)}`
-      const commitText = read.stdout
-      const [checkpointEntries, existing] = yield* Effect.all(
-        [
-          lsTree(cwd, input.commit, prefix, undefined),
-          Effect.map(gitRaw(["rev-parse", "-q", "--verify", `${backupRef}^{commit}`], { cwd }), (out) =>
-            out.code === 0 ? out.stdout.trim() : null
-          )
-        ],
-        { concurrency: "unbounded" }
-      )
-      const omittedTop = omittedOf(commitText).filter((file) => file.path.startsWith(prefix))
-
-      // The work tree inside the workspace, as it is now.
-      // (Files ignored and untracked are the same before and after the add: asked beside it.)
-      const [, ignoredNow] = yield* Effect.all(
-        [run(["add", "-A", "--", ...spec]), run(["ls-files", "-z", "-o", "-i", "--exclude-standard", "--", ...spec])],
-        { concurrency: "unbounded" }
-      )
-      const ignored = new Set(nulSplit(ignoredNow))
-      const overwritten = checkpointEntries.filter((entry) => entry.mode !== GITLINK && ignored.has(entry.path))
-      if (overwritten.length > 0) yield* run(["add", "-f", "--", ...overwritten.map((entry) => literal(entry.path))])
-      const now = (yield* run(["write-tree"])).trim()
-
-      // The backup: kept when a former attempt made it, else made (create-only).
-      let backupCommit = existing
-      if (backupCommit === null && !input.dryRun) {
-        const made = (yield* run([
-          "commit-tree",
-          "--no-gpg-sign",
-          "-m",
-          `skein restore backup ${backupRef}: the work tree before checkpoint ${input.commit} was restored`,
-          now
-        ])).trim()
-        const created = yield* gitRaw(["update-ref", "--no-deref", backupRef, made, zeroId(made)], { cwd })
-        backupCommit =
-          created.code === 0 ? made : (yield* git(["rev-parse", "--verify", `${backupRef}^{commit}`], { cwd })).trim()
-      }
-      const before = backupCommit === null ? now : `${backupCommit}^{tree}`
-
-      const [diffTree, beforeEntries] = yield* Effect.all(
-        [
-          run(["diff-tree", "-r", "-z", "--no-renames", "--raw", before, `${input.commit}^{tree}`, "--", ...spec]),
-          lsTree(cwd, before, prefix, objects)
-        ],
-        { concurrency: "unbounded" }
-      )
-      const omittedPaths = new Set(omittedTop.map((file) => file.path))
-      const submodulePaths = new Set(
-        [...beforeEntries, ...checkpointEntries].filter((entry) => entry.mode === GITLINK).map((entry) => entry.path)
-      )
-      const leftAlone = new Set([...omittedPaths, ...submodulePaths])
-      const listed = changes(diffTree, prefix, leftAlone)
-
-      if (!input.dryRun) {
-        // The index now holds only what the restore may change: the workspace's files,
-        // less omitted files and submodules. Everything else is, to the reset, not there.
-        // (Two commands: an exclude pathspec would also exclude the files left alone.)
-        if (prefix !== "") {
-          yield* run(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", ":/", exclude(prefix.slice(0, -1))])
-        }
-        if (leftAlone.size > 0) {
-          yield* run(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", ...Array.from(leftAlone, literal)])
-        }
-        // The target: the checkpoint's files inside the workspace, nothing else (at the
-        // top with nothing left alone, the checkpoint's own tree).
-        const targetTree =
-          prefix === "" && leftAlone.size === 0
-            ? `${input.commit}^{tree}`
-            : yield* Effect.gen(function* () {
-                const target = Path.join(scratch, "target")
-                yield* run(["update-index", "-z", "--index-info"], {
-                  index: target,
-                  stdin: checkpointEntries
-                    .filter((entry) => !leftAlone.has(entry.path))
-                    .map((entry) => `${entry.mode} ${entry.id}\t${entry.path}\0`)
-                    .join("")
-                })
-                return (yield* run(["write-tree"], { index: target })).trim()
-              })
-        yield* run(["read-tree", "--reset", "-u", targetTree])
-      }
-
-      return {
-        toRunOrdinal: input.toRunOrdinal,
-        checkpointCommit: input.commit,
-        workspace: input.workspace,
-        dryRun: input.dryRun,
-        backupRef: input.dryRun ? null : backupRef,
-        backupCommit: input.dryRun ? null : backupCommit,
-        ...listed,
-        omitted: omittedTop.map(underPrefix(prefix)),
-        submodules: Array.from(submodulePaths, (path) => path.slice(prefix.length)).sort(),
-        undo: input.dryRun || backupCommit === null ? null : undoCommand(input.workspace, backupCommit, listed.created)
-      } satisfies RestoreOutcome
-    })
-  )
-
 /** Deletes the thread's checkpoint refs after `ordinal` (all of them for 0), as a rollback does; restore backups stay. */
 export const dropAfter = (input: {
   readonly workspace: string
@@ -617,35 +253,5 @@ export const prune = (input: {
       const runs = refs.filter((ref) => ref.ordinal !== null).sort((a, b) => b.ordinal! - a.ordinal!)
       const backups = refs.filter((ref) => ref.ordinal === null).sort((a, b) => b.date - a.date)
       return [...runs.slice(input.keepRuns), ...backups.slice(keepRestores)]
-    })
-  })
-
-interface ThreadRef {
-  readonly name: string
-  /** The run's ordinal; null for a restore backup. */
-  readonly ordinal: number | null
-  readonly date: number
-}
-
-const deleteRefs = (workspace: string, threadId: string, choose: (refs: Array<ThreadRef>) => Array<ThreadRef>) =>
-  Effect.gen(function* () {
-    const prefix = refPrefix(threadId)
-    const listed = yield* git(["for-each-ref", "--format=%(refname) %(committerdate:unix)", prefix], {
-      cwd: workspace
-    })
-    const refs = listed.split("\n").flatMap((line): Array<ThreadRef> => {
-      const space = line.lastIndexOf(" ")
-      const name = line.slice(0, space)
-      const rest = name.slice(prefix.length)
-      if (!name.startsWith(prefix)) return []
-      if (/^\d+$/.test(rest)) return [{ name, ordinal: Number(rest), date: Number(line.slice(space + 1)) }]
-      if (rest.startsWith("restore-")) return [{ name, ordinal: null, date: Number(line.slice(space + 1)) }]
-      return []
-    })
-    const doomed = choose(refs)
-    if (doomed.length === 0) return
-    yield* git(["update-ref", "--stdin"], {
-      cwd: workspace,
-      stdin: doomed.map((ref) => `delete ${ref.name}\n`).join("")
     })
   })
