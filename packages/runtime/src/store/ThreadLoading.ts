@@ -1,7 +1,8 @@
 /**
  * Reading a thread's state back from the projection tables, in either form (see
- * ThreadState): the complete state, the compact one a thread actor activates with,
- * and what a compact state lacks for a question (`fillNeed`).
+ * ThreadState): the complete state, and the compact one a thread actor activates
+ * with (what a compact state lacks for a question is read by StateNeeds' `fillNeed`;
+ * a provider thread's served rows are applied by ServedRows).
  *
  * The compact read is a handful of indexed queries whose cost does not grow with the
  * thread's history: the newest run, the rolled-back ranges, the usable provider
@@ -14,17 +15,15 @@ import type { Sql } from "./Sqlite.js"
 import {
   ContextHandoffHead,
   ProviderThreadHead,
-  ProviderThreadStatus,
   StorageError,
   handoffHead,
   providerThreadHead,
-  type ContextHandoffId,
-  type ProviderThread,
   type RunId,
   type ThreadId,
   type TurnItem
 } from "@skein/domain"
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Option } from "effect"
+import { headWithServedRows, servedColumns, type ServedRow, withServedRows } from "./ServedRows.js"
 import { fromSqlError, jsonDecoder } from "./Codec.js"
 import {
   chunks,
@@ -39,23 +38,13 @@ import {
   selectData,
   type Param
 } from "./ProjectionTables.js"
-import type { Need, ThreadState } from "./ThreadState.js"
-import { checkpointAnswerKey, emptyThreadState, isLiveOrdinal, isOpenTransfer, markRolledBack } from "./ThreadState.js"
+import type { ThreadState } from "./ThreadState.js"
+import { emptyThreadState, isOpenTransfer, markRolledBack } from "./ThreadState.js"
 
 const decodeProviderThreadHead = jsonDecoder(ProviderThreadHead, "provider thread")
-const decodeHandoffHead = jsonDecoder(ContextHandoffHead, "context handoff")
+export const decodeHandoffHead = jsonDecoder(ContextHandoffHead, "context handoff")
 
-export interface ServedRow {
-  readonly provider_thread_id: string
-  readonly ordinal: number
-  readonly handoff_id: string | null
-  readonly turn_ref: string | null
-  readonly status: string
-  readonly updated_at: string
-}
-
-export const servedColumns = "provider_thread_id, ordinal, handoff_id, turn_ref, status, updated_at"
-const where = "WHERE thread_id = ?"
+export const where = "WHERE thread_id = ?"
 
 /** Item lists by run, each sorted by seq (rows come in first-write order; V8's sort is stable). */
 export const groupItems = (items: ReadonlyArray<TurnItem>): Map<RunId, Array<TurnItem>> => {
@@ -78,82 +67,6 @@ const sortBySeq = (list: Array<{ readonly seq: number }>) => {
   }
 }
 
-const statusOf = (row: ServedRow, what: string): Either.Either<ProviderThread["status"], StorageError> =>
-  Either.mapLeft(
-    Schema.decodeUnknownEither(ProviderThreadStatus)(row.status),
-    () => new StorageError({ detail: `${what} provider thread run row ${row.ordinal}: bad status ${row.status}` })
-  )
-
-/**
- * What the rows past a provider thread's snapshot change in its head: the handoffs it
- * received, its first and last run, its status. `undefined` when no row is newer.
- */
-const servedSince = <P extends ProviderThreadHead>(
-  pt: P,
-  rows: ReadonlyArray<ServedRow>,
-  what: string
-): { readonly newer: ReadonlyArray<ServedRow>; readonly head: Either.Either<P, StorageError> } | undefined => {
-  const last = pt.lastRunOrdinal ?? 0
-  const newer = rows.filter((row) => row.ordinal > last)
-  if (newer.length === 0) return undefined
-  const handoffIds = [...pt.coverage.handoffIds]
-  const received = [...pt.handoffIds]
-  for (const row of newer) {
-    const handoffId = row.handoff_id as ContextHandoffId | null
-    if (handoffId !== null && !handoffIds.includes(handoffId)) {
-      handoffIds.push(handoffId)
-      received.push(handoffId)
-    }
-  }
-  const final = newer[newer.length - 1]!
-  const head = Either.map(statusOf(final, what), (status) => ({
-    ...pt,
-    firstRunOrdinal: pt.firstRunOrdinal ?? newer[0]!.ordinal,
-    lastRunOrdinal: final.ordinal,
-    handoffIds: received,
-    coverage: { ...pt.coverage, handoffIds },
-    status,
-    updatedAt: final.updated_at
-  }))
-  return { newer, head }
-}
-
-/**
- * A provider thread's record is its last snapshot; the runs it served since are rows.
- * Every later snapshot holds every run served before it, and ordinals only grow, so the
- * rows past the snapshot's last run are exactly the newer ones, in order: applied in one
- * pass (the same result as folding each ProviderThreadServed event in turn).
- */
-const withServedRows = (
-  pt: ProviderThread,
-  rows: ReadonlyArray<ServedRow>,
-  what: string
-): Either.Either<ProviderThread, StorageError> => {
-  const since = servedSince(pt, rows, what)
-  if (since === undefined) return Either.right(pt)
-  const native = [...pt.coverage.nativeRunOrdinals]
-  const turns = [...pt.nativeTurns]
-  for (const row of since.newer) {
-    native.push(row.ordinal)
-    if (row.turn_ref !== null) turns.push({ runOrdinal: row.ordinal, turnRef: row.turn_ref })
-  }
-  return Either.map(since.head, (head) => ({
-    ...head,
-    coverage: { ...head.coverage, nativeRunOrdinals: native },
-    nativeTurns: turns
-  }))
-}
-
-/**
- * The same on a head, from only the rows that change it: the first and the newest row
- * past the snapshot, and those with a handoff (`rows`, in ordinal order).
- */
-export const headWithServedRows = (
-  pt: ProviderThreadHead,
-  rows: ReadonlyArray<ServedRow>,
-  what: string
-): Either.Either<ProviderThreadHead, StorageError> => servedSince(pt, rows, what)?.head ?? Either.right(pt)
-
 const rolledBackRanges = (sql: Sql, threadId: ThreadId) =>
   sql.unsafe<{ readonly first: number; readonly last: number }>(
     `SELECT MIN(ordinal) AS first, MAX(ordinal) AS last FROM (
@@ -173,7 +86,7 @@ const lastSequence = (sql: Sql, threadId: ThreadId) =>
   )
 
 /** `IN (?, ?, …)` queries over many ids, a few hundred at a time. */
-const selectIn = <R extends object>(
+export const selectIn = <R extends object>(
   sql: Sql,
   prefix: string,
   suffix: string,
@@ -353,167 +266,3 @@ export const loadCompactThreadState = (
     state.lastThreadSequence = yield* lastSequence(sql, threadId)
     return Option.some(state)
   }).pipe(sql.withTransaction, Effect.mapError(fromSqlError(`cannot load thread ${threadId}`)))
-
-const pageSize = 64
-
-/** Reads what a compact state lacks (`need`) into it. Reads of a thread's own actor agree with its memory. */
-export const fillNeed = (sql: Sql, state: ThreadState, need: Need): Effect.Effect<void, StorageError> => {
-  const threadId = state.thread.id
-  const what = `thread ${threadId}:`
-  const setItems = (runIds: ReadonlyArray<RunId>, items: ReadonlyArray<TurnItem>) => {
-    const byRun = groupItems(items)
-    for (const id of runIds) state.items.set(id, byRun.get(id) ?? [])
-  }
-  const filled = Effect.gen(function* () {
-    switch (need._tag) {
-      case "Runs": {
-        const rows = yield* selectData(
-          sql,
-          `SELECT data FROM runs ${where} AND ordinal BETWEEN ? AND ? ORDER BY ordinal`,
-          [threadId, need.from, need.to]
-        )
-        const runs = yield* decodeAll(rows, decodeRun, `${what} run`)
-        for (const run of runs) state.runs.set(run.ordinal, run)
-        if (need.items) {
-          const items = yield* selectData(
-            sql,
-            `SELECT i.data AS data FROM runs r JOIN turn_items i ON i.thread_id = r.thread_id AND i.run_id = r.id
-             WHERE r.thread_id = ? AND r.ordinal BETWEEN ? AND ? ORDER BY i.rowid`,
-            [threadId, need.from, need.to]
-          )
-          setItems(
-            runs.map((run) => run.id),
-            yield* decodeAll(items, decodeItem, `${what} turn item`)
-          )
-        }
-        return
-      }
-      case "Run": {
-        const rows = yield* selectData(sql, `SELECT data FROM runs ${where} AND id = ?`, [threadId, need.runId])
-        if (rows[0] === undefined) {
-          state.absent.add(need.runId)
-          return
-        }
-        const run = yield* decodeRun(rows[0].data, `${what} run ${need.runId}`)
-        state.runs.set(run.ordinal, run)
-        if (need.items) {
-          const items = yield* selectData(sql, `SELECT data FROM turn_items ${where} AND run_id = ? ORDER BY rowid`, [
-            threadId,
-            run.id
-          ])
-          setItems([run.id], yield* decodeAll(items, decodeItem, `${what} turn item`))
-        }
-        return
-      }
-      case "ProviderThread": {
-        const rows = yield* selectData(sql, `SELECT data FROM provider_threads ${where} AND id = ?`, [
-          threadId,
-          need.id
-        ])
-        if (rows[0] === undefined) {
-          state.absent.add(need.id)
-          return
-        }
-        const snapshot = yield* decodeProviderThread(rows[0].data, `${what} provider thread ${need.id}`)
-        const served = yield* sql.unsafe<ServedRow>(
-          `SELECT ${servedColumns} FROM provider_thread_runs ${where} AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal`,
-          [threadId, need.id, snapshot.lastRunOrdinal ?? 0]
-        )
-        const full = yield* withServedRows(snapshot, served, what)
-        const entry = state.providerThreads.get(full.id)
-        if (entry === undefined) state.providerThreads.set(full.id, { head: providerThreadHead(full), full })
-        else entry.full = full
-        return
-      }
-      case "Handoffs": {
-        const found = new Set<string>()
-        if (need.full) {
-          const rows = yield* selectIn<{ readonly data: string }>(
-            sql,
-            `SELECT data FROM handoffs ${where} AND id`,
-            " ORDER BY rowid",
-            [threadId],
-            need.ids
-          )
-          for (const h of yield* decodeAll(rows, decodeHandoff, `${what} handoff`)) {
-            found.add(h.id)
-            const entry = state.handoffs.get(h.id)
-            if (entry === undefined) state.handoffs.set(h.id, { head: handoffHead(h), full: h })
-            else entry.full = h
-          }
-        } else {
-          const rows = yield* selectIn<{ readonly head: string }>(
-            sql,
-            `SELECT head FROM handoffs ${where} AND id`,
-            " ORDER BY rowid",
-            [threadId],
-            need.ids
-          )
-          for (const row of rows) {
-            const head = yield* decodeHandoffHead(row.head, `${what} handoff`)
-            found.add(head.id)
-            if (!state.handoffs.has(head.id)) state.handoffs.set(head.id, { head, full: undefined })
-          }
-        }
-        for (const id of need.ids) if (!found.has(id)) state.absent.add(id)
-        return
-      }
-      case "Transfer": {
-        const rows = yield* selectData(sql, `SELECT data FROM transfers ${where} AND id = ?`, [threadId, need.id])
-        if (rows[0] === undefined) state.absent.add(need.id)
-        else {
-          const transfer = yield* decodeTransfer(rows[0].data, `${what} transfer ${need.id}`)
-          state.transfers.set(transfer.id, transfer)
-        }
-        return
-      }
-      case "LatestCheckpoint": {
-        // Newest first (a run's later checkpoint before its earlier one), until one of a live run.
-        let answer = null
-        for (let offset = 0; answer === null; offset += pageSize) {
-          const rows = yield* selectData(
-            sql,
-            `SELECT data FROM checkpoints ${where} AND status = 'ready' AND run_ordinal BETWEEN ? AND ?
-             ORDER BY run_ordinal DESC, rowid DESC LIMIT ? OFFSET ?`,
-            [threadId, need.from, need.to, pageSize, offset]
-          )
-          for (const c of yield* decodeAll(rows, decodeCheckpoint, `${what} checkpoint`)) {
-            if (isLiveOrdinal(state, c.runOrdinal)) {
-              answer = c
-              break
-            }
-          }
-          if (rows.length < pageSize) break
-        }
-        state.latestCheckpoints.set(checkpointAnswerKey(need.from, need.to), answer)
-        return
-      }
-      case "Everything": {
-        const complete = yield* loadCompleteThreadState(sql, threadId)
-        if (Option.isNone(complete)) return yield* new StorageError({ detail: `thread ${threadId} is gone` })
-        becomeComplete(state, complete.value)
-        return
-      }
-    }
-  })
-  return filled.pipe(Effect.mapError(fromSqlError(`cannot read thread ${threadId}`)))
-}
-
-/** Makes `state` the complete state `from` (same thread, same point in its log). */
-const becomeComplete = (state: ThreadState, from: ThreadState): void => {
-  state.complete = true
-  state.runCount = from.runCount
-  state.rolledBack.splice(0, state.rolledBack.length, ...from.rolledBack)
-  const copy = <K, V>(to: Map<K, V>, source: Map<K, V>) => {
-    to.clear()
-    for (const [k, v] of source) to.set(k, v)
-  }
-  copy(state.runs, from.runs)
-  copy(state.items, from.items)
-  copy(state.providerThreads, from.providerThreads)
-  copy(state.transfers, from.transfers)
-  copy(state.handoffs, from.handoffs)
-  copy(state.checkpoints, from.checkpoints)
-  state.latestCheckpoints.clear()
-  state.absent.clear()
-}

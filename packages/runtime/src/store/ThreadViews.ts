@@ -38,7 +38,8 @@ import {
   selectData,
   threadWithActivity
 } from "./ProjectionTables.js"
-import { currentHead, groupItems, loadCompleteThreadState, servedColumns, type ServedRow } from "./ThreadLoading.js"
+import { servedColumns, type ServedRow } from "./ServedRows.js"
+import { currentHead, groupItems, loadCompleteThreadState } from "./ThreadLoading.js"
 
 const byCreatedAt = (a: ContextTransfer, b: ContextTransfer) =>
   a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
