@@ -9,7 +9,8 @@
  * - the process exits while the call is pending → kind `crash`.
  * A turn has two deadlines: until its first event, and between events (not while it
  * waits for an approval: a person may take their time). A turn's call runs in a fiber
- * of its own, watched by one fiber for its deadlines and the process's exit.
+ * of its own, cut short by one watcher fiber at a deadline, or by the session's exit
+ * watcher when the process exits.
  *
  * Deadlines come from the runtime's configuration (`RuntimeOptions.deadlines`).
  */
