@@ -19,6 +19,7 @@ import { ProviderFailure } from "@skein/domain"
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option, Ref } from "effect"
 import { defaultDeadlines, type ProviderDeadlines } from "../RuntimeConfig.js"
 import { forkNowScoped } from "../resources/ForkNow.js"
+import { onClose } from "../resources/OnClose.js"
 
 export { defaultDeadlines, type ProviderDeadlines }
 
@@ -191,10 +192,8 @@ export const guardSession = (
         Effect.zipRight(Deferred.fail(verdict, failure), Fiber.interruptFork(call))
       const onExit = (how: ProcessExit) => cut(crashFailure("runTurn", how))
       yield* watchOnce
-      yield* Effect.acquireRelease(
-        Effect.sync(() => turnsInFlight.add(onExit)),
-        () => Effect.sync(() => turnsInFlight.delete(onExit))
-      )
+      yield* onClose(Effect.sync(() => turnsInFlight.delete(onExit)))
+      turnsInFlight.add(onExit)
       // Exited before this turn was listening: it hears it now.
       const gone = yield* Deferred.poll(processExit)
       if (Option.isSome(gone)) yield* Effect.flatMap(gone.value, onExit)

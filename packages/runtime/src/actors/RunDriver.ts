@@ -33,6 +33,7 @@ import type { ProviderName, RunFailure, SkeinError, TurnInput } from "@skein/dom
 import type { ProviderFailure, Run } from "@skein/domain"
 import { Deferred, Effect, Exit, Fiber, Option, Ref } from "effect"
 import { forkNowScoped } from "../resources/ForkNow.js"
+import { onClose } from "../resources/OnClose.js"
 import type { CheckpointGate } from "./CheckpointGate.js"
 import * as ItemBatch from "./ItemBatch.js"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
@@ -165,7 +166,7 @@ const recordEnd = (
 const captureOnce = (input: DriveInput) =>
   Effect.gen(function* () {
     const release = yield* Ref.make(Option.none<Effect.Effect<void>>())
-    yield* Effect.addFinalizer(() =>
+    yield* onClose(
       Effect.flatMap(
         Ref.get(release),
         Option.getOrElse(() => Effect.void)

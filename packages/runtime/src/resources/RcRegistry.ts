@@ -18,6 +18,7 @@
  * at once.
  */
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Scope } from "effect"
+import { onClose } from "./OnClose.js"
 
 interface Entry<A, E> {
   readonly value: Deferred.Deferred<A, E>
@@ -205,10 +206,7 @@ export const make = <K, A, E, R>(options: {
         Effect.suspend(() => {
           if (closed) return Effect.interrupt
           return Effect.flatMap(hold(key), (held) =>
-            Effect.zipRight(
-              Effect.addFinalizer(() => release(key, held)),
-              restore(valueOf(held))
-            )
+            Effect.zipRight(onClose(release(key, held)), restore(valueOf(held)))
           )
         })
       )
