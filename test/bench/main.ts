@@ -20,6 +20,7 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["checkpoints", () => import("./checkpoints.js")],
   ["agents", () => import("./agents.js")],
   ["cli", () => import("./cli.js")],
+  ["tools", () => import("./tools.js")],
   ["redesign", () => import("./redesign.js")]
 ]
 

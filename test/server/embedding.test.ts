@@ -4,6 +4,7 @@
  */
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { describe, expect, it } from "vitest"
 import { ProviderName } from "@skein/domain"
 import { makeSkeinClient } from "@skein/server"
@@ -48,12 +49,27 @@ describe("embedding", () => {
               wait: true
             })
             const providers = yield* client.provider.list()
-            return { run, providers: providers.map((p) => p.name) }
+            const credential = yield* client.thread.toolCredential({ threadId: thread.id })
+            return { run, providers: providers.map((p) => p.name), credential }
           })
         )
       )
       expect(run.run.status).toBe("completed")
       expect(run.providers).toEqual(expect.arrayContaining(["alpha", "beta"]))
+      // Skein's tools on the host's router too, for a credential the RPC gave.
+      expect(run.credential.url).toBeNull()
+      const tools = new Client({ name: "host-test", version: "1.0.0" })
+      await tools.connect(
+        new StreamableHTTPClientTransport(new URL(`${base}/skein/mcp`), {
+          requestInit: { headers: { Authorization: `Bearer ${run.credential.token}` } }
+        })
+      )
+      try {
+        expect((await tools.listTools()).tools.map((t) => t.name)).toContain("spawn_subagent")
+      } finally {
+        await tools.close()
+      }
+      expect((await fetch(`${base}/skein/mcp`, { method: "POST", body: "{}" })).status).toBe(401)
     } finally {
       if (child.exitCode === null && child.pid !== undefined) process.kill(child.pid, "SIGKILL")
     }

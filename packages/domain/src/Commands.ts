@@ -77,6 +77,10 @@ export const SpawnSubagentFields = {
   parentThreadId: ThreadId,
   provider: ProviderName,
   prompt: Message,
+  /** The child thread's title (default: the prompt's first 80 characters). */
+  title: Schema.optional(Title),
+  /** The model of the child's run (default: the provider instance's). */
+  model: Schema.optional(Schema.String),
   commandId
 }
 export class SpawnSubagent extends ValidatedTaggedClass<SpawnSubagent>()("SpawnSubagent", SpawnSubagentFields) {}

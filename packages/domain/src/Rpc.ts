@@ -24,6 +24,13 @@ import { ContextTransfer } from "./Transfer.js"
 import { TurnItem } from "./TurnItem.js"
 import { ProviderInstanceInfo, RollbackView, RunView, ThreadView, ThreadViewOptions } from "./Views.js"
 
+/**
+ * A credential for Skein's own tools (MCP), acting for one thread: send it as
+ * `Authorization: Bearer TOKEN` to `url` (null where this server serves no MCP endpoint).
+ */
+export const ToolCredential = Schema.Struct({ url: Schema.NullOr(Schema.String), token: Schema.String })
+export type ToolCredential = typeof ToolCredential.Type
+
 export class SkeinRpcs extends RpcGroup.make(
   Rpc.make("thread.create", { payload: CreateThreadFields, success: AppThread, error: SkeinError }),
   Rpc.make("thread.get", {
@@ -58,7 +65,12 @@ export class SkeinRpcs extends RpcGroup.make(
   }),
   Rpc.make("handoff.get", { payload: { handoffId: ContextHandoffId }, success: ContextHandoff, error: SkeinError }),
   Rpc.make("approval.respond", { payload: RespondApprovalFields, success: TurnItem, error: SkeinError }),
-  Rpc.make("provider.list", { success: Schema.Array(ProviderInstanceInfo), error: SkeinError })
+  Rpc.make("provider.list", { success: Schema.Array(ProviderInstanceInfo), error: SkeinError }),
+  Rpc.make("thread.toolCredential", {
+    payload: { threadId: ThreadId },
+    success: ToolCredential,
+    error: SkeinError
+  })
 ) {}
 
 export type SkeinRpcMethod = (typeof SkeinRpcs)["requests"] extends ReadonlyMap<infer K, unknown> ? K : never

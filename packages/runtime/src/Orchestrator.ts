@@ -27,6 +27,7 @@ import type {
   ContextHandoffId
 } from "@skein/domain"
 import { Context } from "effect"
+import type { ToolCredentialsShape } from "./ToolCredentials.js"
 import type { Effect, Schema, Scope, Stream } from "effect"
 
 type Payload<F extends Schema.Struct.Fields> = Schema.Struct.Type<F>
@@ -62,12 +63,16 @@ export interface OrchestratorShape {
    * answered with what changed (`restore`); with `dryRun`, that answer and nothing changed.
    */
   readonly rollback: (input: Payload<typeof RollbackFields>) => Effect.Effect<RollbackView, SkeinError>
+  /** A subagent: its child thread and first run; `createdBy` says who asked (default the user, a host). */
   readonly spawnSubagent: (
-    input: Payload<typeof SpawnSubagentFields>
+    input: Payload<typeof SpawnSubagentFields>,
+    options?: { readonly createdBy?: "user" | "agent" }
   ) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
   readonly getHandoff: (handoffId: ContextHandoffId) => Effect.Effect<ContextHandoff, SkeinError>
   readonly respondApproval: (input: Payload<typeof RespondApprovalFields>) => Effect.Effect<TurnItem, SkeinError>
   readonly listProviders: Effect.Effect<ReadonlyArray<ProviderInstanceInfo>, SkeinError>
+  /** Credentials for Skein's own tools (MCP), each acting for one thread. */
+  readonly toolCredentials: ToolCredentialsShape
   /** Graceful stop: running runs end `interrupted` (reason `shutdown`), sessions close. */
   readonly shutdown: Effect.Effect<void>
 }

@@ -34,6 +34,7 @@ import type { OrchestratorShape } from "./Orchestrator.js"
 import { recoverInterruptedRuns } from "./Recovery.js"
 import { makeRestores } from "./Restores.js"
 import { RuntimeConfig } from "./RuntimeConfig.js"
+import * as ToolCredentials from "./ToolCredentials.js"
 import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
 import { EventStore } from "./store/EventStore.js"
@@ -181,9 +182,9 @@ export const makeOrchestrator = Effect.gen(function* () {
     forkThread: (input) => Effect.flatMap(checked("thread.fork", input), forkThread),
     mergeBack: (input) => Effect.flatMap(checked("thread.mergeBack", input), mergeBack),
     rollback: (input) => Effect.flatMap(checked("thread.rollback", input), rollback),
-    spawnSubagent: (input) =>
+    spawnSubagent: (input, options) =>
       Effect.flatMap(checked("subagent.spawn", input), (valid) =>
-        actors.spawnSubagent({ ...valid, createdBy: "user" })
+        actors.spawnSubagent({ ...valid, createdBy: options?.createdBy ?? "user" })
       ),
     getHandoff: (handoffId) =>
       Effect.zipRight(
@@ -201,6 +202,14 @@ export const makeOrchestrator = Effect.gen(function* () {
         actors.use(valid.threadId, (actor) => actor.respondApproval(valid))
       ),
     listProviders,
+    toolCredentials: ToolCredentials.make((threadId) =>
+      Effect.zipRight(
+        checked("thread.toolCredential", { threadId }),
+        Effect.flatMap(store.lookup.thread(threadId), (thread) =>
+          Option.isSome(thread) ? Effect.void : Effect.fail(new ThreadNotFound({ threadId }))
+        )
+      )
+    ),
     shutdown,
     recoverRestores: restores.recover
   } satisfies OrchestratorShape & { readonly recoverRestores: Effect.Effect<void, StorageError> }

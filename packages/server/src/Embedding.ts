@@ -1,6 +1,7 @@
 /**
  * Skein inside a host Effect application: the runtime (Orchestrator) as a Layer, and
- * the RPC mounted on the host's own HttpLayerRouter under a path of its choosing.
+ * the RPC (and, with `mcpPath`, Skein's tools over MCP) mounted on the host's own
+ * HttpLayerRouter under paths of its choosing.
  *
  *   const App = HttpLayerRouter.serve(Layer.mergeAll(HostRoutes, SkeinEmbedding.layer({ ... })))
  */
@@ -11,11 +12,17 @@ import { Effect, Layer } from "effect"
 import type { WeakToken } from "./Auth.js"
 import type { InvalidAllowedHost, InvalidOrigin } from "./Handshake.js"
 import { type NoProviders, type SkeinRuntimeOptions, skeinRuntimeLayer } from "./SkeinRuntime.js"
+import { makeMcpEndpoint } from "./mcp/McpEndpoint.js"
+import { ToolEndpoint, type ToolEndpointShape } from "./mcp/ToolEndpoint.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
 
 export interface SkeinRouteOptions extends EndpointOptions {
   /** Where the WebSocket RPC is mounted, e.g. "/skein/rpc". */
   readonly path: HttpLayerRouter.PathInput
+  /** Where Skein's tools (MCP) are mounted, e.g. "/skein/mcp"; none when absent. */
+  readonly mcpPath?: HttpLayerRouter.PathInput | undefined
+  /** The absolute URL agents reach `mcpPath` at, which `thread.toolCredential` answers with. */
+  readonly mcpUrl?: string | undefined
 }
 
 export interface SkeinEmbeddingOptions extends SkeinRouteOptions, SkeinRuntimeOptions {}
@@ -26,8 +33,10 @@ const route = (
 ): Layer.Layer<never, WeakToken | InvalidOrigin | InvalidAllowedHost, HttpLayerRouter.HttpRouter | Orchestrator> =>
   HttpLayerRouter.use((router) =>
     Effect.gen(function* () {
-      const endpoint = yield* makeWebSocketEndpoint(options)
+      const toolEndpoint: ToolEndpointShape = { current: options.mcpUrl ?? null }
+      const endpoint = yield* Effect.provideService(makeWebSocketEndpoint(options), ToolEndpoint, toolEndpoint)
       yield* router.add("GET", options.path, endpoint)
+      if (options.mcpPath !== undefined) yield* router.add("*", options.mcpPath, yield* makeMcpEndpoint(options))
     })
   )
 

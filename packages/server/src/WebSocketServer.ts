@@ -1,6 +1,7 @@
 /**
  * The daemon's transport: an HTTP server on host:port whose `path` speaks the Skein
- * RPC over WebSocket. Loopback by default; other hosts need a token. On a loopback
+ * RPC over WebSocket and whose `/mcp` serves Skein's tools to agents
+ * (mcp/McpEndpoint.ts). Loopback by default; other hosts need a token. On a loopback
  * address it answers only requests addressed to a loopback name or an allowed one
  * (`allowedHosts`).
  * The WebSocket layer (`ws`) closes a socket whose single message passes 100 MiB
@@ -16,6 +17,9 @@ import { Effect, ExecutionStrategy, Scope } from "effect"
 import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RPC_PATH } from "./Address.js"
 import { checkBind, type InsecureBind, isLoopbackHost, type WeakToken } from "./Auth.js"
 import { type InvalidAllowedHost, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
+import { DEFAULT_MCP_PATH, makeMcpEndpoint } from "./mcp/McpEndpoint.js"
+import type { SubagentLimits } from "./mcp/SubagentPolicy.js"
+import { ToolEndpoint, type ToolEndpointShape } from "./mcp/ToolEndpoint.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
 
 export { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RPC_PATH }
@@ -25,11 +29,15 @@ export interface WebSocketServerOptions extends EndpointOptions {
   /** 0 picks a free port. */
   readonly port?: number | undefined
   readonly path?: string | undefined
+  /** Limits on the subagents an agent may start through the tools at `/mcp` (default 3 deep, 8 running). */
+  readonly subagentLimits?: SubagentLimits | undefined
 }
 
 export interface RunningServer {
   /** Where clients connect, with the real port: `ws://127.0.0.1:7878/rpc`. */
   readonly url: string
+  /** Where agents call Skein's tools (MCP), with a tool credential: `http://127.0.0.1:7878/mcp`. */
+  readonly mcpUrl: string
   readonly host: string
   readonly port: number
 }
@@ -64,7 +72,9 @@ export const serveWebSocket = (
     const server = yield* NodeHttpServer.make(() => nodeServer, { host, port: options.port ?? DEFAULT_PORT }).pipe(
       Scope.extend(httpScope)
     )
-    const endpoint = yield* makeWebSocketEndpoint(endpointOptions)
+    const toolEndpoint: ToolEndpointShape = { current: null }
+    const endpoint = yield* Effect.provideService(makeWebSocketEndpoint(endpointOptions), ToolEndpoint, toolEndpoint)
+    const tools = yield* makeMcpEndpoint({ ...endpointOptions, limits: options.subagentLimits })
     // Closing runs in reverse: stop accepting and drop idle keep-alives, then the
     // endpoint closes its connections and interrupts their requests, then the HTTP server closes.
     yield* Effect.addFinalizer(() =>
@@ -77,11 +87,13 @@ export const serveWebSocket = (
       const request = yield* HttpServerRequest.HttpServerRequest
       const pathname = new URL(request.url, "http://localhost").pathname
       if (pathname === path) return yield* endpoint
+      if (pathname === DEFAULT_MCP_PATH) return yield* tools
       if (pathname === "/health") return HttpServerResponse.text("ok")
       return HttpServerResponse.text(`Not found. Skein RPC is at ${path}.`, { status: 404 })
     })
     yield* server.serve(app).pipe(Scope.extend(httpScope))
     const address = server.address
     const port = address._tag === "TcpAddress" ? address.port : 0
-    return { url: `ws://${formatHost(host)}:${port}${path}`, host, port }
+    toolEndpoint.current = `http://${formatHost(host)}:${port}${DEFAULT_MCP_PATH}`
+    return { url: `ws://${formatHost(host)}:${port}${path}`, mcpUrl: toolEndpoint.current, host, port }
   })

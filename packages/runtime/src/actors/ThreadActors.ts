@@ -52,8 +52,10 @@ export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<Thr
               store,
               childSpawned: (parentId) => actors.peek(parentId)?.childSpawned(),
               providerExists: (name) => Effect.asVoid(sessions.adapter(name)),
-              startRun: ({ message, provider, threadId }) =>
-                use(threadId, (actor) => actor.ask("StartRun", { threadId, provider, message })),
+              startRun: ({ message, model, provider, threadId }) =>
+                use(threadId, (actor) =>
+                  actor.ask("StartRun", { threadId, provider, message, ...(model === undefined ? {} : { model }) })
+                ),
               recordResult: (parentId, transfer) =>
                 use(parentId, (actor) => actor.ask("RecordTransfer", { transfer, receipt: null })),
               scope

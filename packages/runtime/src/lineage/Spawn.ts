@@ -25,6 +25,7 @@ export interface SpawnDeps {
     readonly threadId: ThreadId
     readonly provider: ProviderName
     readonly message: string
+    readonly model?: string | undefined
   }) => Effect.Effect<{ readonly run: Run }, SkeinError>
   readonly recordResult: (
     parentId: ThreadId,
@@ -40,6 +41,8 @@ export interface SpawnInput {
   readonly parentThreadId: ThreadId
   readonly provider: ProviderName
   readonly prompt: string
+  readonly title?: string | undefined
+  readonly model?: string | undefined
   readonly createdBy: "user" | "agent"
   readonly commandId?: CommandId | undefined
 }
@@ -101,7 +104,14 @@ export const spawnSubagent = (
 ): Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError> =>
   Effect.gen(function* () {
     const { store } = deps
-    const hash = payloadHash({ parentThreadId: input.parentThreadId, provider: input.provider, prompt: input.prompt })
+    const hash = payloadHash({
+      parentThreadId: input.parentThreadId,
+      provider: input.provider,
+      prompt: input.prompt,
+      // Only when given, so receipts written before these existed still match.
+      ...(input.title === undefined ? {} : { title: input.title }),
+      ...(input.model === undefined ? {} : { model: input.model })
+    })
     let child: AppThread | null = null
     const replayed = yield* replay(store.receipt, input.commandId, "subagent.spawn", hash, SpawnReceipt)
     if (Option.isSome(replayed))
@@ -116,7 +126,7 @@ export const spawnSubagent = (
         parent: parent.value,
         source,
         fromCheckpoint: false,
-        title: input.prompt.replace(/\s+/g, " ").trim().slice(0, 80),
+        title: input.title ?? input.prompt.replace(/\s+/g, " ").trim().slice(0, 80),
         sideChat: false,
         createdBy: input.createdBy,
         now: new Date().toISOString()
@@ -143,7 +153,12 @@ export const spawnSubagent = (
     const existing = yield* store.lookup.runByOrdinal(child.id, 1)
     const run = Option.isSome(existing)
       ? existing.value
-      : (yield* deps.startRun({ threadId: child.id, provider: input.provider, message: input.prompt })).run
+      : (yield* deps.startRun({
+          threadId: child.id,
+          provider: input.provider,
+          message: input.prompt,
+          model: input.model
+        })).run
     yield* returnResult(deps, input.parentThreadId, child, run.id)
     return { thread: child, run }
   }).pipe(Effect.catchTag("SequenceConflict", (e) => Effect.fail(new StorageError({ detail: e.message }))))

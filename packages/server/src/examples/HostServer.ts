@@ -37,6 +37,8 @@ export const hostServerLayer = (options: HostServerOptions) =>
       HostRoutes,
       SkeinEmbedding.layer({
         path: "/skein/rpc",
+        // Skein's tools for agents (MCP), behind tool credentials (thread.toolCredential).
+        mcpPath: "/skein/mcp",
         dbPath: options.dbPath,
         dataDir: options.dataDir,
         configFile: options.configFile,
