@@ -99,20 +99,23 @@ const bench = Effect.gen(function* () {
   const providers = (yield* Effect.promise(() => skein.callTool({ name: "list_providers", arguments: {} })))
     .structuredContent as Record<string, unknown>
   const direct = yield* directServer(providers)
-  const plain = yield* connect(direct.url, undefined)
 
+  // A block a client: the SDK's client hangs each request's abort listener on one signal
+  // of its transport, freed only as requests are collected.
   const sides = [
-    { label: "through Skein", client: skein, times: [] as Array<number> },
-    { label: "SDK server directly", client: plain, times: [] as Array<number> }
+    { label: "through Skein", url: server.mcpUrl, token, times: [] as Array<number> },
+    { label: "SDK server directly", url: direct.url, token: undefined, times: [] as Array<number> }
   ]
-  yield* Effect.promise(async () => {
-    for (const side of sides) await timedCalls(side.client, 200, "list_providers")
-    for (let b = 0; b * BLOCK < CALLS; b++) {
-      for (const side of b % 2 === 0 ? sides : [...sides].reverse()) {
-        side.times.push(...(await timedCalls(side.client, BLOCK, "list_providers")))
-      }
-    }
-  })
+  const block = (side: (typeof sides)[0], count: number) =>
+    Effect.scoped(
+      Effect.flatMap(connect(side.url, side.token), (client) =>
+        Effect.promise(() => timedCalls(client, count, "list_providers"))
+      )
+    )
+  for (const side of sides) yield* block(side, 200)
+  for (let b = 0; b * BLOCK < CALLS; b++) {
+    for (const side of b % 2 === 0 ? sides : [...sides].reverse()) side.times.push(...(yield* block(side, BLOCK)))
+  }
   const [through, alone] = sides as [(typeof sides)[0], (typeof sides)[0]]
   const ms = (x: number) => `${x.toFixed(2)} ms`
   console.log(
