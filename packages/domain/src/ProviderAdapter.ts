@@ -71,19 +71,34 @@ export interface SummariseRequest {
 /** Where a running turn's events go: one batch at a time, in order. */
 export type TurnEventSink<E> = (events: ReadonlyArray<ProviderEvent>) => Effect.Effect<void, E>
 
+/** Where an agent reaches Skein's own tools (MCP) for its app thread, and the credential it presents. */
+export interface AgentTools {
+  readonly url: string
+  readonly token: string
+}
+
+/** What a native thread is started, resumed or forked with. */
+export interface NativeThreadOptions {
+  /** Skein's tools, for an agent that can call MCP tools; absent where none are served. */
+  readonly tools?: AgentTools | undefined
+}
+
 /** A live provider process (or connection). Closing the scope that opened it stops it. */
 export interface ProviderSessionHandle {
   readonly pid: number | null
-  readonly startThread: (options: {
-    readonly workspace: string | null
-    readonly model: string | null
-  }) => Effect.Effect<NativeThreadHandle, ProviderFailure>
+  readonly startThread: (
+    options: {
+      readonly workspace: string | null
+      readonly model: string | null
+    } & NativeThreadOptions
+  ) => Effect.Effect<NativeThreadHandle, ProviderFailure>
   /** Make an earlier native thread current; fails with kind `resume_failed` if it cannot. */
-  readonly resumeThread: (nativeRef: string) => Effect.Effect<void, ProviderFailure>
+  readonly resumeThread: (nativeRef: string, options?: NativeThreadOptions) => Effect.Effect<void, ProviderFailure>
   /** Fork a native thread, at (and including) a turn when `atTurnRef` is given. */
   readonly forkThread: (
     nativeRef: string,
-    atTurnRef: string | null
+    atTurnRef: string | null,
+    options?: NativeThreadOptions
   ) => Effect.Effect<NativeThreadHandle, ProviderFailure>
   /** Drop `beforeTurnRef` and every later turn of the native thread. */
   readonly rollbackThread: (nativeRef: string, beforeTurnRef: string) => Effect.Effect<void, ProviderFailure>

@@ -45,6 +45,7 @@ const CreateReceipt = Schema.Struct({ threadId: ThreadIdSchema })
 
 export const makeOrchestrator = Effect.gen(function* () {
   const store = yield* EventStore
+  const toolCredentials = yield* ToolCredentials.ToolCredentials
   const actors = yield* ThreadActors
   const sessions = yield* ProviderSessions
   const config = yield* RuntimeConfig
@@ -202,14 +203,7 @@ export const makeOrchestrator = Effect.gen(function* () {
         actors.use(valid.threadId, (actor) => actor.respondApproval(valid))
       ),
     listProviders,
-    toolCredentials: ToolCredentials.make((threadId) =>
-      Effect.zipRight(
-        checked("thread.toolCredential", { threadId }),
-        Effect.flatMap(store.lookup.thread(threadId), (thread) =>
-          Option.isSome(thread) ? Effect.void : Effect.fail(new ThreadNotFound({ threadId }))
-        )
-      )
-    ),
+    toolCredentials,
     shutdown,
     recoverRestores: restores.recover
   } satisfies OrchestratorShape & { readonly recoverRestores: Effect.Effect<void, StorageError> }
@@ -240,7 +234,7 @@ const traced = <Args extends Array<any>, A, E, R>(
 
 /** The orchestrator over an EventStore and a ProviderRegistry; recovers interrupted runs first. */
 export const orchestratorLayer: Layer.Layer<
-  Orchestrator | ThreadActors,
+  Orchestrator | ThreadActors | ToolCredentials.ToolCredentials,
   StorageError,
   EventStore | ProviderRegistry | RuntimeConfig
 > = Layer.scoped(
@@ -256,6 +250,7 @@ export const orchestratorLayer: Layer.Layer<
   })
 ).pipe(
   Layer.provideMerge(ThreadActors.local),
+  Layer.provideMerge(ToolCredentials.layer),
   Layer.provide(ProviderSessions.layer),
   Layer.provide(
     Layer.unwrapEffect(

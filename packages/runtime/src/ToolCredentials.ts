@@ -1,12 +1,17 @@
 /**
  * Who may call Skein's tools: bearer credentials, each scoped to one app thread. A host
- * asks for one (`thread.toolCredential`) for an agent it runs itself; a provider session
- * Skein launches gets one for its thread, revoked when the session ends. Credentials
- * live in memory: a restart revokes them all, as it ends every session.
+ * asks for one (`thread.toolCredential`) for an agent it runs itself; the agents Skein
+ * runs get one for their thread with the tools' address when their native thread is
+ * started or resumed (`forAgent`), once a server has said where the tools are served
+ * (`setEndpoint`). Credentials live in memory: a restart revokes them all, as it ends
+ * every session.
  */
 import { randomBytes } from "node:crypto"
-import type { SkeinError, ThreadId } from "@skein/domain"
-import { Effect } from "effect"
+import type { AgentTools, SkeinError, ThreadId } from "@skein/domain"
+import { ThreadNotFound } from "@skein/domain"
+import { Context, Effect, Layer, Option } from "effect"
+import { checked } from "./InputCheck.js"
+import { EventStore } from "./store/EventStore.js"
 
 export interface ToolCredentialsShape {
   /** A new credential for `threadId`, valid until revoked; fails when there is no such thread. */
@@ -15,7 +20,16 @@ export interface ToolCredentialsShape {
   readonly revoke: (token: string) => Effect.Effect<void>
   /** The thread a credential acts for, or undefined when it is not a live credential. */
   readonly threadOf: (token: string) => ThreadId | undefined
+  /** Where the tools are served (an absolute URL), or null: none. */
+  readonly setEndpoint: (url: string | null) => void
+  /** The tools for an agent Skein runs on `threadId` (one credential per thread), or undefined when none are served. */
+  readonly forAgent: (threadId: ThreadId) => AgentTools | undefined
 }
+
+export class ToolCredentials extends Context.Tag("@skein/runtime/ToolCredentials")<
+  ToolCredentials,
+  ToolCredentialsShape
+>() {}
 
 /** 32 random bytes, base64url: a token nobody guesses, looked up as a session id is. */
 const newToken = () => `skt_${randomBytes(32).toString("base64url")}`
@@ -23,17 +37,52 @@ const newToken = () => `skt_${randomBytes(32).toString("base64url")}`
 /** A registry of credentials; `exists` says whether a thread may have one. */
 export const make = (exists: (threadId: ThreadId) => Effect.Effect<void, SkeinError>): ToolCredentialsShape => {
   const threads = new Map<string, ThreadId>()
+  const agents = new Map<ThreadId, string>()
+  let endpoint: string | null = null
+  const add = (threadId: ThreadId) => {
+    const token = newToken()
+    threads.set(token, threadId)
+    return token
+  }
   return {
     issue: (threadId) =>
       Effect.zipRight(
         exists(threadId),
-        Effect.sync(() => {
-          const token = newToken()
-          threads.set(token, threadId)
-          return token
-        })
+        Effect.sync(() => add(threadId))
       ),
-    revoke: (token) => Effect.sync(() => void threads.delete(token)),
-    threadOf: (token) => threads.get(token)
+    revoke: (token) =>
+      Effect.sync(() => {
+        const threadId = threads.get(token)
+        threads.delete(token)
+        if (threadId !== undefined && agents.get(threadId) === token) agents.delete(threadId)
+      }),
+    threadOf: (token) => threads.get(token),
+    setEndpoint: (url) => {
+      endpoint = url
+    },
+    forAgent: (threadId) => {
+      if (endpoint === null) return undefined
+      let token = agents.get(threadId)
+      if (token === undefined) {
+        token = add(threadId)
+        agents.set(threadId, token)
+      }
+      return { url: endpoint, token }
+    }
   }
 }
+
+/** The registry, checking a host's thread against the store. */
+export const layer: Layer.Layer<ToolCredentials, never, EventStore> = Layer.effect(
+  ToolCredentials,
+  Effect.map(EventStore, (store) =>
+    make((threadId) =>
+      Effect.zipRight(
+        checked("thread.toolCredential", { threadId }),
+        Effect.flatMap(store.lookup.thread(threadId), (thread) =>
+          Option.isSome(thread) ? Effect.void : Effect.fail(new ThreadNotFound({ threadId }))
+        )
+      )
+    )
+  )
+)

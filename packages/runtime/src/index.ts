@@ -1,6 +1,7 @@
 export * from "./Orchestrator.js"
 export * from "./OrchestratorLive.js"
 export * from "./RuntimeConfig.js"
+export { ToolCredentials } from "./ToolCredentials.js"
 export type { ToolCredentialsShape } from "./ToolCredentials.js"
 export * from "./store/ThreadState.js"
 export * from "./store/EventStore.js"

@@ -7,7 +7,7 @@
  */
 import { HttpLayerRouter } from "@effect/platform"
 import type { DatabaseInUse, InvalidInput, StorageError } from "@skein/domain"
-import type { Orchestrator } from "@skein/runtime"
+import { Orchestrator } from "@skein/runtime"
 import { Effect, Layer } from "effect"
 import type { WeakToken } from "./Auth.js"
 import type { InvalidAllowedHost, InvalidOrigin } from "./Handshake.js"
@@ -37,6 +37,11 @@ const route = (
       const endpoint = yield* Effect.provideService(makeWebSocketEndpoint(options), ToolEndpoint, toolEndpoint)
       yield* router.add("GET", options.path, endpoint)
       if (options.mcpPath !== undefined) yield* router.add("*", options.mcpPath, yield* makeMcpEndpoint(options))
+      // With its URL known, the agents Skein runs get the tools too.
+      if (options.mcpPath !== undefined && options.mcpUrl !== undefined) {
+        const { toolCredentials } = yield* Orchestrator
+        toolCredentials.setEndpoint(options.mcpUrl)
+      }
     })
   )
 

@@ -12,7 +12,7 @@ import * as Http from "node:http"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { ServeError } from "@effect/platform/HttpServerError"
-import type { Orchestrator } from "@skein/runtime"
+import { Orchestrator } from "@skein/runtime"
 import { Effect, ExecutionStrategy, Scope } from "effect"
 import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RPC_PATH } from "./Address.js"
 import { checkBind, type InsecureBind, isLoopbackHost, type WeakToken } from "./Auth.js"
@@ -95,5 +95,9 @@ export const serveWebSocket = (
     const address = server.address
     const port = address._tag === "TcpAddress" ? address.port : 0
     toolEndpoint.current = `http://${formatHost(host)}:${port}${DEFAULT_MCP_PATH}`
+    // The agents Skein runs get the tools from now on (with a credential for their thread).
+    const { toolCredentials } = yield* Orchestrator
+    toolCredentials.setEndpoint(toolEndpoint.current)
+    yield* Effect.addFinalizer(() => Effect.sync(() => toolCredentials.setEndpoint(null)))
     return { url: `ws://${formatHost(host)}:${port}${path}`, mcpUrl: toolEndpoint.current, host, port }
   })

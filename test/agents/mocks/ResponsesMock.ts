@@ -3,6 +3,9 @@
  * What it answers depends on directives in the newest user text of the request:
  * - `[[cmd:COMMAND]]`: a call of Codex's `exec_command` tool; once Codex posts the
  *   tool's output, a closing message.
+ * - `[[spawn:PROVIDER:PROMPT]]`: a call of Skein's MCP tool `spawn_subagent` (namespace
+ *   `mcp__skein`), waiting for the child; once Codex posts the tool's output, a closing
+ *   message that quotes it.
  * - `[[slow:MS]]`: starts the message, then waits MS before finishing it (so a test
  *   can interrupt or kill mid-turn).
  * - `[[fail]]`: an HTTP 500.
@@ -80,8 +83,26 @@ export const startResponsesMock = (options: { readonly logFile?: string } = {}):
       })
       return completed()
     }
+    const spawn = directive(prompt, "spawn")
+    if (spawn !== null && last?.type !== "function_call_output") {
+      const [provider, ...rest] = spawn.split(":")
+      send({
+        type: "response.output_item.done",
+        output_index: 0,
+        item: {
+          type: "function_call",
+          call_id: `call_${n}`,
+          namespace: "mcp__skein",
+          name: "spawn_subagent",
+          arguments: JSON.stringify({ provider, prompt: rest.join(":"), wait: true, timeoutMs: 60_000 })
+        }
+      })
+      return completed()
+    }
     const text =
-      last?.type === "function_call_output" ? `done: ${String(last.output).slice(0, 80)}` : `ok: ${prompt.slice(0, 60)}`
+      last?.type === "function_call_output"
+        ? `done: ${String(last.output).slice(0, 400)}`
+        : `ok: ${prompt.slice(0, 60)}`
     send({ type: "response.created", response: { id: `resp_${n}` } })
     send({
       type: "response.output_item.added",

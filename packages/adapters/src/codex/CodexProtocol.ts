@@ -8,6 +8,7 @@
  * a notification whose method is not listed here is dropped unread. The types follow
  * what `codex app-server generate-ts` prints for the tested versions.
  */
+import type { AgentTools } from "@skein/domain"
 import { Schema } from "effect"
 
 // The envelopes (requests, replies, notifications) are JsonRpcPeer's.
@@ -65,7 +66,22 @@ export interface ThreadSettings {
   readonly model?: string
   readonly approvalPolicy?: AskForApproval
   readonly sandbox?: SandboxMode
+  /** Config overrides for the thread (`config.toml` keys, dotted). */
+  readonly config?: Readonly<Record<string, unknown>>
 }
+
+/** The MCP server name Skein's tools are under: the model sees them as the namespace `mcp__skein`. */
+export const SKEIN_MCP_SERVER = "skein"
+
+/**
+ * Skein's tools as a thread's MCP server (Streamable HTTP, the credential as a header).
+ * A blocking tool (a subagent waited for) may take as long as a turn may.
+ */
+export const toolsConfig = (tools: AgentTools): Readonly<Record<string, unknown>> => ({
+  [`mcp_servers.${SKEIN_MCP_SERVER}.url`]: tools.url,
+  [`mcp_servers.${SKEIN_MCP_SERVER}.http_headers`]: { Authorization: `Bearer ${tools.token}` },
+  [`mcp_servers.${SKEIN_MCP_SERVER}.tool_timeout_sec`]: 3600
+})
 
 export const ThreadResult = Schema.Struct({ thread: Schema.Struct({ id: Schema.String }) })
 

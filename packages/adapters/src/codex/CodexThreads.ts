@@ -2,10 +2,11 @@
  * The thread operations of a Codex driver session: start, resume, fork and roll back,
  * as requests to the app-server (a rollback looks the turn up with `thread/turns/list`).
  */
-import type { NativeThreadHandle, ProviderFailure, ProviderSessionHandle } from "@skein/domain"
+import type { NativeThreadHandle, NativeThreadOptions, ProviderFailure, ProviderSessionHandle } from "@skein/domain"
 import { Effect } from "effect"
 import type { Failure } from "../agents/AgentOptions.js"
 import type { ClientMethod, Results, ThreadSettings } from "./CodexProtocol.js"
+import { toolsConfig } from "./CodexProtocol.js"
 
 const TURNS_PAGE = 100
 const MAX_TURN_PAGES = 1000
@@ -25,10 +26,13 @@ export const codexThreads = (
   failure: Failure
 ): Pick<ProviderSessionHandle, "startThread" | "resumeThread" | "forkThread" | "rollbackThread"> => {
   const strong = (nativeRef: string): NativeThreadHandle => ({ nativeRef, strength: "strong" })
+  /** The settings with Skein's tools as the thread's MCP server, when given. */
+  const withTools = (base: ThreadSettings, options?: NativeThreadOptions): ThreadSettings =>
+    options?.tools === undefined ? base : { ...base, config: { ...base.config, ...toolsConfig(options.tools) } }
 
-  const withModel = (model: string | null) => {
+  const withModel = (model: string | null, options?: NativeThreadOptions) => {
     const chosen = model ?? defaultModel
-    return chosen === null ? settings : { ...settings, model: chosen }
+    return withTools(chosen === null ? settings : { ...settings, model: chosen }, options)
   }
 
   /** Every turn of a thread, oldest first, page by page. */
@@ -55,8 +59,8 @@ export const codexThreads = (
       ? failure("error", `Codex thread ${threadId} has no turn ${turnRef}`, "turn_not_found")
       : error
 
-  const resume = (threadId: string) =>
-    call("thread/resume", { threadId, excludeTurns: true, ...settings }).pipe(
+  const resume = (threadId: string, options?: NativeThreadOptions) =>
+    call("thread/resume", { threadId, excludeTurns: true, ...withTools(settings, options) }).pipe(
       Effect.asVoid,
       Effect.mapError((error) =>
         error.kind === "crash"
@@ -70,18 +74,18 @@ export const codexThreads = (
     )
 
   return {
-    startThread: Effect.fnUntraced(function* ({ model }) {
-      const result = yield* call("thread/start", withModel(model))
+    startThread: Effect.fnUntraced(function* ({ model, tools }) {
+      const result = yield* call("thread/start", withModel(model, { tools }))
       return strong(result.thread.id)
     }),
-    resumeThread: Effect.fnUntraced(function* (threadId) {
-      yield* resume(threadId)
+    resumeThread: Effect.fnUntraced(function* (threadId, options) {
+      yield* resume(threadId, options)
     }),
-    forkThread: Effect.fn("CodexSession.forkThread")(function* (threadId, atTurnRef) {
+    forkThread: Effect.fn("CodexSession.forkThread")(function* (threadId, atTurnRef, options) {
       const result = yield* call("thread/fork", {
         threadId,
         excludeTurns: true,
-        ...settings,
+        ...withTools(settings, options),
         ...(atTurnRef === null ? {} : { lastTurnId: atTurnRef })
       }).pipe(Effect.mapError((error) => (atTurnRef === null ? error : turnNotFound(error, threadId, atTurnRef))))
       return strong(result.thread.id)

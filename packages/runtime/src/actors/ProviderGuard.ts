@@ -212,9 +212,10 @@ export const guardSession = (
   return {
     pid: handle.pid,
     startThread: (options) => call("startThread", deadlines.callMs, () => handle.startThread(options)),
-    resumeThread: (nativeRef) => call("resumeThread", deadlines.callMs, () => handle.resumeThread(nativeRef)),
-    forkThread: (nativeRef, atTurnRef) =>
-      call("forkThread", deadlines.callMs, () => handle.forkThread(nativeRef, atTurnRef)),
+    resumeThread: (nativeRef, options) =>
+      call("resumeThread", deadlines.callMs, () => handle.resumeThread(nativeRef, options)),
+    forkThread: (nativeRef, atTurnRef, options) =>
+      call("forkThread", deadlines.callMs, () => handle.forkThread(nativeRef, atTurnRef, options)),
     rollbackThread: (nativeRef, beforeTurnRef) =>
       call("rollbackThread", deadlines.callMs, () => handle.rollbackThread(nativeRef, beforeTurnRef)),
     runTurn,

@@ -25,6 +25,7 @@ import type { SpawnInput } from "../lineage/Spawn.js"
 import { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
 import { EventStore } from "../store/EventStore.js"
 import { trimThread } from "../store/ThreadState.js"
+import { ToolCredentials } from "../ToolCredentials.js"
 import * as CheckpointGate from "./CheckpointGate.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import * as SupervisedActor from "./SupervisedActor.js"
@@ -93,7 +94,7 @@ export const makeThreadActor = (
 ): Effect.Effect<
   ThreadActor,
   SkeinError,
-  Scope.Scope | EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints
+  Scope.Scope | EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints | ToolCredentials
 > =>
   Effect.gen(function* () {
     const store = yield* EventStore
@@ -105,6 +106,7 @@ export const makeThreadActor = (
       cell: ThreadCell.make(threadId, store, loaded.value),
       store,
       sessions: yield* ProviderSessions,
+      tools: yield* ToolCredentials,
       config: yield* RuntimeConfig,
       checkpoints: yield* WorkspaceCheckpoints,
       gate: yield* CheckpointGate.make(threadId),

@@ -5,7 +5,7 @@
  * provider refuses falls back to a portable handoff into a new provider thread
  * (`ResumeFailed` re-plans the run with a full summary); a broken session fails the run.
  */
-import type { NativeRefStrength, ProviderFailure, Run, SkeinError } from "@skein/domain"
+import type { AgentTools, NativeRefStrength, ProviderFailure, Run, SkeinError } from "@skein/domain"
 import { Effect, Either } from "effect"
 import type { ProviderSessionsShape, SessionLease } from "../ProviderSessions.js"
 import type { RunContext, SummaryOutcome, ThreadAsk } from "../ThreadProtocol.js"
@@ -13,6 +13,7 @@ import type { RunContext, SummaryOutcome, ThreadAsk } from "../ThreadProtocol.js
 export interface ProviderThreadInput {
   readonly run: Run
   readonly workspace: string | null
+  readonly tools: AgentTools | undefined
   readonly sessions: ProviderSessionsShape
   readonly ask: ThreadAsk
 }
@@ -63,7 +64,7 @@ export const ensureThread = (
       }).pipe(Effect.as(native.nativeRef))
     const start = (ctx: RunContext) =>
       lease.handle
-        .startThread({ workspace: input.workspace, model: ctx.providerThread.settings.model })
+        .startThread({ workspace: input.workspace, model: ctx.providerThread.settings.model, tools: input.tools })
         .pipe(Effect.flatMap(bind(ctx, false)))
     /** Re-plan with a full summary into a new provider thread, and start it. */
     const fallBack = (detail: string) =>
@@ -77,7 +78,9 @@ export const ensureThread = (
     let thread: { readonly nativeRef: string; readonly context: RunContext }
     if (known === null && initial.fork !== null) {
       // Inherit natively: fork the source's own provider thread at the source turn.
-      const forked = yield* Effect.either(lease.handle.forkThread(initial.fork.nativeRef, initial.fork.turnRef))
+      const forked = yield* Effect.either(
+        lease.handle.forkThread(initial.fork.nativeRef, initial.fork.turnRef, { tools: input.tools })
+      )
       if (Either.isRight(forked)) thread = ready(yield* bind(initial, true)(forked.right))
       else if (recoverable(forked.left)) thread = yield* fallBack(`native fork failed: ${forked.left.detail}`)
       else return yield* forked.left
@@ -86,7 +89,7 @@ export const ensureThread = (
     } else if (!lease.loadedRefs.has(known) || run.contextResolution !== "none") {
       // Coming back after other runs: resume explicitly even in a warm process, since
       // the provider may have dropped the thread meanwhile.
-      const resumed = yield* Effect.either(lease.handle.resumeThread(known))
+      const resumed = yield* Effect.either(lease.handle.resumeThread(known, { tools: input.tools }))
       if (Either.isRight(resumed)) thread = ready(known)
       else if (resumed.left.kind === "resume_failed") thread = yield* fallBack(resumed.left.detail)
       else return yield* resumed.left

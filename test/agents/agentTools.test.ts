@@ -1,0 +1,112 @@
+/**
+ * Skein's tools in the hands of the agents Skein runs: the real Codex binary (offline,
+ * against the mock Responses API) gets Skein's MCP server in its thread's config, with a
+ * credential for its app thread, and its model calls `spawn_subagent`: a child thread on
+ * the real Claude Code binary (against the mock Messages API) answers, and the answer
+ * comes back as the tool's result in the same turn.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import type { ProviderName } from "@skein/domain"
+import { serveWebSocket } from "@skein/server"
+import { Orchestrator } from "@skein/runtime"
+import { Effect, Layer } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { removeDir, runtimeLayer, tempDir } from "../support/runtime.js"
+import type { MockServer } from "./mocks/MockServer.js"
+import * as Messages from "./mocks/MessagesMock.js"
+import * as Responses from "./mocks/ResponsesMock.js"
+import {
+  claudeEnv,
+  claudePlaceholder,
+  codexEnv,
+  codexLauncher,
+  processCensus,
+  requireBinaries,
+  waitUntil
+} from "./support.js"
+
+const codex = "codex" as ProviderName
+
+let dir: string
+let responses: MockServer
+let messages: MockServer
+let configFile: string
+const census = processCensus()
+
+beforeAll(async () => {
+  requireBinaries()
+  dir = Fs.realpathSync(tempDir("skein-agent-tools-"))
+  responses = await Responses.startResponsesMock({ logFile: Path.join(dir, "codex-mock-requests.jsonl") })
+  messages = await Messages.startMessagesMock({ logFile: Path.join(dir, "claude-mock-requests.jsonl") })
+  configFile = Path.join(dir, "providers.json")
+  Fs.writeFileSync(
+    configFile,
+    JSON.stringify({
+      providers: {
+        codex: { driver: "codex", command: [codexLauncher], env: codexEnv(dir, responses.url) },
+        claude: { driver: "claude", command: [claudePlaceholder], env: claudeEnv(dir, messages.url) }
+      }
+    })
+  )
+})
+
+afterAll(async () => {
+  await responses?.close()
+  await messages?.close()
+  const ended = await waitUntil(() => census.leftovers().length === 0, 10_000)
+  expect(ended ? [] : census.leftovers()).toEqual([])
+  if (dir) removeDir(dir)
+})
+
+describe("Skein's tools for the agents it runs", () => {
+  it(
+    "a Codex parent spawns a Claude Code child through MCP and gets its answer in the same turn",
+    () =>
+      Effect.runPromise(
+        Effect.scoped(
+          Effect.gen(function* () {
+            const runtime = yield* Layer.build(
+              runtimeLayer(dir, {
+                configFile,
+                deadlines: { openMs: 60_000, callMs: 30_000, firstEventMs: 60_000 }
+              })
+            )
+            yield* serveWebSocket({ port: 0 }).pipe(Effect.provide(runtime))
+            const o = yield* Effect.provide(Orchestrator, runtime)
+            const parent = yield* o.createThread({ title: "codex parent" })
+            const run = yield* o.startRun({
+              threadId: parent.id,
+              provider: codex,
+              message: "ask a helper [[spawn:claude:find the PAPAYA]]",
+              wait: true
+            })
+            census.sample()
+            expect(run.status).toBe("completed")
+            // Codex called the tool and got the child's answer back within the turn.
+            const call = run.items.find((item) => item.type === "tool_call")
+            expect(call).toMatchObject({ name: "skein.spawn_subagent" })
+            const answer = run.items.filter((item) => item.type === "assistant_message").at(-1)
+            expect(answer?.type === "assistant_message" ? answer.text : "").toContain("ok: find the PAPAYA")
+            // The child: a subagent thread of the parent, its run on Claude Code, completed.
+            const children = yield* o.listThreads({ parentThreadId: parent.id })
+            expect(children).toHaveLength(1)
+            expect(children[0]!.lineage).toMatchObject({ relationshipToParent: "subagent" })
+            const child = yield* o.getThread(children[0]!.id)
+            expect(child.runs.map((r) => [r.provider, r.status])).toEqual([["claude", "completed"]])
+            // Codex's request after the call held the tool's output, with the child's answer.
+            const turnRequests = responses.requests.filter(Responses.isTurnRequest)
+            const outputs = turnRequests.flatMap((r) =>
+              ((r.body?.input ?? []) as Array<any>).filter((item) => item?.type === "function_call_output")
+            )
+            expect(outputs.some((item) => String(item.output).includes("ok: find the PAPAYA"))).toBe(true)
+            // The parent's next run: Codex's next request still holds it.
+            yield* o.startRun({ threadId: parent.id, provider: codex, message: "what did the helper say", wait: true })
+            const last = responses.requests.filter(Responses.isTurnRequest).at(-1)!
+            expect(Responses.allInputText(last)).toContain("ok: find the PAPAYA")
+          })
+        )
+      ),
+    180_000
+  )
+})
