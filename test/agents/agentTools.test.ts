@@ -27,6 +27,7 @@ import {
 } from "./support.js"
 
 const codex = "codex" as ProviderName
+const claude = "claude" as ProviderName
 
 let dir: string
 let responses: MockServer
@@ -59,53 +60,100 @@ afterAll(async () => {
   if (dir) removeDir(dir)
 })
 
+/** A runtime on the instances above with the daemon's transport, so `/mcp` serves the tools. */
+const withServedRuntime = <A, E>(program: (o: Orchestrator["Type"]) => Effect.Effect<A, E>) =>
+  Effect.runPromise(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const runtime = yield* Layer.build(
+          runtimeLayer(dir, { configFile, deadlines: { openMs: 60_000, callMs: 30_000, firstEventMs: 60_000 } })
+        )
+        yield* serveWebSocket({ port: 0 }).pipe(Effect.provide(runtime))
+        return yield* program(yield* Effect.provide(Orchestrator, runtime))
+      })
+    )
+  )
+
+/** The last assistant message of a run. */
+const lastSaid = (items: ReadonlyArray<{ readonly type: string; readonly text?: string }>) =>
+  items.filter((item) => item.type === "assistant_message").at(-1)?.text ?? ""
+
 describe("Skein's tools for the agents it runs", () => {
   it(
     "a Codex parent spawns a Claude Code child through MCP and gets its answer in the same turn",
     () =>
-      Effect.runPromise(
-        Effect.scoped(
-          Effect.gen(function* () {
-            const runtime = yield* Layer.build(
-              runtimeLayer(dir, {
-                configFile,
-                deadlines: { openMs: 60_000, callMs: 30_000, firstEventMs: 60_000 }
-              })
-            )
-            yield* serveWebSocket({ port: 0 }).pipe(Effect.provide(runtime))
-            const o = yield* Effect.provide(Orchestrator, runtime)
-            const parent = yield* o.createThread({ title: "codex parent" })
-            const run = yield* o.startRun({
-              threadId: parent.id,
-              provider: codex,
-              message: "ask a helper [[spawn:claude:find the PAPAYA]]",
-              wait: true
-            })
-            census.sample()
-            expect(run.status).toBe("completed")
-            // Codex called the tool and got the child's answer back within the turn.
-            const call = run.items.find((item) => item.type === "tool_call")
-            expect(call).toMatchObject({ name: "skein.spawn_subagent" })
-            const answer = run.items.filter((item) => item.type === "assistant_message").at(-1)
-            expect(answer?.type === "assistant_message" ? answer.text : "").toContain("ok: find the PAPAYA")
-            // The child: a subagent thread of the parent, its run on Claude Code, completed.
-            const children = yield* o.listThreads({ parentThreadId: parent.id })
-            expect(children).toHaveLength(1)
-            expect(children[0]!.lineage).toMatchObject({ relationshipToParent: "subagent" })
-            const child = yield* o.getThread(children[0]!.id)
-            expect(child.runs.map((r) => [r.provider, r.status])).toEqual([["claude", "completed"]])
-            // Codex's request after the call held the tool's output, with the child's answer.
-            const turnRequests = responses.requests.filter(Responses.isTurnRequest)
-            const outputs = turnRequests.flatMap((r) =>
+      withServedRuntime((o) =>
+        Effect.gen(function* () {
+          const parent = yield* o.createThread({ title: "codex parent" })
+          const run = yield* o.startRun({
+            threadId: parent.id,
+            provider: codex,
+            message: "ask a helper [[spawn:claude:find the PAPAYA]]",
+            wait: true
+          })
+          census.sample()
+          expect(run.status).toBe("completed")
+          // Codex called the tool and got the child's answer back within the turn.
+          expect(run.items.find((item) => item.type === "tool_call")).toMatchObject({ name: "skein.spawn_subagent" })
+          expect(lastSaid(run.items)).toContain("ok: find the PAPAYA")
+          // The child: a subagent thread of the parent, its run on Claude Code, completed.
+          const children = yield* o.listThreads({ parentThreadId: parent.id })
+          expect(children).toHaveLength(1)
+          expect(children[0]!.lineage).toMatchObject({ relationshipToParent: "subagent" })
+          const child = yield* o.getThread(children[0]!.id)
+          expect(child.runs.map((r) => [r.provider, r.status])).toEqual([["claude", "completed"]])
+          // Codex's request after the call held the tool's output, with the child's answer.
+          const outputs = responses.requests
+            .filter(Responses.isTurnRequest)
+            .flatMap((r) =>
               ((r.body?.input ?? []) as Array<any>).filter((item) => item?.type === "function_call_output")
             )
-            expect(outputs.some((item) => String(item.output).includes("ok: find the PAPAYA"))).toBe(true)
-            // The parent's next run: Codex's next request still holds it.
-            yield* o.startRun({ threadId: parent.id, provider: codex, message: "what did the helper say", wait: true })
-            const last = responses.requests.filter(Responses.isTurnRequest).at(-1)!
-            expect(Responses.allInputText(last)).toContain("ok: find the PAPAYA")
+          expect(outputs.some((item) => String(item.output).includes("ok: find the PAPAYA"))).toBe(true)
+          // The parent's next run: Codex's next request still holds it.
+          yield* o.startRun({ threadId: parent.id, provider: codex, message: "what did the helper say", wait: true })
+          const last = responses.requests.filter(Responses.isTurnRequest).at(-1)!
+          expect(Responses.allInputText(last)).toContain("ok: find the PAPAYA")
+        })
+      ),
+    180_000
+  )
+
+  it(
+    "a Claude Code parent spawns a Codex child through MCP and gets its answer in the same turn",
+    () =>
+      withServedRuntime((o) =>
+        Effect.gen(function* () {
+          const parent = yield* o.createThread({ title: "claude parent" })
+          const run = yield* o.startRun({
+            threadId: parent.id,
+            provider: claude,
+            message: "ask a helper [[spawn:codex:name the MANGO]]",
+            wait: true
           })
-        )
+          census.sample()
+          expect(run.status).toBe("completed")
+          // Skein's spawn tool ran without asking.
+          expect(run.items.some((item) => item.type === "approval_request")).toBe(false)
+          expect(lastSaid(run.items)).toContain("ok: name the MANGO")
+          const children = yield* o.listThreads({ parentThreadId: parent.id })
+          expect(children).toHaveLength(1)
+          const child = yield* o.getThread(children[0]!.id)
+          expect(child.runs.map((r) => [r.provider, r.status])).toEqual([["codex", "completed"]])
+          // Claude Code's request after the call held the tool's result, with the child's answer.
+          const results = messages.requests
+            .filter(Messages.isTurnRequest)
+            .flatMap((r) =>
+              ((r.body?.messages ?? []) as Array<any>).flatMap((m) => (Array.isArray(m?.content) ? m.content : []))
+            )
+            .filter((block: any) => block?.type === "tool_result")
+          expect(results.some((block: any) => JSON.stringify(block.content).includes("ok: name the MANGO"))).toBe(true)
+          // The credential went in a private file, not on the command line.
+          const files = (Fs.readdirSync(dir, { recursive: true }) as Array<string>).filter((f) =>
+            /mcp-[^/]*\.json$/.test(f)
+          )
+          expect(files.length).toBeGreaterThan(0)
+          for (const file of files) expect(Fs.statSync(Path.join(dir, file)).mode & 0o777).toBe(0o600)
+        })
       ),
     180_000
   )

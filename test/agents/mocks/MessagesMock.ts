@@ -6,6 +6,8 @@
  *   closing message.
  * - `[[task:PROMPT]]`: a call of the `Agent` tool (a native subagent) with that prompt;
  *   the subagent's own request (whose prompt is PROMPT) gets `ok: PROMPT`.
+ * - `[[spawn:PROVIDER:PROMPT]]`: a call of Skein's MCP tool `spawn_subagent`
+ *   (`mcp__skein__spawn_subagent`), waiting for the child; then a closing message.
  * - `[[slow:MS]]`: starts the text, then waits MS before finishing it.
  * - `[[fail]]`: an HTTP 500 that Claude Code must not retry.
  * - otherwise: `ok: ` and the start of the prompt.
@@ -101,14 +103,18 @@ export const startMessagesMock = (options: { readonly logFile?: string } = {}): 
     }
     const command = directive(prompt, "cmd")
     const task = directive(prompt, "task")
-    if (toolResult === undefined && (command !== null || task !== null)) {
-      const input =
+    const spawn = directive(prompt, "spawn")
+    if (toolResult === undefined && (command !== null || task !== null || spawn !== null)) {
+      const [provider, ...rest] = (spawn ?? "").split(":")
+      const [name, input] =
         command !== null
-          ? { command, description: "run a command" }
-          : { description: "a subtask", prompt: task, subagent_type: "general-purpose" }
+          ? ["Bash", { command, description: "run a command" }]
+          : task !== null
+            ? ["Agent", { description: "a subtask", prompt: task, subagent_type: "general-purpose" }]
+            : ["mcp__skein__spawn_subagent", { provider, prompt: rest.join(":"), wait: true, timeoutMs: 60_000 }]
       event("content_block_start", {
         index: 0,
-        content_block: { type: "tool_use", id: `toolu_${n}`, name: command !== null ? "Bash" : "Agent", input: {} }
+        content_block: { type: "tool_use", id: `toolu_${n}`, name, input: {} }
       })
       event("content_block_delta", {
         index: 0,
@@ -119,7 +125,7 @@ export const startMessagesMock = (options: { readonly logFile?: string } = {}): 
     }
     const text =
       toolResult !== undefined
-        ? `done: ${JSON.stringify(toolResult.content ?? "").slice(0, 80)}`
+        ? `done: ${JSON.stringify(toolResult.content ?? "").slice(0, 400)}`
         : `ok: ${prompt.slice(0, 60)}`
     event("content_block_start", { index: 0, content_block: { type: "text", text: "" } })
     event("content_block_delta", { index: 0, delta: { type: "text_delta", text: text.slice(0, 3) } })

@@ -92,7 +92,8 @@ export const makeClaudeAdapter = (options: ClaudeAdapterOptions): ProviderAdapte
     turnEnds: new Map(),
     turnStarts: new Map(),
     tips: new Map(),
-    models: new Map()
+    models: new Map(),
+    tools: new Map()
   }
   return makeAgentAdapter({
     spec: claudeBinarySpec,

@@ -4,7 +4,7 @@
  * that ends the turn, control replies, and permission requests (answered by the policy
  * or left waiting). Lines of other types, and subagents' own messages, are ignored.
  */
-import type { ApprovalDecision, TurnItemContent } from "@skein/domain"
+import type { AgentTools, ApprovalDecision, TurnItemContent } from "@skein/domain"
 import { makeId } from "@skein/domain"
 import type { ProviderFailure } from "@skein/domain"
 import { Deferred, Effect, Either, Exit, Schema } from "effect"
@@ -33,6 +33,8 @@ export interface Shared {
   readonly tips: Map<string, string>
   /** Session → the model it was started with. */
   readonly models: Map<string, string>
+  /** Session → Skein's tools, given to its processes as an MCP server. */
+  readonly tools: Map<string, AgentTools>
 }
 
 export interface Turn {

@@ -5,6 +5,8 @@
  * conversation not found, a start that failed); one that ends later fails its turn and
  * its pending control requests as a crash.
  */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import { Deferred, Duration, Effect, ExecutionStrategy, Exit, Scope } from "effect"
 import type { ProviderFailure } from "@skein/domain"
 import { clip } from "../agents/AgentCommon.js"
@@ -88,7 +90,36 @@ const argsOf = (context: ClaudeProcessContext, sessionId: string): Array<string>
     "stdio",
     ...(options.permissionMode === undefined ? [] : ["--permission-mode", options.permissionMode]),
     ...(model === null ? [] : ["--model", model]),
+    ...toolArgs(context, sessionId),
     ...launchArgs(sessionId, shared.launches.get(sessionId))
+  ]
+}
+
+/** Skein's tools that run without asking (none of them changes anything but Skein's own threads). */
+const UNASKED_TOOLS = ["spawn_subagent", "subagent_status", "await_subagents", "list_providers"]
+
+/**
+ * Skein's tools as the session's only MCP server, loaded up front (not behind tool
+ * search), its credential in a private file rather than on the command line.
+ */
+const toolArgs = (context: ClaudeProcessContext, sessionId: string): Array<string> => {
+  const tools = context.shared.tools.get(sessionId)
+  if (tools === undefined) return []
+  const file = Path.join(context.options.stateDir, `mcp-${sessionId}.json`)
+  Fs.mkdirSync(context.options.stateDir, { recursive: true })
+  const config = {
+    mcpServers: {
+      skein: { type: "http", url: tools.url, headers: { Authorization: `Bearer ${tools.token}` }, alwaysLoad: true }
+    }
+  }
+  Fs.writeFileSync(file, JSON.stringify(config), { mode: 0o600 })
+  Fs.chmodSync(file, 0o600)
+  return [
+    "--mcp-config",
+    file,
+    "--strict-mcp-config",
+    "--allowedTools",
+    UNASKED_TOOLS.map((name) => `mcp__skein__${name}`).join(",")
   ]
 }
 

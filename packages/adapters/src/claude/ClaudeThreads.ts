@@ -66,21 +66,24 @@ export const claudeThreads = (
     })
 
   return {
-    startThread: Effect.fnUntraced(function* ({ model }) {
+    startThread: Effect.fnUntraced(function* ({ model, tools }) {
       const sessionId = Crypto.randomUUID()
       if (model !== null) shared.models.set(sessionId, model)
+      if (tools !== undefined) shared.tools.set(sessionId, tools)
       shared.launches.set(sessionId, { kind: "new" })
       yield* openPlanned(sessionId)
       return strong(sessionId)
     }),
-    resumeThread: Effect.fnUntraced(function* (sessionId) {
+    resumeThread: Effect.fnUntraced(function* (sessionId, options) {
+      if (options?.tools !== undefined) shared.tools.set(sessionId, options.tools)
       yield* pool.open(sessionId)
     }),
-    forkThread: Effect.fn("ClaudeSession.forkThread")(function* (sessionId, atTurnRef) {
+    forkThread: Effect.fn("ClaudeSession.forkThread")(function* (sessionId, atTurnRef, options) {
       const at = atTurnRef === null ? null : yield* turnEnd(sessionId, atTurnRef)
       const forked = Crypto.randomUUID()
       const model = shared.models.get(sessionId)
       if (model !== undefined) shared.models.set(forked, model)
+      if (options?.tools !== undefined) shared.tools.set(forked, options.tools)
       shared.launches.set(forked, { kind: "fork", from: sessionId, at })
       if (at !== null) shared.tips.set(forked, at)
       yield* openPlanned(forked)
