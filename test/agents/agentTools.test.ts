@@ -119,6 +119,42 @@ describe("Skein's tools for the agents it runs", () => {
   )
 
   it(
+    "a Codex run whose model calls its own spawn_agent yields a child node and an observe-only thread",
+    () =>
+      withServedRuntime((o) =>
+        Effect.gen(function* () {
+          const parent = yield* o.createThread({ title: "codex with its own agents" })
+          const run = yield* o.startRun({
+            threadId: parent.id,
+            provider: codex,
+            message: "delegate [[agent:count the LIMES]]",
+            wait: true
+          })
+          census.sample()
+          expect(run.status).toBe("completed")
+          // One node for the agent, updated in place: spawned (running), then done when waited for.
+          const nodes = run.items.filter((item) => item.type === "child_agent")
+          expect(nodes).toHaveLength(1)
+          const node = nodes[0]!
+          expect(node).toMatchObject({
+            type: "child_agent",
+            description: "count the LIMES",
+            status: "completed",
+            result: "ok: count the LIMES"
+          })
+          const nativeRef = node.type === "child_agent" ? node.nativeThreadRef : null
+          expect(nativeRef).toMatch(/^[0-9a-f-]{36}$/)
+          // Its observe-only thread, named by the node.
+          const children = yield* o.listThreads({ parentThreadId: parent.id })
+          expect(children).toHaveLength(1)
+          expect(children[0]!.lineage).toMatchObject({ relationshipToParent: "subagent", observeOnly: true })
+          expect(node.type === "child_agent" ? node.childThreadId : undefined).toBe(children[0]!.id)
+        })
+      ),
+    180_000
+  )
+
+  it(
     "a Claude Code parent spawns a Codex child through MCP and gets its answer in the same turn",
     () =>
       withServedRuntime((o) =>

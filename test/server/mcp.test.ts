@@ -85,6 +85,11 @@ describe("Skein's tools over MCP", () => {
             ["model", "prompt", "provider", "requestId", "timeoutMs", "title", "wait"].sort()
           )
           expect(byName.get("subagent_status")!.annotations).toMatchObject({ readOnlyHint: true })
+          expect(byName.get("list_providers")!.inputSchema).toEqual({
+            type: "object",
+            properties: {},
+            additionalProperties: false
+          })
           expect(byName.get("cancel_subagent")!.annotations).toMatchObject({ destructiveHint: true })
 
           const providers = structured(yield* call(client, "list_providers"))

@@ -46,4 +46,57 @@ describe("turnItemsOf (Codex thread items as turn items)", () => {
     expect(turnItemsOf({ type: "agentMessage", id: "a", text: 7 })).toEqual([])
     expect(turnItemsOf({ type: "fileChange", id: "f", status: "completed", changes: "all" })).toEqual([])
   })
+
+  it("maps Codex's own agents to one child_agent node per agent, running until its state says it ended", () => {
+    const prompts = new Map<string, string>()
+    const collab = (
+      tool: string,
+      states: Record<string, { status: string; message?: string | null }>,
+      prompt?: string
+    ) => ({
+      type: "collabAgentToolCall",
+      id: `call_${tool}`,
+      tool,
+      status: "completed",
+      senderThreadId: "parent",
+      receiverThreadIds: Object.keys(states),
+      prompt: prompt ?? null,
+      agentsStates: states
+    })
+    // A spawn that completed started the agent; it has not finished.
+    expect(turnItemsOf(collab("spawnAgent", { a1: { status: "pendingInit" } }, "count the limes"), prompts)).toEqual([
+      {
+        type: "child_agent",
+        childRef: "a1",
+        description: "count the limes",
+        status: "running",
+        nativeThreadRef: "a1",
+        result: null
+      }
+    ])
+    // A wait names its agents without their task: the spawn's is kept.
+    expect(
+      turnItemsOf(
+        collab("wait", { a1: { status: "completed", message: "12 limes" }, a2: { status: "errored", message: null } }),
+        prompts
+      )
+    ).toEqual([
+      {
+        type: "child_agent",
+        childRef: "a1",
+        description: "count the limes",
+        status: "completed",
+        nativeThreadRef: "a1",
+        result: "12 limes"
+      },
+      {
+        type: "child_agent",
+        childRef: "a2",
+        description: "a Codex agent",
+        status: "failed",
+        nativeThreadRef: "a2",
+        result: "errored"
+      }
+    ])
+  })
 })

@@ -6,6 +6,9 @@
  * - `[[spawn:PROVIDER:PROMPT]]`: a call of Skein's MCP tool `spawn_subagent` (namespace
  *   `mcp__skein`), waiting for the child; once Codex posts the tool's output, a closing
  *   message that quotes it.
+ * - `[[agent:PROMPT]]`: Codex's own `spawn_agent` (namespace `multi_agent_v1`) with
+ *   PROMPT, then `wait_agent` on the agent it names, then a closing message; the agent's
+ *   own request (PROMPT, no directive) gets `ok: PROMPT`.
  * - `[[slow:MS]]`: starts the message, then waits MS before finishing it (so a test
  *   can interrupt or kill mid-turn).
  * - `[[fail]]`: an HTTP 500.
@@ -79,6 +82,24 @@ export const startResponsesMock = (options: { readonly logFile?: string } = {}):
           name: "exec_command",
           // A long yield: on a loaded machine the command's own start-up must not outlast the tool call.
           arguments: JSON.stringify({ cmd: command, yield_time_ms: 15_000 })
+        }
+      })
+      return completed()
+    }
+    const agent = directive(prompt, "agent")
+    const outputs = input.filter((item) => item?.type === "function_call_output")
+    if (agent !== null && outputs.length < 2) {
+      const spawned = outputs.length === 0 ? null : (JSON.parse(String(outputs[0].output)) as { agent_id?: string })
+      send({
+        type: "response.output_item.done",
+        output_index: 0,
+        item: {
+          type: "function_call",
+          call_id: `call_${n}`,
+          namespace: "multi_agent_v1",
+          ...(spawned === null
+            ? { name: "spawn_agent", arguments: JSON.stringify({ message: agent }) }
+            : { name: "wait_agent", arguments: JSON.stringify({ targets: [spawned.agent_id], timeout_ms: 30_000 }) })
         }
       })
       return completed()

@@ -70,6 +70,8 @@ export interface CodexEventsContext {
 export const makeCodexEvents = (context: CodexEventsContext) => {
   const { provider, failure, policy, turns, approvals, later } = context
   const respond: JsonRpcPeer["respond"] = (id, body) => context.peer().respond(id, body)
+  /** The task of each agent Codex spawned in this session, by its thread (CodexItems.childAgentsOf). */
+  const childPrompts = new Map<string, string>()
 
   const endTurn = (threadId: string, turn: ActiveTurn) => {
     turns.release(threadId, turn)
@@ -94,7 +96,7 @@ export const makeCodexEvents = (context: CodexEventsContext) => {
       return []
     }
     return method === "item/completed"
-      ? turnItemsOf((decoded.right as (typeof Notifications)["item/completed"]["Type"]).item)
+      ? turnItemsOf((decoded.right as (typeof Notifications)["item/completed"]["Type"]).item, childPrompts)
       : [planItemOf(decoded.right as (typeof Notifications)["turn/plan/updated"]["Type"])]
   }
 

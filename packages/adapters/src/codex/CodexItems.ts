@@ -7,7 +7,7 @@ import type { TurnItemContent } from "@skein/domain"
 import { Option, Schema } from "effect"
 import { clip, renderInput } from "../agents/AgentCommon.js"
 import { KnownItem } from "./CodexProtocol.js"
-import type { PlanUpdated } from "./CodexProtocol.js"
+import type { CollabAgentToolCallItem, PlanUpdated } from "./CodexProtocol.js"
 
 const decodeItem = Schema.decodeUnknownOption(KnownItem)
 /**
@@ -24,7 +24,39 @@ const OUTPUT_CAP = 16_000
 /** Whether a Codex item, not yet decoded, can map to a turn item at all (by its type). */
 export const mayBeTurnItem = (raw: unknown): boolean => knownTypes.has(typeOf(raw))
 
-export const turnItemsOf = (raw: unknown): ReadonlyArray<TurnItemContent> => {
+/** Codex's states of an agent it runs: ended well, ended otherwise, or still going. */
+const childStatus = (status: string | undefined): "running" | "completed" | "failed" =>
+  status === "completed"
+    ? "completed"
+    : status === "errored" || status === "shutdown" || status === "notFound" || status === "interrupted"
+      ? "failed"
+      : "running"
+
+/**
+ * A call of Codex's multi-agent tools as `child_agent` items, one per agent it names,
+ * keyed by the agent's own thread (each report updates that node in place). A spawn
+ * that completes says the agent started, not that it finished: its state does.
+ * `prompts` keeps each agent's task from its spawn for the reports that do not repeat it.
+ */
+export const childAgentsOf = (
+  item: CollabAgentToolCallItem,
+  prompts: Map<string, string>
+): ReadonlyArray<TurnItemContent> =>
+  item.receiverThreadIds.map((threadId) => {
+    if (item.prompt !== undefined && item.prompt !== null) prompts.set(threadId, clip(item.prompt, 200))
+    const state = item.agentsStates?.[threadId]
+    const status = childStatus(state?.status)
+    return {
+      type: "child_agent",
+      childRef: threadId,
+      description: prompts.get(threadId) ?? "a Codex agent",
+      status,
+      nativeThreadRef: threadId,
+      result: status === "running" ? null : clip(state?.message ?? state?.status ?? "", OUTPUT_CAP)
+    }
+  })
+
+export const turnItemsOf = (raw: unknown, prompts: Map<string, string> = new Map()): ReadonlyArray<TurnItemContent> => {
   if (!mayBeTurnItem(raw)) return []
   const decoded = decodeItem(raw)
   if (Option.isNone(decoded)) return []
@@ -61,6 +93,8 @@ export const turnItemsOf = (raw: unknown): ReadonlyArray<TurnItemContent> => {
           output: item.result !== undefined && item.result !== null ? renderInput(item.result) : null
         }
       ]
+    case "collabAgentToolCall":
+      return childAgentsOf(item, prompts)
     case "dynamicToolCall":
       return [
         {

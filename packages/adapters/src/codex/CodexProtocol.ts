@@ -168,13 +168,32 @@ export const DynamicToolCallItem = Schema.Struct({
   contentItems: Schema.optional(Schema.Unknown)
 })
 
+/** A call of Codex's own multi-agent tools (spawn, send input, resume, wait, close), with its agents' states. */
+export const CollabAgentToolCallItem = Schema.Struct({
+  type: Schema.Literal("collabAgentToolCall"),
+  id: Schema.String,
+  tool: Schema.String,
+  receiverThreadIds: Schema.Array(Schema.String),
+  prompt: Schema.optional(Schema.NullOr(Schema.String)),
+  agentsStates: Schema.optional(
+    Schema.NullOr(
+      Schema.Record({
+        key: Schema.String,
+        value: Schema.Struct({ status: Schema.String, message: Schema.optional(Schema.NullOr(Schema.String)) })
+      })
+    )
+  )
+})
+export type CollabAgentToolCallItem = typeof CollabAgentToolCallItem.Type
+
 export const KnownItem = Schema.Union(
   AgentMessageItem,
   ReasoningItem,
   CommandExecutionItem,
   FileChangeItem,
   McpToolCallItem,
-  DynamicToolCallItem
+  DynamicToolCallItem,
+  CollabAgentToolCallItem
 )
 export type KnownItem = typeof KnownItem.Type
 

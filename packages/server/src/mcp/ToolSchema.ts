@@ -22,10 +22,14 @@ type StandardResult<A> =
   | { readonly value: A; readonly issues?: undefined }
   | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey> }> }
 
-/** The schema's JSON Schema, without the `$schema` line (the SDK names its own dialect). */
+/**
+ * The schema's JSON Schema, without the `$schema` line (the SDK names its own dialect).
+ * A struct without fields is plainly an empty object (Effect says "object or array").
+ */
 const jsonSchemaOf = (schema: Schema.Schema<any, any, never>): Record<string, unknown> => {
   const { $schema: _, ...rest } = JSONSchema.make(schema) as unknown as Record<string, unknown>
-  return rest
+  const empty = rest["properties"] !== undefined && Object.keys(rest["properties"] as object).length === 0
+  return empty ? { type: "object", properties: {}, additionalProperties: false } : rest
 }
 
 /** `schema` (a struct of the tool's arguments) as a tool's input. */
