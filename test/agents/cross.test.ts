@@ -94,6 +94,29 @@ const runtime = <A, E>(program: Parameters<typeof withRuntime<A, E>>[1]) =>
   withRuntime(dir, program, { configFile, deadlines: { openMs: 60_000, callMs: 30_000, firstEventMs: 60_000 } })
 
 describe("one thread across Codex and Claude Code", () => {
+  it("whenBusy: interrupt stops a Codex turn under way and starts the Claude Code run instead", async () => {
+    await runtime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ workspace: dir })
+        const slow = yield* o.startRun({ threadId: thread.id, provider: codex, message: "take long [[slow:20000]]" })
+        const next = yield* o.startRun({
+          threadId: thread.id,
+          provider: claude,
+          message: "instead, the FIG",
+          whenBusy: "interrupt",
+          wait: true
+        })
+        census.sample()
+        expect(next.status).toBe("completed")
+        const view = yield* o.getThread(thread.id)
+        expect(view.runs.map((r) => [r.id, r.status])).toEqual([
+          [slow.id, "interrupted"],
+          [next.id, "completed"]
+        ])
+      })
+    )
+  })
+
   it("codex → claude → codex: the fact told to Claude reaches Codex in a delta on its resumed thread", async () => {
     await runtime((o) =>
       Effect.gen(function* () {

@@ -124,6 +124,43 @@ describe("thread actors", () => {
     )
   })
 
+  it("whenBusy: interrupt stops the run in the way and starts this one; refuse (the default) refuses", async () => {
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ title: "busy" })
+        const slow = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "slow [[sleep:20000]]" })
+        const refused = yield* Effect.either(
+          o.startRun({ threadId: thread.id, provider: beta, message: "next", whenBusy: "refuse" })
+        )
+        expect(Either.isLeft(refused) && refused.left._tag).toBe("RunAlreadyActive")
+        const started = Date.now()
+        const next = yield* o.startRun({
+          threadId: thread.id,
+          provider: beta,
+          message: "instead [[decide:PEAR]]",
+          whenBusy: "interrupt",
+          wait: true
+        })
+        expect(next.status).toBe("completed")
+        expect(Date.now() - started).toBeLessThan(15_000)
+        const view = yield* o.getThread(thread.id)
+        expect(view.runs.map((r) => [r.id, r.status])).toEqual([
+          [slow.id, "interrupted"],
+          [next.id, "completed"]
+        ])
+        // On an idle thread it is a plain start.
+        const idle = yield* o.startRun({
+          threadId: thread.id,
+          provider: alpha,
+          message: "calm",
+          whenBusy: "interrupt",
+          wait: true
+        })
+        expect(idle.status).toBe("completed")
+      })
+    )
+  })
+
   it("rejects bad input with typed errors and writes nothing", async () => {
     await inTempRuntime((o) =>
       Effect.gen(function* () {

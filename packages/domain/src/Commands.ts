@@ -36,6 +36,11 @@ export const StartRunFields = {
   cleanContext: Schema.optional(Schema.Boolean),
   /** Return only once the run is terminal. */
   wait: Schema.optional(Schema.Boolean),
+  /**
+   * When the thread has a run going: `refuse` (the default) answers `RunAlreadyActive`;
+   * `interrupt` stops that run, waits for its end, and starts this one.
+   */
+  whenBusy: Schema.optional(Schema.Literal("refuse", "interrupt")),
   handoffBudgetTokens: Schema.optional(HandoffBudgetTokens),
   commandId
 }

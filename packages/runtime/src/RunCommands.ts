@@ -11,6 +11,9 @@ import type { ThreadActorsShape } from "./actors/ThreadActors.js"
 import type { EventStoreShape } from "./store/EventStore.js"
 import { toRunView, upsertItem } from "./store/Projection.js"
 
+/** How many runs in the way a `whenBusy: interrupt` start stops before it gives up. */
+const INTERRUPT_ATTEMPTS = 3
+
 export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShape) => {
   const awaitEnd = (threadId: ThreadId, runId: Run["id"]) => store.awaitRunEnd(threadId, runId)
 
@@ -73,7 +76,7 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
       )
     })
 
-  const startRun: OrchestratorShape["startRun"] = (input) =>
+  const startOnce = (input: Parameters<OrchestratorShape["startRun"]>[0]) =>
     input.wait
       ? startAndWait(input)
       : Effect.flatMap(
@@ -86,6 +89,25 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
       const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("InterruptRun", input))
       return isTerminalRunStatus(accepted.run.status) ? accepted.run : yield* awaitEnd(input.threadId, accepted.run.id)
     })
+
+  /**
+   * `whenBusy: interrupt`: a start the busy thread refused stops the run in the way (and
+   * waits for its end), then tries again; a few times at most, as another caller's run
+   * may take the thread in between.
+   */
+  const startRun: OrchestratorShape["startRun"] = (input) => {
+    if (input.whenBusy !== "interrupt") return startOnce(input)
+    const attempt = (left: number): ReturnType<OrchestratorShape["startRun"]> =>
+      Effect.catchTag(startOnce(input), "RunAlreadyActive", (busy) =>
+        left === 0
+          ? Effect.fail(busy)
+          : interruptRun({ threadId: input.threadId }).pipe(
+              Effect.catchTag("NoActiveRun", () => Effect.void),
+              Effect.zipRight(attempt(left - 1))
+            )
+      )
+    return attempt(INTERRUPT_ATTEMPTS)
+  }
 
   return { startRun, interruptRun, awaitEnd }
 }
