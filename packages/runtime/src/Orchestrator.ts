@@ -27,7 +27,7 @@ import type {
   ContextHandoffId
 } from "@skein/domain"
 import { Context } from "effect"
-import type { ToolCredentialsShape } from "./ToolCredentials.js"
+import type { ToolCredentialsShape } from "./resources/ToolCredentials.js"
 import type { Effect, Schema, Scope, Stream } from "effect"
 
 type Payload<F extends Schema.Struct.Fields> = Schema.Struct.Type<F>

@@ -34,7 +34,7 @@ import type { OrchestratorShape } from "./Orchestrator.js"
 import { recoverInterruptedRuns } from "./Recovery.js"
 import { makeRestores } from "./Restores.js"
 import { RuntimeConfig } from "./RuntimeConfig.js"
-import * as ToolCredentials from "./ToolCredentials.js"
+import * as ToolCredentials from "./resources/ToolCredentials.js"
 import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
 import { EventStore } from "./store/EventStore.js"
@@ -203,7 +203,11 @@ export const makeOrchestrator = Effect.gen(function* () {
         actors.use(valid.threadId, (actor) => actor.respondApproval(valid))
       ),
     listProviders,
-    toolCredentials,
+    toolCredentials: {
+      ...toolCredentials,
+      issue: (threadId) =>
+        Effect.zipRight(checked("thread.toolCredential", { threadId }), toolCredentials.issue(threadId))
+    },
     shutdown,
     recoverRestores: restores.recover
   } satisfies OrchestratorShape & { readonly recoverRestores: Effect.Effect<void, StorageError> }

@@ -27,9 +27,12 @@ type StandardResult<A> =
  * A struct without fields is plainly an empty object (Effect says "object or array").
  */
 const jsonSchemaOf = (schema: Schema.Schema<any, any, never>): Record<string, unknown> => {
+  const ast = schema.ast
+  if (ast._tag === "TypeLiteral" && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0) {
+    return { type: "object", properties: {}, additionalProperties: false }
+  }
   const { $schema: _, ...rest } = JSONSchema.make(schema) as unknown as Record<string, unknown>
-  const empty = rest["properties"] !== undefined && Object.keys(rest["properties"] as object).length === 0
-  return empty ? { type: "object", properties: {}, additionalProperties: false } : rest
+  return rest
 }
 
 /** `schema` (a struct of the tool's arguments) as a tool's input. */

@@ -10,8 +10,7 @@ import { randomBytes } from "node:crypto"
 import type { AgentTools, SkeinError, ThreadId } from "@skein/domain"
 import { ThreadNotFound } from "@skein/domain"
 import { Context, Effect, Layer, Option } from "effect"
-import { checked } from "./InputCheck.js"
-import { EventStore } from "./store/EventStore.js"
+import { EventStore } from "../store/EventStore.js"
 
 export interface ToolCredentialsShape {
   /** A new credential for `threadId`, valid until revoked; fails when there is no such thread. */
@@ -72,16 +71,13 @@ export const make = (exists: (threadId: ThreadId) => Effect.Effect<void, SkeinEr
   }
 }
 
-/** The registry, checking a host's thread against the store. */
+/** The registry, checking a host's thread against the store (the Orchestrator checks the input first). */
 export const layer: Layer.Layer<ToolCredentials, never, EventStore> = Layer.effect(
   ToolCredentials,
   Effect.map(EventStore, (store) =>
     make((threadId) =>
-      Effect.zipRight(
-        checked("thread.toolCredential", { threadId }),
-        Effect.flatMap(store.lookup.thread(threadId), (thread) =>
-          Option.isSome(thread) ? Effect.void : Effect.fail(new ThreadNotFound({ threadId }))
-        )
+      Effect.flatMap(store.lookup.thread(threadId), (thread) =>
+        Option.isSome(thread) ? Effect.void : Effect.fail(new ThreadNotFound({ threadId }))
       )
     )
   )
