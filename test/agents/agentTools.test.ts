@@ -3,7 +3,8 @@
  * against the mock Responses API) gets Skein's MCP server in its thread's config, with a
  * credential for its app thread, and its model calls `spawn_subagent`: a child thread on
  * the real Claude Code binary (against the mock Messages API) answers, and the answer
- * comes back as the tool's result in the same turn.
+ * comes back as the tool's result in the same turn; and the other way round; and Codex's
+ * own agents, observed.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { ProviderName } from "@skein/domain"
@@ -12,19 +13,12 @@ import { Orchestrator } from "@skein/runtime"
 import { Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { removeDir, runtimeLayer, tempDir } from "../support/runtime.js"
+import { runtimeLayer } from "../support/runtime.js"
 import type { MockServer } from "./mocks/MockServer.js"
 import * as Messages from "./mocks/MessagesMock.js"
 import * as Responses from "./mocks/ResponsesMock.js"
-import {
-  claudeEnv,
-  claudePlaceholder,
-  codexEnv,
-  codexLauncher,
-  processCensus,
-  requireBinaries,
-  waitUntil
-} from "./support.js"
+import { closeCrossFixture, type CrossFixture, makeCrossFixture, replyOf } from "./suite.js"
+import { processCensus } from "./support.js"
 
 const codex = "codex" as ProviderName
 const claude = "claude" as ProviderName
@@ -33,32 +27,15 @@ let dir: string
 let responses: MockServer
 let messages: MockServer
 let configFile: string
+let fixture: CrossFixture | undefined
 const census = processCensus()
 
 beforeAll(async () => {
-  requireBinaries()
-  dir = Fs.realpathSync(tempDir("skein-agent-tools-"))
-  responses = await Responses.startResponsesMock({ logFile: Path.join(dir, "codex-mock-requests.jsonl") })
-  messages = await Messages.startMessagesMock({ logFile: Path.join(dir, "claude-mock-requests.jsonl") })
-  configFile = Path.join(dir, "providers.json")
-  Fs.writeFileSync(
-    configFile,
-    JSON.stringify({
-      providers: {
-        codex: { driver: "codex", command: [codexLauncher], env: codexEnv(dir, responses.url) },
-        claude: { driver: "claude", command: [claudePlaceholder], env: claudeEnv(dir, messages.url) }
-      }
-    })
-  )
+  fixture = await makeCrossFixture("skein-agent-tools-", ({ claude, codex }) => ({ codex, claude }))
+  ;({ configFile, dir, messages, responses } = fixture)
 })
 
-afterAll(async () => {
-  await responses?.close()
-  await messages?.close()
-  const ended = await waitUntil(() => census.leftovers().length === 0, 10_000)
-  expect(ended ? [] : census.leftovers()).toEqual([])
-  if (dir) removeDir(dir)
-})
+afterAll(() => closeCrossFixture(fixture, census))
 
 /** A runtime on the instances above with the daemon's transport, so `/mcp` serves the tools. */
 const withServedRuntime = <A, E>(program: (o: Orchestrator["Type"]) => Effect.Effect<A, E>) =>
@@ -73,10 +50,6 @@ const withServedRuntime = <A, E>(program: (o: Orchestrator["Type"]) => Effect.Ef
       })
     )
   )
-
-/** The last assistant message of a run. */
-const lastSaid = (items: ReadonlyArray<{ readonly type: string; readonly text?: string }>) =>
-  items.filter((item) => item.type === "assistant_message").at(-1)?.text ?? ""
 
 describe("Skein's tools for the agents it runs", () => {
   it(
@@ -95,7 +68,7 @@ describe("Skein's tools for the agents it runs", () => {
           expect(run.status).toBe("completed")
           // Codex called the tool and got the child's answer back within the turn.
           expect(run.items.find((item) => item.type === "tool_call")).toMatchObject({ name: "skein.spawn_subagent" })
-          expect(lastSaid(run.items)).toContain("ok: find the PAPAYA")
+          expect(replyOf(run)).toContain("ok: find the PAPAYA")
           // The child: a subagent thread of the parent, its run on Claude Code, completed.
           const children = yield* o.listThreads({ parentThreadId: parent.id })
           expect(children).toHaveLength(1)
@@ -170,7 +143,7 @@ describe("Skein's tools for the agents it runs", () => {
           expect(run.status).toBe("completed")
           // Skein's spawn tool ran without asking.
           expect(run.items.some((item) => item.type === "approval_request")).toBe(false)
-          expect(lastSaid(run.items)).toContain("ok: name the MANGO")
+          expect(replyOf(run)).toContain("ok: name the MANGO")
           const children = yield* o.listThreads({ parentThreadId: parent.id })
           expect(children).toHaveLength(1)
           const child = yield* o.getThread(children[0]!.id)

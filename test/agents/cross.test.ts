@@ -14,22 +14,12 @@ import { Effect, Exit, Scope } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { removeDir, tempDir, withRuntime } from "../support/runtime.js"
+import { withRuntime } from "../support/runtime.js"
 import type { MockServer } from "./mocks/MockServer.js"
 import * as Messages from "./mocks/MessagesMock.js"
 import * as Responses from "./mocks/ResponsesMock.js"
-import { untilRun } from "./suite.js"
-import {
-  claudeEnv,
-  claudePlaceholder,
-  codexEnv,
-  codexLauncher,
-  descendants,
-  exeOf,
-  processCensus,
-  requireBinaries,
-  waitUntil
-} from "./support.js"
+import { closeCrossFixture, type CrossFixture, makeCrossFixture, untilRun } from "./suite.js"
+import { claudeEnv, claudePlaceholder, descendants, exeOf, processCensus, waitUntil } from "./support.js"
 
 const codex = "codex" as ProviderName
 const claude = "claude" as ProviderName
@@ -38,57 +28,23 @@ let dir: string
 let responses: MockServer
 let messages: MockServer
 let configFile: string
+let cross: CrossFixture | undefined
 const census = processCensus()
 
 beforeAll(async () => {
-  requireBinaries()
-  dir = Fs.realpathSync(tempDir("skein-cross-"))
-  responses = await Responses.startResponsesMock({ logFile: Path.join(dir, "codex-mock-requests.jsonl") })
-  messages = await Messages.startMessagesMock({ logFile: Path.join(dir, "claude-mock-requests.jsonl") })
-  configFile = Path.join(dir, "providers.json")
-  Fs.writeFileSync(
-    configFile,
-    JSON.stringify({
-      providers: {
-        codex: {
-          driver: "codex",
-          command: [codexLauncher],
-          env: codexEnv(dir, responses.url),
-          askForApproval: "untrusted"
-        },
-        claude: { driver: "claude", command: [claudePlaceholder], env: claudeEnv(dir, messages.url) },
-        "codex-decline": {
-          driver: "codex",
-          command: [codexLauncher],
-          env: codexEnv(dir, responses.url),
-          askForApproval: "untrusted",
-          approvals: "decline"
-        },
-        "claude-idle": {
-          driver: "claude",
-          command: [claudePlaceholder],
-          env: claudeEnv(dir, messages.url),
-          processIdleMs: 400
-        },
-        "claude-accept": {
-          driver: "claude",
-          command: [claudePlaceholder],
-          env: claudeEnv(dir, messages.url),
-          approvals: "accept"
-        },
-        "codex-missing": { driver: "codex", command: [Path.join(dir, "not-installed", "codex")] }
-      }
-    })
-  )
+  const fx = await makeCrossFixture("skein-cross-", ({ claude, codex, dir }) => ({
+    codex: { ...codex, askForApproval: "untrusted" },
+    claude,
+    "codex-decline": { ...codex, askForApproval: "untrusted", approvals: "decline" },
+    "claude-idle": { ...claude, processIdleMs: 400 },
+    "claude-accept": { ...claude, approvals: "accept" },
+    "codex-missing": { driver: "codex", command: [Path.join(dir, "not-installed", "codex")] }
+  }))
+  ;({ configFile, dir, messages, responses } = fx)
+  cross = fx
 })
 
-afterAll(async () => {
-  await responses?.close()
-  await messages?.close()
-  const ended = await waitUntil(() => census.leftovers().length === 0, 10_000)
-  expect(ended ? [] : census.leftovers()).toEqual([])
-  if (dir) removeDir(dir)
-})
+afterAll(() => closeCrossFixture(cross, census))
 
 const runtime = <A, E>(program: Parameters<typeof withRuntime<A, E>>[1]) =>
   withRuntime(dir, program, { configFile, deadlines: { openMs: 60_000, callMs: 30_000, firstEventMs: 60_000 } })

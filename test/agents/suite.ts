@@ -92,6 +92,49 @@ export const makeFixture = async (
   }
 }
 
+/** Both agents' mocks, one directory, and a config file naming instances on them. */
+export interface CrossFixture {
+  readonly dir: string
+  readonly responses: MockServer
+  readonly messages: MockServer
+  readonly configFile: string
+}
+
+/**
+ * A `CrossFixture` whose config holds what `instances` makes of a Codex and a Claude Code
+ * instance on the mocks (and the directory, for instances of its own).
+ */
+export const makeCrossFixture = async (
+  prefix: string,
+  instances: (base: {
+    readonly codex: Record<string, unknown>
+    readonly claude: Record<string, unknown>
+    readonly dir: string
+  }) => Record<string, unknown>
+): Promise<CrossFixture> => {
+  requireBinaries()
+  const dir = Fs.realpathSync(tempDir(prefix))
+  const responses = await Responses.startResponsesMock({ logFile: Path.join(dir, "codex-mock-requests.jsonl") })
+  const messages = await Messages.startMessagesMock({ logFile: Path.join(dir, "claude-mock-requests.jsonl") })
+  const configFile = Path.join(dir, "providers.json")
+  const codex = { driver: "codex", command: [codexLauncher], env: codexEnv(dir, responses.url) }
+  const claude = { driver: "claude", command: [claudePlaceholder], env: claudeEnv(dir, messages.url) }
+  Fs.writeFileSync(configFile, JSON.stringify({ providers: instances({ codex, claude, dir }) }))
+  return { dir, responses, messages, configFile }
+}
+
+/** After the block: the mocks closed, no process the census saw left (by PID), the directory gone. */
+export const closeCrossFixture = async (
+  fx: CrossFixture | undefined,
+  census: ReturnType<typeof processCensus>
+): Promise<void> => {
+  await fx?.responses.close()
+  await fx?.messages.close()
+  const ended = await waitUntil(() => census.leftovers().length === 0, 10_000)
+  expect(ended ? [] : census.leftovers()).toEqual([])
+  if (fx !== undefined) removeDir(fx.dir)
+}
+
 /**
  * For a describe block of its own: one fixture, made by the block's test, and a census
  * of the processes the block starts. After the block its mock is closed and no process

@@ -62,16 +62,17 @@ const digest = (value: string): Buffer => createHash("sha256").update(value, "ut
 export const tokenMatches = (expected: string, presented: string | undefined): boolean =>
   presented !== undefined && timingSafeEqual(digest(expected), digest(presented))
 
+/** The token of an `Authorization: Bearer T` header, if it is one. */
+export const bearerToken = (authorization: string): string | undefined =>
+  /^Bearer\s+(.+)$/i.exec(authorization.trim())?.[1]
+
 /** The token a request presents: `Authorization: Bearer T`, else the `token` query parameter. */
 export const presentedToken = (
   headers: Readonly<Record<string, string | undefined>>,
   url: string
 ): string | undefined => {
   const authorization = headers["authorization"]
-  if (authorization !== undefined) {
-    const match = /^Bearer\s+(.+)$/i.exec(authorization.trim())
-    return match?.[1]
-  }
+  if (authorization !== undefined) return bearerToken(authorization)
   try {
     return new URL(url, "http://localhost").searchParams.get("token") ?? undefined
   } catch {

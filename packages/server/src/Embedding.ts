@@ -13,7 +13,6 @@ import type { WeakToken } from "./Auth.js"
 import type { InvalidAllowedHost, InvalidOrigin } from "./Handshake.js"
 import { type NoProviders, type SkeinRuntimeOptions, skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { makeMcpEndpoint } from "./mcp/McpEndpoint.js"
-import { ToolEndpoint, type ToolEndpointShape } from "./mcp/ToolEndpoint.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
 
 export interface SkeinRouteOptions extends EndpointOptions {
@@ -33,15 +32,11 @@ const route = (
 ): Layer.Layer<never, WeakToken | InvalidOrigin | InvalidAllowedHost, HttpLayerRouter.HttpRouter | Orchestrator> =>
   HttpLayerRouter.use((router) =>
     Effect.gen(function* () {
-      const toolEndpoint: ToolEndpointShape = { current: options.mcpUrl ?? null }
-      const endpoint = yield* Effect.provideService(makeWebSocketEndpoint(options), ToolEndpoint, toolEndpoint)
-      yield* router.add("GET", options.path, endpoint)
-      if (options.mcpPath !== undefined) yield* router.add("*", options.mcpPath, yield* makeMcpEndpoint(options))
-      // With its URL known, the agents Skein runs get the tools too.
-      if (options.mcpPath !== undefined && options.mcpUrl !== undefined) {
-        const { toolCredentials } = yield* Orchestrator
-        toolCredentials.setEndpoint(options.mcpUrl)
-      }
+      yield* router.add("GET", options.path, yield* makeWebSocketEndpoint(options))
+      if (options.mcpPath === undefined) return
+      yield* router.add("*", options.mcpPath, yield* makeMcpEndpoint(options))
+      // With its URL known, credentials name it and the agents Skein runs get the tools too.
+      if (options.mcpUrl !== undefined) (yield* Orchestrator).toolCredentials.setEndpoint(options.mcpUrl)
     })
   )
 

@@ -7,7 +7,6 @@
 import { SkeinRpcs } from "@skein/domain"
 import { Orchestrator } from "@skein/runtime"
 import { Effect } from "effect"
-import { ToolEndpoint } from "./mcp/ToolEndpoint.js"
 
 /** Drops keys whose value is `undefined` (exactOptionalPropertyTypes). */
 const defined = <A extends object>(input: A): { [K in keyof A]: Exclude<A[K], undefined> } =>
@@ -16,7 +15,6 @@ const defined = <A extends object>(input: A): { [K in keyof A]: Exclude<A[K], un
 export const SkeinRpcHandlers = SkeinRpcs.toLayer(
   Effect.gen(function* () {
     const orchestrator = yield* Orchestrator
-    const endpoint = yield* ToolEndpoint
     return SkeinRpcs.of({
       "thread.create": Effect.fn("Server.thread.create")((payload) => orchestrator.createThread(payload)),
       "thread.get": ({ threadId, ...options }) => orchestrator.getThread(threadId, defined(options)),
@@ -34,7 +32,10 @@ export const SkeinRpcHandlers = SkeinRpcs.toLayer(
       "approval.respond": (payload) => orchestrator.respondApproval(payload),
       "provider.list": Effect.fn("Server.provider.list")(() => orchestrator.listProviders),
       "thread.toolCredential": Effect.fn("Server.thread.toolCredential")(({ threadId }) =>
-        Effect.map(orchestrator.toolCredentials.issue(threadId), (token) => ({ url: endpoint.current, token }))
+        Effect.map(orchestrator.toolCredentials.issue(threadId), (token) => ({
+          url: orchestrator.toolCredentials.endpoint(),
+          token
+        }))
       )
     })
   })

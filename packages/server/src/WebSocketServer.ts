@@ -19,7 +19,6 @@ import { checkBind, type InsecureBind, isLoopbackHost, type WeakToken } from "./
 import { type InvalidAllowedHost, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
 import { DEFAULT_MCP_PATH, makeMcpEndpoint } from "./mcp/McpEndpoint.js"
 import type { SubagentLimits } from "./mcp/SubagentPolicy.js"
-import { ToolEndpoint, type ToolEndpointShape } from "./mcp/ToolEndpoint.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
 
 export { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RPC_PATH }
@@ -72,8 +71,7 @@ export const serveWebSocket = (
     const server = yield* NodeHttpServer.make(() => nodeServer, { host, port: options.port ?? DEFAULT_PORT }).pipe(
       Scope.extend(httpScope)
     )
-    const toolEndpoint: ToolEndpointShape = { current: null }
-    const endpoint = yield* Effect.provideService(makeWebSocketEndpoint(endpointOptions), ToolEndpoint, toolEndpoint)
+    const endpoint = yield* makeWebSocketEndpoint(endpointOptions)
     const tools = yield* makeMcpEndpoint({ ...endpointOptions, limits: options.subagentLimits })
     // Closing runs in reverse: stop accepting and drop idle keep-alives, then the
     // endpoint closes its connections and interrupts their requests, then the HTTP server closes.
@@ -94,10 +92,10 @@ export const serveWebSocket = (
     yield* server.serve(app).pipe(Scope.extend(httpScope))
     const address = server.address
     const port = address._tag === "TcpAddress" ? address.port : 0
-    toolEndpoint.current = `http://${formatHost(host)}:${port}${DEFAULT_MCP_PATH}`
-    // The agents Skein runs get the tools from now on (with a credential for their thread).
+    const mcpUrl = `http://${formatHost(host)}:${port}${DEFAULT_MCP_PATH}`
+    // Credentials name it, and the agents Skein runs get the tools from now on.
     const { toolCredentials } = yield* Orchestrator
-    toolCredentials.setEndpoint(toolEndpoint.current)
+    toolCredentials.setEndpoint(mcpUrl)
     yield* Effect.addFinalizer(() => Effect.sync(() => toolCredentials.setEndpoint(null)))
-    return { url: `ws://${formatHost(host)}:${port}${path}`, mcpUrl: toolEndpoint.current, host, port }
+    return { url: `ws://${formatHost(host)}:${port}${path}`, mcpUrl, host, port }
   })

@@ -64,5 +64,4 @@ export type { RunningServer, WebSocketServerOptions } from "./WebSocketServer.js
 export { runCli, skeinCommand } from "./Cli.js"
 export { DEFAULT_MCP_PATH, makeMcpEndpoint } from "./mcp/McpEndpoint.js"
 export type { McpEndpointOptions } from "./mcp/McpEndpoint.js"
-export { ToolEndpoint } from "./mcp/ToolEndpoint.js"
 export { defaultSubagentLimits, NotASubagent, SubagentLimitReached, type SubagentLimits } from "./mcp/SubagentPolicy.js"

@@ -71,54 +71,38 @@ export const startResponsesMock = (options: { readonly logFile?: string } = {}):
       })
       res.end()
     }
-    const command = directive(prompt, "cmd")
-    if (command !== null && last?.type !== "function_call_output") {
+    /** A tool call as the model's whole answer (`namespace` for an MCP server's or Codex's own tool namespace). */
+    const callTool = (name: string, args: unknown, namespace?: string) => {
       send({
         type: "response.output_item.done",
         output_index: 0,
         item: {
           type: "function_call",
           call_id: `call_${n}`,
-          name: "exec_command",
-          // A long yield: on a loaded machine the command's own start-up must not outlast the tool call.
-          arguments: JSON.stringify({ cmd: command, yield_time_ms: 15_000 })
+          ...(namespace === undefined ? {} : { namespace }),
+          name,
+          arguments: JSON.stringify(args)
         }
       })
-      return completed()
+      completed()
+    }
+    const command = directive(prompt, "cmd")
+    // A long yield: on a loaded machine the command's own start-up must not outlast the tool call.
+    if (command !== null && last?.type !== "function_call_output") {
+      return callTool("exec_command", { cmd: command, yield_time_ms: 15_000 })
     }
     const agent = directive(prompt, "agent")
     const outputs = input.filter((item) => item?.type === "function_call_output")
-    if (agent !== null && outputs.length < 2) {
-      const spawned = outputs.length === 0 ? null : (JSON.parse(String(outputs[0].output)) as { agent_id?: string })
-      send({
-        type: "response.output_item.done",
-        output_index: 0,
-        item: {
-          type: "function_call",
-          call_id: `call_${n}`,
-          namespace: "multi_agent_v1",
-          ...(spawned === null
-            ? { name: "spawn_agent", arguments: JSON.stringify({ message: agent }) }
-            : { name: "wait_agent", arguments: JSON.stringify({ targets: [spawned.agent_id], timeout_ms: 30_000 }) })
-        }
-      })
-      return completed()
+    if (agent !== null && outputs.length === 0) return callTool("spawn_agent", { message: agent }, "multi_agent_v1")
+    if (agent !== null && outputs.length === 1) {
+      const spawned = JSON.parse(String(outputs[0].output)) as { agent_id?: string }
+      return callTool("wait_agent", { targets: [spawned.agent_id], timeout_ms: 30_000 }, "multi_agent_v1")
     }
     const spawn = directive(prompt, "spawn")
     if (spawn !== null && last?.type !== "function_call_output") {
       const [provider, ...rest] = spawn.split(":")
-      send({
-        type: "response.output_item.done",
-        output_index: 0,
-        item: {
-          type: "function_call",
-          call_id: `call_${n}`,
-          namespace: "mcp__skein",
-          name: "spawn_subagent",
-          arguments: JSON.stringify({ provider, prompt: rest.join(":"), wait: true, timeoutMs: 60_000 })
-        }
-      })
-      return completed()
+      const args = { provider, prompt: rest.join(":"), wait: true, timeoutMs: 60_000 }
+      return callTool("spawn_subagent", args, "mcp__skein")
     }
     const text =
       last?.type === "function_call_output"

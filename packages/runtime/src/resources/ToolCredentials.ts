@@ -20,6 +20,7 @@ export interface ToolCredentialsShape {
   /** The thread a credential acts for, or undefined when it is not a live credential. */
   readonly threadOf: (token: string) => ThreadId | undefined
   /** Where the tools are served (an absolute URL), or null: none. */
+  readonly endpoint: () => string | null
   readonly setEndpoint: (url: string | null) => void
   /** The tools for an agent Skein runs on `threadId` (one credential per thread), or undefined when none are served. */
   readonly forAgent: (threadId: ThreadId) => AgentTools | undefined
@@ -56,6 +57,7 @@ export const make = (exists: (threadId: ThreadId) => Effect.Effect<void, SkeinEr
         if (threadId !== undefined && agents.get(threadId) === token) agents.delete(threadId)
       }),
     threadOf: (token) => threads.get(token),
+    endpoint: () => endpoint,
     setEndpoint: (url) => {
       endpoint = url
     },

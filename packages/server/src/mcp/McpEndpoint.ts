@@ -12,7 +12,7 @@ import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
 import { Orchestrator } from "@skein/runtime"
 import { Effect, Runtime, type Scope } from "effect"
-import type { WeakToken } from "../Auth.js"
+import { bearerToken, type WeakToken } from "../Auth.js"
 import { admitUpgrade, type InvalidAllowedHost, type InvalidOrigin, makeAccessPolicy } from "../Handshake.js"
 import { makeToolServer } from "./SkeinTools.js"
 import { defaultSubagentLimits, type SubagentLimits } from "./SubagentPolicy.js"
@@ -31,10 +31,6 @@ const VERSION = "0.1.0"
 
 const json = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
-
-/** The bearer credential of a request, if it sends one. */
-const bearerOf = (authorization: string | undefined): string | undefined =>
-  authorization === undefined ? undefined : /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1]
 
 /** The handler; closing the scope ends the requests in flight. */
 export const makeMcpEndpoint = (
@@ -73,7 +69,8 @@ export const makeMcpEndpoint = (
             : admission.reason
         return json(admission.status, { error: reason })
       }
-      const token = bearerOf(request.headers["authorization"])
+      const authorization = request.headers["authorization"]
+      const token = authorization === undefined ? undefined : bearerToken(authorization)
       const threadId = token === undefined ? undefined : credentials.threadOf(token)
       if (token === undefined || threadId === undefined) {
         return json(
