@@ -5,8 +5,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { ProviderName, ThreadId } from "@skein/domain"
 import { Chunk, Deferred, Effect, Either, Exit, Fiber, FiberId, Schedule, Scope, Stream } from "effect"
-import { inTempRuntime, isAlive, waitFor, wrapTurns } from "../support/runtime.js"
+import { inTempRuntime, isAlive, removeDir, tempDir, waitFor, withRuntime, wrapTurns } from "../support/runtime.js"
 import { TurnEvents } from "@skein/adapters"
+import { makeFaultAdapter, makeFaultPlan } from "../support/FaultAdapter.js"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 
@@ -159,6 +160,109 @@ describe("thread actors", () => {
         expect(idle.status).toBe("completed")
       })
     )
+  })
+
+  it("whenBusy: queue answers at once with the run queued and starts each in order", async () => {
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ title: "queue" })
+        const threadId = thread.id
+        const slow = yield* o.startRun({ threadId, provider: alpha, message: "slow [[sleep:20000]]" })
+        const first = { threadId, provider: alpha, message: "first in line", whenBusy: "queue" as const }
+        const q1 = yield* o.startRun({ ...first, commandId: "cmd_q_1" as never })
+        expect([q1.status, q1.ordinal, q1.items]).toEqual(["queued", 2, []])
+        const q2 = yield* o.startRun({ threadId, provider: beta, message: "second in line", whenBusy: "queue" })
+        expect([q2.status, q2.ordinal]).toEqual(["queued", 3])
+        // A start that does not queue does not cut in, and the log holds only what ran.
+        const cut = yield* Effect.either(o.startRun({ threadId, provider: beta, message: "cut in" }))
+        expect(Either.isLeft(cut) && cut.left._tag).toBe("RunAlreadyActive")
+        expect((yield* o.getThread(threadId)).runs.map((r) => r.id)).toEqual([slow.id])
+        // The acknowledged command answers with its queued run.
+        const again = yield* o.startRun({ ...first, commandId: "cmd_q_1" as never })
+        expect([again.id, again.status]).toEqual([q1.id, "queued"])
+        yield* o.interruptRun({ threadId })
+        const ended = yield* o.startRun({ ...first, commandId: "cmd_q_1" as never, wait: true })
+        expect([ended.id, ended.status]).toEqual([q1.id, "completed"])
+        const last = yield* o.startRun({ threadId, provider: alpha, message: "last", whenBusy: "queue", wait: true })
+        expect(last.status).toBe("completed")
+        const view = yield* o.getThread(threadId)
+        expect(view.runs.map((r) => [r.id, r.ordinal, r.status, r.provider])).toEqual([
+          [slow.id, 1, "interrupted", alpha],
+          [q1.id, 2, "completed", alpha],
+          [q2.id, 3, "completed", beta],
+          [last.id, 4, "completed", alpha]
+        ])
+        // On an idle thread it is a plain start.
+        const idle = yield* o.startRun({ threadId, provider: beta, message: "calm", whenBusy: "queue" })
+        expect(idle.status).toBe("running")
+      })
+    )
+  })
+
+  it("a stop for shutdown leaves queued runs queued; the next start-up runs them", async () => {
+    const dir = tempDir()
+    try {
+      const first = await withRuntime(
+        dir,
+        (o) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({ title: "held" })
+            const slow = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "slow [[sleep:20000]]" })
+            const queued = yield* o.startRun({
+              threadId: thread.id,
+              provider: beta,
+              message: "after the restart",
+              whenBusy: "queue",
+              commandId: "cmd_q_held" as never
+            })
+            // Queued on a provider the next start-up will not have.
+            const orphan = yield* o.startRun({
+              threadId: thread.id,
+              provider: "faulty" as ProviderName,
+              message: "nowhere to run",
+              whenBusy: "queue",
+              commandId: "cmd_q_orphan" as never
+            })
+            return { threadId: thread.id, slow: slow.id, queued: queued.id, orphan: orphan.id }
+          }),
+        { extraAdapters: [makeFaultAdapter("faulty", makeFaultPlan())] }
+      )
+      await withRuntime(dir, (o) =>
+        Effect.gen(function* () {
+          const ended = yield* o.startRun({
+            threadId: first.threadId,
+            provider: beta,
+            message: "after the restart",
+            whenBusy: "queue",
+            wait: true,
+            commandId: "cmd_q_held" as never
+          })
+          expect([ended.id, ended.status]).toEqual([first.queued, "completed"])
+          // The one whose provider is gone is recorded as failed, so that its caller hears.
+          const orphan = yield* o.startRun({
+            threadId: first.threadId,
+            provider: "faulty" as ProviderName,
+            message: "nowhere to run",
+            whenBusy: "queue",
+            wait: true,
+            commandId: "cmd_q_orphan" as never
+          })
+          expect([orphan.id, orphan.status, orphan.failure?.message]).toEqual([
+            first.orphan,
+            "failed",
+            expect.stringContaining("could not start")
+          ])
+          const view = yield* o.getThread(first.threadId)
+          expect(view.runs.map((r) => [r.id, r.status, r.failure?.reason ?? null])).toEqual([
+            [first.slow, "interrupted", "shutdown"],
+            [first.queued, "completed", null],
+            [first.orphan, "failed", "runtime_error"]
+          ])
+        })
+      )
+    } finally {
+      removeDir(dir)
+    }
   })
 
   it("rejects bad input with typed errors and writes nothing", async () => {

@@ -6,6 +6,8 @@
  * argv[3] = "agent", argv[4] a provider config file and argv[5] an instance of it, on
  * `agent.db` in that directory: one run completes, then a slow one starts, and the line
  * is printed once it is running (the test waits for its request at the mock model).
+ * With argv[3] = "queue": a long run starts and three more are queued behind it (with
+ * command ids `cmd_queue_1` … `cmd_queue_3`); the line holds their run ids.
  */
 import type { ProviderName } from "@skein/domain"
 import { Effect } from "effect"
@@ -47,7 +49,32 @@ const agentTurnThenWait = (configFile: string, provider: ProviderName) =>
       }),
     { configFile, dbName: "agent.db" }
   )
+const queueThenWait = () =>
+  withRuntime(dir, (o) =>
+    Effect.gen(function* () {
+      const thread = yield* o.createThread({ title: "queue" })
+      const running = yield* o.startRun({
+        threadId: thread.id,
+        provider: "alpha" as ProviderName,
+        message: "long [[sleep:60000]]"
+      })
+      const queued: Array<string> = []
+      for (const n of [1, 2, 3]) {
+        const run = yield* o.startRun({
+          threadId: thread.id,
+          provider: (n === 2 ? "beta" : "alpha") as ProviderName,
+          message: `queued ${n}`,
+          whenBusy: "queue",
+          commandId: `cmd_queue_${n}` as never
+        })
+        queued.push(run.id)
+      }
+      process.stdout.write(JSON.stringify({ threadId: thread.id, runId: running.id, queued, pid: process.pid }) + "\n")
+      yield* Effect.never
+    })
+  )
 if (mode === "fork") await forkThenWait()
+else if (mode === "queue") await queueThenWait()
 else if (mode === "agent") await agentTurnThenWait(process.argv[4]!, process.argv[5]! as ProviderName)
 else
   await withRuntime(dir, (o) =>

@@ -27,6 +27,10 @@ export const CreateThreadFields = {
 }
 export class CreateThread extends ValidatedTaggedClass<CreateThread>()("CreateThread", CreateThreadFields) {}
 
+/** What `run.start` does when the thread already has a run going. */
+export const WhenBusy = Schema.Literal("refuse", "queue", "steer", "interrupt")
+export type WhenBusy = typeof WhenBusy.Type
+
 export const StartRunFields = {
   threadId: ThreadId,
   provider: ProviderName,
@@ -38,9 +42,14 @@ export const StartRunFields = {
   wait: Schema.optional(Schema.Boolean),
   /**
    * When the thread has a run going: `refuse` (the default) answers `RunAlreadyActive`;
+   * `queue` answers at once with the run `queued` and starts it when the runs before it
+   * have ended (queued runs survive a restart); `steer` adds the message to the running
+   * turn where its provider can take it (capability `steer`), else does `ifCannotSteer`;
    * `interrupt` stops that run, waits for its end, and starts this one.
    */
-  whenBusy: Schema.optional(Schema.Literal("refuse", "interrupt")),
+  whenBusy: Schema.optional(WhenBusy),
+  /** With `whenBusy: steer`: what to do when the running turn cannot take the message (default `refuse`). */
+  ifCannotSteer: Schema.optional(Schema.Literal("refuse", "queue", "interrupt")),
   handoffBudgetTokens: Schema.optional(HandoffBudgetTokens),
   commandId
 }

@@ -42,7 +42,7 @@ export class RunAlreadyActive extends Schema.TaggedError<RunAlreadyActive>()("Ru
   runId: Schema.String
 }) {
   override get message() {
-    return `Thread ${this.threadId} already has an active run (${this.runId}). Wait for it or call run.interrupt first.`
+    return `Thread ${this.threadId} already has an active run (${this.runId}). Wait for it, call run.interrupt first, or start with whenBusy queue, steer or interrupt.`
   }
 }
 

@@ -41,6 +41,12 @@ import { EventStore } from "./store/EventStore.js"
 import { resolveWorkspace } from "./Workspace.js"
 import { WorkspaceCheckpoints } from "./lineage/WorkspaceCheckpoints.js"
 
+/** What start-up runs before the first command, beside the Orchestrator's face. */
+interface Startup {
+  readonly recoverRestores: Effect.Effect<void, StorageError>
+  readonly resumeQueues: Effect.Effect<void, StorageError>
+}
+
 const CreateReceipt = Schema.Struct({ threadId: ThreadIdSchema })
 
 export const makeOrchestrator = Effect.gen(function* () {
@@ -140,6 +146,13 @@ export const makeOrchestrator = Effect.gen(function* () {
    * is cut short when the actors' scopes close, and ends `interrupted` (a checkpoint:
    * not taken) at the next start (crash recovery).
    */
+  /** Activates the actor of every thread with runs queued: each starts its next once idle. */
+  const resumeQueues = Effect.flatMap(store.queue.threads, (threadIds) =>
+    Effect.forEach(threadIds, (threadId) => Effect.ignoreLogged(actors.use(threadId, () => Effect.void)), {
+      discard: true
+    })
+  )
+
   const shutdown: OrchestratorShape["shutdown"] = Effect.gen(function* () {
     const threads = yield* actors.activeThreads
     yield* Effect.forEach(
@@ -209,8 +222,9 @@ export const makeOrchestrator = Effect.gen(function* () {
         Effect.zipRight(checked("thread.toolCredential", { threadId }), toolCredentials.issue(threadId))
     },
     shutdown,
-    recoverRestores: restores.recover
-  } satisfies OrchestratorShape & { readonly recoverRestores: Effect.Effect<void, StorageError> }
+    recoverRestores: restores.recover,
+    resumeQueues
+  } satisfies OrchestratorShape & Startup
   // The commands that change lineage or configuration run in a span named for them; the
   // run path and the reads do not (docs/decisions/0006-spans-off-the-run-path.md).
   return {
@@ -224,7 +238,7 @@ export const makeOrchestrator = Effect.gen(function* () {
     listProviders: Effect.withSpan(service.listProviders, "Orchestrator.listProviders"),
     shutdown: Effect.withSpan(service.shutdown, "Orchestrator.shutdown"),
     recoverRestores: Effect.withSpan(service.recoverRestores, "Orchestrator.recoverRestores")
-  } satisfies OrchestratorShape & { readonly recoverRestores: Effect.Effect<void, StorageError> }
+  } satisfies OrchestratorShape & Startup
 })
 
 /** `f` as a service method with a named span. */
@@ -248,6 +262,8 @@ export const orchestratorLayer: Layer.Layer<
     const orchestrator = yield* makeOrchestrator
     // File restores a crash left owed are finished before any command is taken.
     yield* orchestrator.recoverRestores
+    // Runs queued before the stop: their threads' actors start them once idle.
+    yield* orchestrator.resumeQueues
     // Runs still in flight when the runtime closes end `interrupted`, not orphaned.
     yield* Effect.addFinalizer(() => orchestrator.shutdown)
     return orchestrator

@@ -129,6 +129,7 @@ const send = Command.make(
     model: Options.text("model").pipe(Options.optional),
     cleanContext: Options.boolean("clean-context"),
     budget: Options.integer("budget").pipe(Options.optional),
+    whenBusy: Options.choice("when-busy", ["refuse", "queue", "steer", "interrupt"]).pipe(Options.optional),
     thread: threadArg,
     provider,
     message: Args.text({ name: "MESSAGE" })

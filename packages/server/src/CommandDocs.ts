@@ -156,7 +156,7 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
   },
   {
     path: "send",
-    usage: "skein send THREAD PROVIDER MESSAGE [--model NAME] [--clean-context] [--budget TOKENS]",
+    usage: "skein send THREAD PROVIDER MESSAGE [--model NAME] [--clean-context] [--budget TOKENS] [--when-busy MODE]",
     summary: "Send a message to a provider on a thread and show the run as it happens, then a summary.",
     details: [
       "On a terminal a progress line runs while the agent works; piped, it prints plain lines. Each item is printed as it arrives: commands with their exit code, files changed, plans, approvals with the command that answers them, subagents with their thread, refusals, the reply. It ends with the run's ordinal and id, the provider thread, how its context was resolved (native, delta or portable, with the handoff id), the tokens used and the duration.",
@@ -169,7 +169,11 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
         "--clean-context",
         "Start a fresh provider thread that receives a full summary of the conversation, instead of resuming."
       ],
-      ["--budget TOKENS", "The most tokens a handoff to this run may take (1024 to 64000, default 16000)."]
+      ["--budget TOKENS", "The most tokens a handoff to this run may take (1024 to 64000, default 16000)."],
+      [
+        "--when-busy MODE",
+        "If the thread has a run going: refuse (the default), queue (run it once the runs before it end; queued runs survive a restart), steer (add the message to the running turn where its provider can), or interrupt (stop that run and start this one)."
+      ]
     ],
     client: true,
     json: true,

@@ -12,7 +12,8 @@ import {
   StartRunFields,
   type StoredEvent,
   ThreadView,
-  TurnItem
+  TurnItem,
+  type WhenBusy
 } from "@skein/domain"
 import { Console, Effect, Option, Schema, Stream } from "effect"
 import { checked, decodeThreadId, type OnThread, printJson, withClient } from "./CliClient.js"
@@ -30,6 +31,7 @@ export const send = (
     readonly model: Option.Option<string>
     readonly cleanContext: boolean
     readonly budget: Option.Option<number>
+    readonly whenBusy: Option.Option<WhenBusy>
   }
 ) =>
   withClient(o, (client) =>
@@ -42,7 +44,8 @@ export const send = (
           message: o.message,
           ...(Option.isSome(o.model) ? { model: o.model.value } : {}),
           ...(o.cleanContext ? { cleanContext: true } : {}),
-          ...(Option.isSome(o.budget) ? { handoffBudgetTokens: o.budget.value } : {})
+          ...(Option.isSome(o.budget) ? { handoffBudgetTokens: o.budget.value } : {}),
+          ...(Option.isSome(o.whenBusy) ? { whenBusy: o.whenBusy.value } : {})
         },
         {
           threadId: "THREAD",

@@ -13,6 +13,7 @@
  *   and the actor reloads from storage; a run whose driver is gone is ended there;
  * - a run's driver always reports its end; if that report is lost, the driver's exit
  *   (`DriverExited`) ends the run;
+ * - a run queued on the thread starts once the thread is idle (thread/QueuedRuns.ts);
  * - nothing slow runs inside a handler: provider summaries and approval decisions go
  *   to the provider from outside the mailbox, so the thread keeps answering.
  */
@@ -34,6 +35,7 @@ import type { RespondApprovalPayload } from "./thread/ApprovalHandlers.js"
 import { approvalHandlers, respondApproval } from "./thread/ApprovalHandlers.js"
 import { checkpointHandlers, settleAbandonedCheckpoints } from "./thread/CheckpointHandlers.js"
 import { lineageHandlers } from "./thread/LineageHandlers.js"
+import { drainer, queueMemory } from "./thread/QueuedRuns.js"
 import { runHandlers } from "./thread/RunHandlers.js"
 import { endOrphan } from "./thread/RunLaunch.js"
 import * as ThreadCell from "./thread/ThreadCell.js"
@@ -114,12 +116,14 @@ export const makeThreadActor = (
     }
     const answering = yield* Ref.make<ReadonlySet<string>>(new Set())
     const children = childrenHint()
+    const queue = queueMemory((yield* store.queue.of(threadId)).map((entry) => entry.runId))
+    let drain: Effect.Effect<void> = Effect.void
 
     const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError>({
       name: `thread ${threadId}`,
       behaviour: (self) => ({
         handlers: {
-          ...runHandlers(ctx, { ask: self.ask, retain, spawn, scope, children, inheritedCache: new Map() }),
+          ...runHandlers(ctx, { ask: self.ask, retain, spawn, scope, children, queue, inheritedCache: new Map() }),
           ...approvalHandlers(ctx, answering),
           ...checkpointHandlers(ctx),
           ...lineageHandlers(ctx)
@@ -137,7 +141,12 @@ export const makeThreadActor = (
         // What a message read for its decision does not stay: an idle actor holds the
         // compact state. While a run is in flight its end's message trims.
         afterEach: Effect.flatMap(Ref.get(ctx.current), (current) =>
-          current === null ? Effect.sync(() => trimThread(ctx.cell.state())) : Effect.void
+          current === null
+            ? Effect.zipRight(
+                Effect.sync(() => trimThread(ctx.cell.state())),
+                drain
+              )
+            : Effect.void
         )
       }),
       stopped: () => new ActorStopped({ threadId }),
@@ -148,6 +157,9 @@ export const makeThreadActor = (
     // actor before this one (evicted after a failed restart).
     yield* endOrphan(ctx, "the thread's actor was restarted while this run was in flight")
     yield* settleAbandonedCheckpoints(ctx, "the thread's actor stopped before it was taken")
+    // Runs queued before: the next starts once the thread is idle (now, if it is).
+    drain = drainer(ctx, queue, askAfterGate(actor.ask, ctx.gate), retain, scope)
+    yield* drain
 
     return {
       threadId,

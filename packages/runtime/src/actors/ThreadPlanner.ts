@@ -329,12 +329,14 @@ export const planRunStart = (
     /** One per `decision.extras`, in order. */
     readonly extras: ReadonlyArray<BuiltHandoff>
     readonly summaryBy: ProviderName | null
+    /** The id its caller was given when it was queued; a new one otherwise. */
+    readonly runId?: RunId | undefined
     readonly now: string
   }
 ): StartPlan => {
   const { decision, now, provider } = input
   const ordinal = state.runCount + 1
-  const runId = makeId.run()
+  const runId = input.runId ?? makeId.run()
   const events: Array<ThreadEvent> = []
   const retired = retiredBy(decision)
   if (retired) {

@@ -101,6 +101,8 @@ export const ReleaseApproval = Rpc.make("ReleaseApproval", {
   payload: { approvalId: ApprovalId, failure: Schema.NullOr(RunFailure) },
   error
 })
+/** Start the next queued run if the thread is idle (the actor sends it to itself). */
+export const StartQueued = Rpc.make("StartQueued", { success: Schema.NullOr(RunAccepted), error })
 export const GetRun = Rpc.make("GetRun", { payload: { runId: RunId }, success: RunView, error })
 export const Status = Rpc.make("Status", { success: ThreadStatus, error })
 
@@ -250,6 +252,7 @@ export const DriverExited = Rpc.make("DriverExited", { payload: { runId: RunId, 
 /** Every message, in one list: what `Entity.make("Thread", threadRpcs)` would take. */
 export const threadRpcs = [
   StartRun,
+  StartQueued,
   InterruptRun,
   StopRun,
   RespondApproval,

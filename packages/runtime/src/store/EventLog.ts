@@ -61,6 +61,11 @@ export interface AppendInput {
    * thread, here or on another machine, runs into).
    */
   readonly expectedSequence?: number | undefined
+  /**
+   * A queued run these events start (RunQueue.ts): taken out of its queue in the same
+   * transaction, and the append refused, writing nothing, if it is no longer queued.
+   */
+  readonly dequeue?: RunId | undefined
 }
 
 export interface EventLogShape {
@@ -207,6 +212,11 @@ const insertEvents = (
     )
     // One INSERT under the write lock gives its rows consecutive sequences, in VALUES order.
     for (let i = chunk.length - 1; i >= 0; i--) sequences.push(lastInsertRowid - i)
+  }
+  if (input.dequeue !== undefined) {
+    const { changes } = db.run("DELETE FROM queued_runs WHERE run_id = ? AND thread_id = ?", [input.dequeue, threadId])
+    if (changes !== 1)
+      abort(new StorageError({ detail: `run ${input.dequeue} is no longer queued on thread ${threadId}` }))
   }
   for (const [text, rowParams] of projectionStatements(projectionRows(threadId, forms))) db.run(text, rowParams)
   if (input.receipt !== undefined) {

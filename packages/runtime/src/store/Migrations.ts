@@ -259,6 +259,22 @@ const pendingCheckpoints = statements(
  */
 const blobs = statements(`CREATE TABLE blobs (hash TEXT PRIMARY KEY NOT NULL, text TEXT NOT NULL)`)
 
+/**
+ * Runs waiting for their thread (RunQueue.ts), in order per thread. Not a projection:
+ * what is here is not in the log yet, and a rebuild leaves it alone.
+ */
+const queuedRuns = statements(
+  `CREATE TABLE queued_runs (
+    run_id TEXT PRIMARY KEY NOT NULL,
+    thread_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    request TEXT NOT NULL,
+    command_id TEXT,
+    created_at TEXT NOT NULL,
+    UNIQUE (thread_id, position)
+  )`
+)
+
 /** Every schema version, keyed `NNNN_name` as `Migrator.fromRecord` expects. */
 export const migrations = {
   "0001_initial": initial,
@@ -268,7 +284,8 @@ export const migrations = {
   "0005_turn_items_by_run": turnItemsByRun,
   "0006_fewer_pages_per_run": fewerPagesPerRun,
   "0007_pending_checkpoints": pendingCheckpoints,
-  "0008_blobs": blobs
+  "0008_blobs": blobs,
+  "0009_queued_runs": queuedRuns
 } as const
 
 export const loader: Migrator.Loader = Migrator.fromRecord(migrations)

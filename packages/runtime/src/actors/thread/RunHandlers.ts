@@ -4,7 +4,7 @@
  * the native thread, the summary, a failed resume, the end). The run in flight is the
  * context's `current`, written only here.
  */
-import type { RunFailure, StartRunFields } from "@skein/domain"
+import type { CommandId, RunFailure, SkeinError, StartRunFields } from "@skein/domain"
 import {
   HandoffNotFound,
   NoActiveRun,
@@ -33,6 +33,8 @@ import {
   planSummary
 } from "../ThreadPlanner.js"
 import { observeChildren, refuseWhileRestoring, supersede } from "./LineageHandlers.js"
+import type { QueueMemory } from "./QueuedRuns.js"
+import { enqueue, findQueued, startQueued } from "./QueuedRuns.js"
 import type { LaunchContext } from "./RunLaunch.js"
 import { endOrphan, launch } from "./RunLaunch.js"
 import type { InheritedCache } from "./RunStart.js"
@@ -42,6 +44,7 @@ import { currentIs } from "./ThreadContext.js"
 
 export type RunMessages =
   | "StartRun"
+  | "StartQueued"
   | "InterruptRun"
   | "StopRun"
   | "ResumeFailed"
@@ -59,6 +62,7 @@ type StartRunPayload = Schema.Struct.Type<typeof StartRunFields>
 export interface RunsContext extends LaunchContext {
   readonly children: ChildrenHint
   readonly inheritedCache: InheritedCache
+  readonly queue: QueueMemory
 }
 
 /** What receipts of run.start and run.interrupt hold. */
@@ -76,6 +80,7 @@ const startRunHash = (command: StartRunPayload) =>
     handoffBudgetTokens: command.handoffBudgetTokens ?? null
   })
 
+/** The run as it stands (or as it waits in the queue), with where the thread's events stand. */
 const accepted = (
   ctx: ThreadContext,
   runId: TurnItem["runId"]
@@ -83,10 +88,28 @@ const accepted = (
   Effect.flatMap(
     ctx.cell.demand((s) => runById(s, runId)),
     (run) =>
-      run
-        ? Effect.succeed({ run, sequence: ctx.cell.state().lastThreadSequence })
-        : Effect.fail(new RunNotFound({ runId }))
+      Effect.flatMap(run ? Effect.succeed(run) : findQueued(ctx, runId), (found) =>
+        found
+          ? Effect.succeed({ run: found, sequence: ctx.cell.state().lastThreadSequence })
+          : Effect.fail(new RunNotFound({ runId }))
+      )
   )
+
+/**
+ * A start on a busy thread (a run going, or runs queued before it): queued with
+ * `whenBusy: queue`; otherwise refused (`whenBusy: interrupt` is the caller's: it stops
+ * the run in the way and asks again).
+ */
+const whenBusy = (
+  ctx: ThreadContext,
+  runs: RunsContext,
+  command: StartRunPayload,
+  busy: RunId,
+  hash: string
+): Effect.Effect<RunAccepted, SkeinError> =>
+  command.whenBusy === "queue"
+    ? enqueue(ctx, runs.queue, command, requestOf(command), hash)
+    : Effect.fail(new RunAlreadyActive({ threadId: ctx.threadId, runId: busy }))
 
 /**
  * Subagent children's results not yet in this thread's log, committed now, when the
@@ -104,6 +127,88 @@ const collectChildResults = (ctx: ThreadContext, children: ChildrenHint) =>
     if (found.waiting > 0) children.mark()
   })
 
+/** What a run's start asked for, from `run.start` or from the queue. */
+export interface StartRequest {
+  readonly provider: StartRunPayload["provider"]
+  readonly message: string
+  readonly model: string | null
+  readonly cleanContext: boolean
+  readonly handoffBudgetTokens: number | null
+}
+
+export const requestOf = (command: StartRunPayload): StartRequest => ({
+  provider: command.provider,
+  message: command.message,
+  model: command.model ?? null,
+  cleanContext: command.cleanContext ?? false,
+  handoffBudgetTokens: command.handoffBudgetTokens ?? null
+})
+
+/**
+ * Starts a run on an idle thread: its context decided, its events (and the command's
+ * receipt, or its removal from the queue) committed, its driver launched.
+ */
+export const begin = (
+  ctx: ThreadContext,
+  runs: RunsContext,
+  request: StartRequest,
+  origin: {
+    readonly commandId: CommandId | undefined
+    /** The start's receipt hash; none for a queued run (its receipt was written when queued). */
+    readonly hash: string | null
+    /** A queued run: the id its caller was given. */
+    readonly queued: RunId | null
+  }
+) =>
+  Effect.gen(function* () {
+    const { cell } = ctx
+    const adapter = yield* ctx.sessions.adapter(request.provider)
+    yield* ctx.gate.refuse
+    const budgetTokens = request.handoffBudgetTokens ?? ctx.config.handoffBudgetTokens
+    // What this thread takes in from others: read now, when a run needs it.
+    yield* collectChildResults(ctx, runs.children)
+    const { incoming, stale } = yield* loadIncoming(ctx.store, cell.state())
+    const start = yield* decideStart(ctx, runs.inheritedCache, {
+      adapter,
+      model: request.model ?? undefined,
+      cleanContext: request.cleanContext,
+      resumeFailed: false,
+      budgetTokens,
+      incoming
+    })
+    const at = cell.now()
+    const plan = yield* cell.demand((s) =>
+      planRunStart(s, {
+        message: request.message,
+        model: request.model,
+        commandId: origin.commandId ?? null,
+        provider: start.provider,
+        decision: start.decision,
+        draft: start.draft,
+        extras: extraHandoffs(start.decision, budgetTokens),
+        summaryBy: start.summaryBy,
+        runId: origin.queued ?? undefined,
+        now: at
+      })
+    )
+    yield* cell.commit(
+      [...supersede(stale), ...plan.events],
+      origin.commandId,
+      origin.hash === null ? undefined : { method: "run.start", hash: origin.hash, result: { runId: plan.run.id } },
+      origin.queued ?? undefined
+    )
+    const control: ActiveRun = {
+      runId: plan.run.id,
+      context: plan.context,
+      stop: yield* Deferred.make<RunFailure>(),
+      stopCommandId: null,
+      driverExited: false
+    }
+    yield* Ref.set(ctx.current, control)
+    yield* launch(ctx, runs, plan, control)
+    return { run: plan.run, sequence: cell.state().lastThreadSequence }
+  })
+
 const startRun =
   (ctx: ThreadContext, runs: RunsContext): Handlers<ThreadMessage>["StartRun"] =>
   (command) =>
@@ -115,51 +220,13 @@ const startRun =
       if (Option.isSome(replayed)) return yield* accepted(ctx, replayed.value.runId)
       if (cell.state().thread.lineage.observeOnly) return yield* new ObserveOnlyThread({ threadId })
       yield* refuseWhileRestoring(ctx)
-      const adapter = yield* ctx.sessions.adapter(command.provider)
-      const busy = activeRun(cell.state())
-      if (busy) return yield* new RunAlreadyActive({ threadId, runId: busy.id })
-      yield* ctx.gate.refuse
-      const budgetTokens = command.handoffBudgetTokens ?? ctx.config.handoffBudgetTokens
-      // What this thread takes in from others: read now, when a run needs it.
-      yield* collectChildResults(ctx, runs.children)
-      const { incoming, stale } = yield* loadIncoming(ctx.store, cell.state())
-      const start = yield* decideStart(ctx, runs.inheritedCache, {
-        adapter,
-        model: command.model,
-        cleanContext: command.cleanContext ?? false,
-        resumeFailed: false,
-        budgetTokens,
-        incoming
+      const busy = activeRun(cell.state())?.id ?? (command.whenBusy === "interrupt" ? null : runs.queue.next())
+      if (busy !== null) return yield* whenBusy(ctx, runs, command, busy, hash)
+      return yield* begin(ctx, runs, requestOf(command), {
+        commandId: command.commandId,
+        hash: command.commandId === undefined ? null : hash,
+        queued: null
       })
-      const at = cell.now()
-      const plan = yield* cell.demand((s) =>
-        planRunStart(s, {
-          message: command.message,
-          model: command.model ?? null,
-          commandId: command.commandId ?? null,
-          provider: start.provider,
-          decision: start.decision,
-          draft: start.draft,
-          extras: extraHandoffs(start.decision, budgetTokens),
-          summaryBy: start.summaryBy,
-          now: at
-        })
-      )
-      yield* cell.commit([...supersede(stale), ...plan.events], command.commandId, {
-        method: "run.start",
-        hash,
-        result: { runId: plan.run.id }
-      })
-      const control: ActiveRun = {
-        runId: plan.run.id,
-        context: plan.context,
-        stop: yield* Deferred.make<RunFailure>(),
-        stopCommandId: null,
-        driverExited: false
-      }
-      yield* Ref.set(ctx.current, control)
-      yield* launch(ctx, runs, plan, control)
-      return { run: plan.run, sequence: cell.state().lastThreadSequence }
     })
 
 const resumeFailed =
@@ -245,6 +312,7 @@ const inFlight = (ctx: ThreadContext) =>
 
 export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handlers<ThreadMessage>, RunMessages> => ({
   StartRun: startRun(ctx, runs),
+  StartQueued: () => startQueued(ctx, runs.queue, (request, origin) => begin(ctx, runs, request, origin)),
   ResumeFailed: resumeFailed(ctx, runs),
   FinishRun: finishRun(ctx),
   RecordSummary: recordSummary(ctx),
@@ -266,6 +334,8 @@ export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handler
 
   StopRun: ({ failure }) =>
     Effect.gen(function* () {
+      // Stopped from outside (shutdown): what is queued waits for the next start-up.
+      runs.queue.hold()
       const current = yield* inFlight(ctx)
       yield* Deferred.succeed(current.stop, failure)
       return yield* accepted(ctx, current.runId)
@@ -277,7 +347,12 @@ export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handler
         const run = runById(s, runId)
         return run === undefined ? undefined : toRunView(run, itemsOf(s, runId))
       }),
-      (view) => (view === undefined ? Effect.fail(new RunNotFound({ runId })) : Effect.succeed(view))
+      (view) =>
+        view !== undefined
+          ? Effect.succeed(view)
+          : Effect.flatMap(findQueued(ctx, runId), (queued) =>
+              queued === undefined ? Effect.fail(new RunNotFound({ runId })) : Effect.succeed(toRunView(queued, []))
+            )
     ),
 
   Status: () =>

@@ -6,7 +6,7 @@
  * before the error reaches the handler. `demand` runs a pure function of the state
  * after reading from storage whatever a compact state does not hold (see ThreadState).
  */
-import type { CommandId, ThreadEvent, ThreadId } from "@skein/domain"
+import type { CommandId, RunId, ThreadEvent, ThreadId } from "@skein/domain"
 import { StorageError, ThreadNotFound } from "@skein/domain"
 import type { CommandConflict, SequenceConflict } from "@skein/domain"
 import { Effect, Option } from "effect"
@@ -32,7 +32,9 @@ export interface ThreadCell {
   readonly commit: (
     events: ReadonlyArray<ThreadEvent>,
     commandId?: CommandId,
-    receipt?: Receipt
+    receipt?: Receipt,
+    /** A queued run these events start: out of the queue in the same transaction. */
+    dequeue?: RunId
   ) => Effect.Effect<void, StorageError | SequenceConflict>
   /** Reads the thread from storage again (memory may be ahead of, or behind, what is stored). */
   readonly reload: Effect.Effect<void, StorageError | ThreadNotFound>
@@ -52,7 +54,7 @@ export const make = (threadId: ThreadId, store: EventStoreShape, initial: Thread
     Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed })
   )
   const reload = Effect.flatMap(load, (fresh) => Effect.sync(() => void (state = fresh)))
-  const commit: ThreadCell["commit"] = (events, commandId, receipt) =>
+  const commit: ThreadCell["commit"] = (events, commandId, receipt, dequeue) =>
     events.length === 0
       ? Effect.void
       : store
@@ -61,6 +63,7 @@ export const make = (threadId: ThreadId, store: EventStoreShape, initial: Thread
             events,
             expectedSequence: state.lastThreadSequence,
             commandId,
+            dequeue,
             receipt:
               receipt && commandId
                 ? { commandId, method: receipt.method, payloadHash: receipt.hash, result: receipt.result }

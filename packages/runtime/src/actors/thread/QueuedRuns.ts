@@ -1,0 +1,191 @@
+/**
+ * A thread actor's queue: `run.start` with `whenBusy: queue` on a busy thread answers
+ * at once with the run `queued` (its id is the one it will run under) and the run
+ * waits in the store's queue (store/RunQueue.ts). When the thread is idle again, the
+ * actor sends itself `StartQueued` (through the checkpoint gate, as any start) and the
+ * next run starts; its start's append takes it out of the queue in the same
+ * transaction. A queued run that can no longer start (its provider is gone, its
+ * context cannot reach it) is recorded as a failed run, so whoever waits on it hears.
+ * A stop for shutdown holds the queue: what is queued starts after the next start-up.
+ */
+import type { CommandId, Run, RunId, SkeinError, StartRunFields } from "@skein/domain"
+import { makeId, RunStarted } from "@skein/domain"
+import { Effect, Ref, Schedule } from "effect"
+import type { Schema, Scope } from "effect"
+import type { QueuedRun } from "../../store/RunQueue.js"
+import { activeRun } from "../../store/ThreadState.js"
+import type { ThreadState } from "../../store/ThreadState.js"
+import type { RunAccepted, ThreadAsk } from "../ThreadProtocol.js"
+import { planFinish } from "../ThreadPlanner.js"
+import type { StartRequest } from "./RunHandlers.js"
+import type { ThreadContext } from "./ThreadContext.js"
+
+type StartRunPayload = Schema.Struct.Type<typeof StartRunFields>
+
+/** The actor's memory of its queue: run ids in order, and whether it may start them. */
+export interface QueueMemory {
+  /** The next queued run, or null. */
+  readonly next: () => RunId | null
+  readonly add: (runId: RunId) => void
+  readonly remove: (runId: RunId) => void
+  readonly reset: (runIds: ReadonlyArray<RunId>) => void
+  /** Held after a stop for shutdown: nothing more starts in this actor. */
+  readonly held: () => boolean
+  readonly hold: () => void
+}
+
+export const queueMemory = (initial: ReadonlyArray<RunId>): QueueMemory => {
+  let ids = [...initial]
+  let held = false
+  return {
+    next: () => ids[0] ?? null,
+    add: (runId) => void ids.push(runId),
+    remove: (runId) => void (ids = ids.filter((id) => id !== runId)),
+    reset: (runIds) => void (ids = [...runIds]),
+    held: () => held,
+    hold: () => void (held = true)
+  }
+}
+
+/** What a queued run looks like before it starts: `queued`, at the ordinal it will take unless a rollback intervenes. */
+export const queuedView = (state: ThreadState, entry: QueuedRun): Run => ({
+  id: entry.runId,
+  threadId: entry.threadId,
+  ordinal: state.runCount + entry.position,
+  provider: entry.request.provider,
+  model: entry.request.model,
+  message: entry.request.message,
+  status: "queued",
+  providerThreadId: null,
+  contextHandoffId: null,
+  contextResolution: null,
+  failure: null,
+  commandId: entry.commandId,
+  createdAt: entry.createdAt,
+  startedAt: null,
+  completedAt: null
+})
+
+/** The queued run `runId`, as a run, or undefined. */
+export const findQueued = (ctx: ThreadContext, runId: RunId) =>
+  Effect.map(ctx.store.queue.of(ctx.threadId), (entries) => {
+    const entry = entries.find((e) => e.runId === runId)
+    return entry === undefined ? undefined : queuedView(ctx.cell.state(), entry)
+  })
+
+/** Puts the start at the end of the thread's queue, with its receipt. */
+export const enqueue = (
+  ctx: ThreadContext,
+  queue: QueueMemory,
+  command: StartRunPayload,
+  request: StartRequest,
+  hash: string
+): Effect.Effect<RunAccepted, SkeinError> =>
+  Effect.gen(function* () {
+    yield* ctx.sessions.adapter(command.provider)
+    const runId = makeId.run()
+    const entry = yield* ctx.store.queue.enqueue({
+      runId,
+      threadId: ctx.threadId,
+      request,
+      commandId: command.commandId ?? null,
+      createdAt: ctx.cell.now(),
+      receipt:
+        command.commandId === undefined
+          ? undefined
+          : { commandId: command.commandId, method: "run.start", payloadHash: hash, result: { runId } }
+    })
+    queue.add(runId)
+    const state = ctx.cell.state()
+    return { run: queuedView(state, entry), sequence: state.lastThreadSequence }
+  })
+
+/** Errors after which a queued run stays queued and its start is tried again. */
+const isPassing = (error: SkeinError) =>
+  error._tag === "RunAlreadyActive" ||
+  error._tag === "RestorePending" ||
+  error._tag === "StorageError" ||
+  error._tag === "SequenceConflict"
+
+/**
+ * `StartQueued`: starts the next queued run if the thread is idle. Answers the run
+ * started, or null when there was none to start (or the thread was busy).
+ */
+export const startQueued = (
+  ctx: ThreadContext,
+  queue: QueueMemory,
+  begin: (
+    request: StartRequest,
+    origin: { readonly commandId: CommandId | undefined; readonly hash: null; readonly queued: RunId }
+  ) => Effect.Effect<RunAccepted, SkeinError>
+): Effect.Effect<RunAccepted | null, SkeinError> =>
+  Effect.gen(function* () {
+    if (queue.held()) return null
+    // Busy with a run that jumped the queue (`whenBusy: interrupt`): its end drains.
+    if ((yield* Ref.get(ctx.current)) !== null || activeRun(ctx.cell.state()) !== undefined) return null
+    const entries = yield* ctx.store.queue.of(ctx.threadId)
+    queue.reset(entries.map((e) => e.runId))
+    const next = entries[0]
+    if (next === undefined) return null
+    const origin = { commandId: next.commandId ?? undefined, hash: null, queued: next.runId } as const
+    return yield* begin(next.request, origin).pipe(
+      Effect.tap(() => queue.remove(next.runId)),
+      Effect.catchIf(
+        (error) => !isPassing(error),
+        (error) => Effect.as(refuse(ctx, queue, next, error.message), null)
+      )
+    )
+  })
+
+/** Records a queued run that cannot start as a run that failed at once. */
+const refuse = (ctx: ThreadContext, queue: QueueMemory, entry: QueuedRun, why: string) =>
+  Effect.gen(function* () {
+    const at = ctx.cell.now()
+    const state = ctx.cell.state()
+    const run: Run = {
+      ...queuedView(state, { ...entry, position: 1 }),
+      status: "running",
+      startedAt: at
+    }
+    yield* ctx.cell.commit([new RunStarted({ run })], entry.commandId ?? undefined, undefined, entry.runId)
+    queue.remove(entry.runId)
+    const events = yield* ctx.cell.demand((s) =>
+      planFinish(s, {
+        runId: run.id,
+        outcome: "failed",
+        failure: { reason: "runtime_error", message: `the queued run could not start: ${why}` },
+        turnRef: null,
+        now: at
+      })
+    )
+    yield* ctx.cell.commit(events)
+  })
+
+/**
+ * Once the thread is idle with runs queued: a fiber of the actor's scope asks it to
+ * start the next (retrying while the thread is busy for a moment), holding the actor
+ * meanwhile. One at a time.
+ */
+export const drainer = (
+  ctx: ThreadContext,
+  queue: QueueMemory,
+  askSettled: ThreadAsk,
+  retain: Effect.Effect<void, never, Scope.Scope>,
+  scope: Scope.Scope
+) => {
+  let draining = false
+  const drain = Effect.scoped(Effect.zipRight(retain, askSettled("StartQueued", undefined))).pipe(
+    Effect.retry({
+      while: isPassing,
+      schedule: Schedule.exponential("20 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
+    }),
+    Effect.catchAllCause((cause) => Effect.logWarning(`thread ${ctx.threadId}: a queued run did not start`, cause)),
+    Effect.ensuring(Effect.sync(() => void (draining = false)))
+  )
+  /** Starts the drain if the thread is idle, something is queued, and none is under way. */
+  return Effect.flatMap(Ref.get(ctx.current), (current) => {
+    if (current !== null || draining || queue.held() || queue.next() === null) return Effect.void
+    draining = true
+    return Effect.asVoid(Effect.forkIn(drain, scope))
+  })
+}
