@@ -73,6 +73,111 @@ describe("one thread across Codex and Claude Code", () => {
     )
   })
 
+  it("whenBusy: queue behind a Codex turn: a Claude Code run and a Codex run start in order once it ends", async () => {
+    await runtime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ workspace: dir })
+        const threadId = thread.id
+        const slow = yield* o.startRun({ threadId, provider: codex, message: "take a while [[slow:2000]]" })
+        const fig = { threadId, provider: claude, message: "the fruit is FIG", whenBusy: "queue" as const }
+        const onClaude = yield* o.startRun(fig)
+        const pecan = {
+          threadId,
+          provider: codex,
+          message: "and the nut is PECAN",
+          whenBusy: "queue" as const,
+          commandId: "cmd_cross_queue" as never
+        }
+        const onCodex = yield* o.startRun(pecan)
+        expect([onClaude.status, onCodex.status]).toEqual(["queued", "queued"])
+        const ended = yield* o.startRun({ ...pecan, wait: true })
+        census.sample()
+        expect([ended.id, ended.status]).toEqual([onCodex.id, "completed"])
+        const view = yield* o.getThread(threadId)
+        expect(view.runs.map((r) => [r.id, r.status])).toEqual([
+          [slow.id, "completed"],
+          [onClaude.id, "completed"],
+          [onCodex.id, "completed"]
+        ])
+        // The last, back on Codex, learned what was said on Claude Code meanwhile.
+        const request = responses.requests.filter((r) => Responses.latestPrompt(r) === pecan.message).at(-1)!
+        expect(Responses.allInputText(request)).toContain("the fruit is FIG")
+      })
+    )
+  })
+
+  it("whenBusy: steer: Codex takes the message into its running turn (turn/steer)", async () => {
+    await runtime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ workspace: dir })
+        const threadId = thread.id
+        const from = responses.requests.length
+        const slow = yield* o.startRun({ threadId, provider: codex, message: "work on it [[slow:2500]]" })
+        yield* Effect.promise(() =>
+          responses.waitFor((r) => Responses.latestPrompt(r).includes("work on it"), 30_000, from)
+        )
+        const steer = {
+          threadId,
+          provider: codex,
+          message: "also, the word is KIWI",
+          whenBusy: "steer" as const,
+          commandId: "cmd_cross_steer_codex" as never
+        }
+        const joined = yield* o.startRun(steer)
+        expect([joined.id, joined.status]).toEqual([slow.id, "running"])
+        const ended = yield* o.startRun({ ...steer, wait: true })
+        census.sample()
+        expect([ended.id, ended.status]).toEqual([slow.id, "completed"])
+        expect(ended.items.filter((i) => i.type === "user_message").map((i) => i.text)).toContain(steer.message)
+        // One run, one Codex turn: a request of that turn holds the steered words.
+        expect((yield* o.getThread(threadId)).runs).toHaveLength(1)
+        const steered = responses.requests.slice(from).filter((r) => Responses.allInputText(r).includes("KIWI"))
+        expect(steered.length).toBeGreaterThan(0)
+        expect(ended.items.some((i) => i.type === "assistant_message" && i.text.includes("KIWI"))).toBe(true)
+      })
+    )
+  })
+
+  it("whenBusy: steer: Claude Code takes the message at a tool's result, or answers it right after", async () => {
+    await runtime((o) =>
+      Effect.gen(function* () {
+        for (const [provider, message] of [
+          ["claude-accept", "run it [[cmd:sleep 2]]"],
+          ["claude", "think it over [[slow:2500]]"]
+        ] as const) {
+          const thread = yield* o.createThread({ workspace: dir })
+          const threadId = thread.id
+          const from = messages.requests.length
+          const slow = yield* o.startRun({ threadId, provider: Name.make(provider), message })
+          yield* Effect.promise(() => messages.waitFor((r) => Messages.latestPrompt(r) === message, 30_000, from))
+          const steer = {
+            threadId,
+            provider: Name.make(provider),
+            message: `also, the word is KIWI for ${provider}`,
+            whenBusy: "steer" as const,
+            commandId: `cmd_cross_steer_${provider}` as never
+          }
+          const joined = yield* o.startRun(steer)
+          expect([joined.id, joined.status]).toEqual([slow.id, "running"])
+          const ended = yield* o.startRun({ ...steer, wait: true })
+          census.sample()
+          expect([ended.id, ended.status]).toEqual([slow.id, "completed"])
+          expect(ended.items.filter((i) => i.type === "user_message").map((i) => i.text)).toContain(steer.message)
+          expect((yield* o.getThread(threadId)).runs).toHaveLength(1)
+          // The model got the steered words within the run, and the run ended after they were answered.
+          const requests = messages.requests.slice(from).filter(Messages.isTurnRequest)
+          expect(requests.some((r) => Messages.allInputText(r).includes(steer.message))).toBe(true)
+          const last = ended.items.filter((i) => i.type === "assistant_message").at(-1)
+          expect(last?.type === "assistant_message" && last.text).toBeTruthy()
+          if (provider === "claude") expect(last?.type === "assistant_message" && last.text).toContain("KIWI")
+          // The thread goes on as usual on the same session.
+          const next = yield* o.startRun({ threadId, provider: Name.make(provider), message: "and now?", wait: true })
+          expect(next.status).toBe("completed")
+        }
+      })
+    )
+  })
+
   it("codex → claude → codex: the fact told to Claude reaches Codex in a delta on its resumed thread", async () => {
     await runtime((o) =>
       Effect.gen(function* () {

@@ -199,6 +199,57 @@ describe("thread actors", () => {
     )
   })
 
+  it("whenBusy: steer adds the message to the running turn where the provider can; else ifCannotSteer", async () => {
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ title: "steer" })
+        const threadId = thread.id
+        // On an idle thread it is a plain start.
+        const first = yield* o.startRun({ threadId, provider: alpha, message: "hello", whenBusy: "steer", wait: true })
+        expect(first.status).toBe("completed")
+        const slow = yield* o.startRun({ threadId, provider: alpha, message: "slow [[sleep:1500]]" })
+        const steer = {
+          threadId,
+          provider: alpha,
+          message: "also, the fruit is KIWI",
+          whenBusy: "steer" as const,
+          commandId: "cmd_steer_1" as never
+        }
+        const joined = yield* o.startRun(steer)
+        expect([joined.id, joined.status]).toEqual([slow.id, "running"])
+        // Another provider's turn, or a clean context, cannot take it: the reason, typed.
+        const elsewhere = yield* Effect.either(o.startRun({ ...steer, provider: beta, commandId: undefined }))
+        expect(Either.isLeft(elsewhere) && elsewhere.left._tag).toBe("CannotSteer")
+        expect(Either.isLeft(elsewhere) && elsewhere.left.message).toContain("alpha's, not beta's")
+        const ended = yield* o.startRun({ ...steer, wait: true })
+        expect([ended.id, ended.status]).toEqual([slow.id, "completed"])
+        expect(ended.items.filter((i) => i.type === "user_message").map((i) => i.text)).toEqual([
+          "also, the fruit is KIWI"
+        ])
+        expect(ended.items.find((i) => i.type === "assistant_message")?.text).toContain(
+          "steered: also, the fruit is KIWI"
+        )
+        expect((yield* o.getThread(threadId)).runs).toHaveLength(2)
+        // The steered words are the conversation's: natively, and in a handoff to another provider.
+        const native = yield* o.startRun({ threadId, provider: alpha, message: "[[recall:KIWI]]", wait: true })
+        expect(native.items.find((i) => i.type === "assistant_message")?.text).toContain("recall:KIWI=yes")
+        const handedOff = yield* o.startRun({ threadId, provider: beta, message: "[[recall:KIWI]]", wait: true })
+        expect(handedOff.items.find((i) => i.type === "assistant_message")?.text).toContain("recall:KIWI=yes")
+        // A provider that cannot steer: refused with the reason, or the caller's second choice.
+        const busyBeta = yield* o.startRun({ threadId, provider: beta, message: "slow [[sleep:1500]]" })
+        const toBeta = { threadId, provider: beta, message: "and PLUM", whenBusy: "steer" as const }
+        const refused = yield* Effect.either(o.startRun(toBeta))
+        expect(Either.isLeft(refused) && refused.left.message).toContain("beta cannot steer a running turn")
+        const queued = yield* o.startRun({ ...toBeta, ifCannotSteer: "queue" })
+        expect(queued.status).toBe("queued")
+        const instead = yield* o.startRun({ ...toBeta, message: "now [[decide:PLUM]]", ifCannotSteer: "interrupt" })
+        expect(instead.status).not.toBe("queued")
+        const view = yield* o.getThread(threadId)
+        expect(view.runs.find((r) => r.id === busyBeta.id)?.status).toBe("interrupted")
+      })
+    )
+  })
+
   it("a stop for shutdown leaves queued runs queued; the next start-up runs them", async () => {
     const dir = tempDir()
     try {

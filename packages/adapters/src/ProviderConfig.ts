@@ -25,13 +25,14 @@ import { codexCapabilities, makeCodexAdapter } from "./codex/CodexAdapter.js"
 import { AskForApproval, SandboxMode } from "./codex/CodexProtocol.js"
 import { makeScriptedAdapter } from "./scripted/ScriptedAdapter.js"
 
-/** The default `alpha` instance: resume, fork at a turn, native rollback. */
+/** The default `alpha` instance: resume, fork at a turn, native rollback, steer. */
 export const alphaCapabilities: ProviderCapabilities = defaultCapabilities({
   resume: true,
   fork: "at_turn",
-  rollback: "native"
+  rollback: "native",
+  steer: true
 })
-/** The default `beta` instance: resume, but no fork and no rollback. */
+/** The default `beta` instance: resume, but no fork, no rollback, no steer. */
 export const betaCapabilities: ProviderCapabilities = defaultCapabilities({
   resume: true,
   fork: "none",
@@ -63,7 +64,8 @@ export const CapabilitiesConfig = Schema.Struct({
   handoffDelivery: Schema.optional(Schema.Array(HandoffDelivery)),
   contextWindowTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
   summarise: Schema.optional(Schema.Boolean),
-  approvalsOutliveTurn: Schema.optional(Schema.Boolean)
+  approvalsOutliveTurn: Schema.optional(Schema.Boolean),
+  steer: Schema.optional(Schema.Boolean)
 })
 export type CapabilitiesConfig = typeof CapabilitiesConfig.Type
 
@@ -178,7 +180,8 @@ export const capabilitiesFor = (driver: ProviderDriver, overrides: CapabilitiesC
     handoffDelivery: overrides.handoffDelivery ?? driverProfile[driver].handoffDelivery,
     contextWindowTokens: overrides.contextWindowTokens ?? driverProfile[driver].contextWindowTokens,
     summarise: overrides.summarise ?? driverProfile[driver].summarise,
-    approvalsOutliveTurn: overrides.approvalsOutliveTurn ?? driverProfile[driver].approvalsOutliveTurn
+    approvalsOutliveTurn: overrides.approvalsOutliveTurn ?? driverProfile[driver].approvalsOutliveTurn,
+    steer: overrides.steer ?? driverProfile[driver].steer
   })
 
 /** One line per wrong path: `at providers.alpha.fork: expected "none" | "latest" | "at_turn", got "sometimes"`. */

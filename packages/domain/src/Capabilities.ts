@@ -34,7 +34,12 @@ export class ProviderCapabilities extends Schema.Class<ProviderCapabilities>("Pr
    * the run is over, Skein refuses the decision itself, without asking the provider
    * (which could mean starting its process only to hear that it no longer waits).
    */
-  approvalsOutliveTurn: Schema.optionalWith(Schema.Boolean, { default: () => true })
+  approvalsOutliveTurn: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /**
+   * The provider takes more of the user's input into a turn that is running (its
+   * session's `steer`): `run.start` with `whenBusy: steer` goes there.
+   */
+  steer: Schema.optionalWith(Schema.Boolean, { default: () => false })
 }) {}
 
 export const defaultCapabilities = (

@@ -46,6 +46,17 @@ export class RunAlreadyActive extends Schema.TaggedError<RunAlreadyActive>()("Ru
   }
 }
 
+/** `whenBusy: steer` with `ifCannotSteer: refuse` (the default): the running turn could not take the message. */
+export class CannotSteer extends Schema.TaggedError<CannotSteer>()("CannotSteer", {
+  threadId: Schema.String,
+  runId: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `The run ${this.runId} of thread ${this.threadId} could not take the message: ${this.reason}. Send it again with ifCannotSteer queue or interrupt, or once the run has ended.`
+  }
+}
+
 export class NoActiveRun extends Schema.TaggedError<NoActiveRun>()("NoActiveRun", {
   threadId: Schema.String
 }) {
@@ -189,7 +200,8 @@ export type ProviderFailureKind = typeof ProviderFailureKind.Type
  * `session_in_use`: the provider refused a session id another session already holds;
  * `conversation_not_found`: the provider has no conversation under that native ref;
  * `turn_not_found`: a fork or rollback named a turn the native thread does not have;
- * `approval_not_pending`: the provider is no longer waiting for that approval.
+ * `approval_not_pending`: the provider is no longer waiting for that approval;
+ * `turn_not_running`: a steer found no turn running on that native thread.
  */
 export const ProviderFailureCode = Schema.Literal(
   "binary_missing",
@@ -197,7 +209,8 @@ export const ProviderFailureCode = Schema.Literal(
   "session_in_use",
   "conversation_not_found",
   "turn_not_found",
-  "approval_not_pending"
+  "approval_not_pending",
+  "turn_not_running"
 )
 export type ProviderFailureCode = typeof ProviderFailureCode.Type
 
@@ -275,6 +288,7 @@ export const SkeinError = Schema.Union(
   HandoffNotFound,
   ProviderNotFound,
   RunAlreadyActive,
+  CannotSteer,
   NoActiveRun,
   CommandConflict,
   InvalidInput,

@@ -110,6 +110,13 @@ export interface ProviderSessionHandle {
    * the provider to interrupt the turn.
    */
   readonly runTurn: <E>(input: TurnInput, onEvents: TurnEventSink<E>) => Effect.Effect<void, ProviderFailure | E>
+  /**
+   * Add the user's message to the turn running on that native thread (only with
+   * `capabilities.steer`): the turn's events go on as the provider takes it in, and the
+   * turn ends once it has answered it. Fails with code `turn_not_running` when no turn
+   * runs there.
+   */
+  readonly steer?: (nativeRef: string, message: string) => Effect.Effect<void, ProviderFailure>
   /** Ask the provider to interrupt its current turn on that thread. */
   readonly interrupt: (nativeRef: string) => Effect.Effect<void, ProviderFailure>
   readonly respondApproval: (

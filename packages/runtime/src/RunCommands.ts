@@ -14,6 +14,8 @@ import { toRunView, upsertItem } from "./store/Projection.js"
 /** How many runs in the way a `whenBusy: interrupt` start stops before it gives up. */
 const INTERRUPT_ATTEMPTS = 3
 
+type StartInput = Parameters<OrchestratorShape["startRun"]>[0]
+
 export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShape) => {
   const awaitEnd = (threadId: ThreadId, runId: Run["id"]) => store.awaitRunEnd(threadId, runId)
 
@@ -90,12 +92,40 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
       return isTerminalRunStatus(accepted.run.status) ? accepted.run : yield* awaitEnd(input.threadId, accepted.run.id)
     })
 
+  /** The run a steered message joined, as `run.start` answers (once it has ended, with `wait`). */
+  const joined = (input: StartInput, run: Run) =>
+    input.wait && !isTerminalRunStatus(run.status)
+      ? Effect.zipRight(awaitEnd(input.threadId, run.id), getRun(input.threadId, run.id))
+      : getRun(input.threadId, run.id)
+
+  /**
+   * `whenBusy: steer`: a plain start if the thread is idle; else the message goes into the
+   * running turn; if the turn cannot take it, `ifCannotSteer` decides (refuse: the reason,
+   * as `CannotSteer`).
+   */
+  const steer = (input: StartInput): ReturnType<OrchestratorShape["startRun"]> =>
+    Effect.catchTag(startOnce({ ...input, whenBusy: "refuse" }), "RunAlreadyActive", (busy) =>
+      actors
+        .use(input.threadId, (actor) => actor.steer(input))
+        .pipe(
+          Effect.flatMap((steered) =>
+            steered === "idle" ? startRun({ ...input, whenBusy: "refuse" }) : joined(input, steered.run)
+          ),
+          Effect.catchTag("CannotSteer", (cannot) => {
+            const otherwise = input.ifCannotSteer ?? "refuse"
+            return otherwise === "refuse" ? Effect.fail(cannot) : startRun({ ...input, whenBusy: otherwise })
+          }),
+          Effect.catchTag("RunAlreadyActive", () => Effect.fail(busy))
+        )
+    )
+
   /**
    * `whenBusy: interrupt`: a start the busy thread refused stops the run in the way (and
    * waits for its end), then tries again; a few times at most, as another caller's run
    * may take the thread in between.
    */
   const startRun: OrchestratorShape["startRun"] = (input) => {
+    if (input.whenBusy === "steer") return steer(input)
     if (input.whenBusy !== "interrupt") return startOnce(input)
     const attempt = (left: number): ReturnType<OrchestratorShape["startRun"]> =>
       Effect.catchTag(startOnce(input), "RunAlreadyActive", (busy) =>

@@ -49,7 +49,8 @@ export const claudeBinarySpec: AgentBinarySpec = {
 
 /**
  * What the Claude driver can do: resume, fork at a turn, native rollback; handoffs as a
- * preamble. An approval waits in its turn: once the turn is over, Claude Code takes no decision.
+ * preamble; steer a running turn (a user message written while it runs). An approval
+ * waits in its turn: once the turn is over, Claude Code takes no decision.
  */
 export const claudeCapabilities: ProviderCapabilities = defaultCapabilities({
   resume: true,
@@ -57,7 +58,8 @@ export const claudeCapabilities: ProviderCapabilities = defaultCapabilities({
   rollback: "native",
   handoffDelivery: ["preamble"],
   summarise: false,
-  approvalsOutliveTurn: false
+  approvalsOutliveTurn: false,
+  steer: true
 })
 
 export const ClaudePermissionMode = Schema.Literal("default", "acceptEdits", "plan", "bypassPermissions")

@@ -4,7 +4,7 @@
  * that ends the turn, control replies, and permission requests (answered by the policy
  * or left waiting). Lines of other types, and subagents' own messages, are ignored.
  */
-import type { AgentTools, ApprovalDecision, TurnItemContent } from "@skein/domain"
+import type { AgentTools, ApprovalDecision, TurnItemContent, TurnUsage } from "@skein/domain"
 import { makeId } from "@skein/domain"
 import type { ProviderFailure } from "@skein/domain"
 import { Deferred, Effect, Either, Exit, Schema } from "effect"
@@ -42,6 +42,14 @@ export interface Turn {
   readonly queue: TurnEvents.TurnQueue
   readonly toolUses: Map<string, ToolUse>
   readonly childrenDone: Set<string>
+  /**
+   * Messages steered into the turn that Claude Code has not echoed yet. One it takes
+   * at a tool's result joins the running turn; one that comes after the turn's answer
+   * runs as a turn of its own right after: the turn goes on until its result.
+   */
+  readonly steers: Set<string>
+  /** Tokens of the results before the last, when steering made the turn several. */
+  spent: TurnUsage | undefined
   last: string | null
   interrupting: boolean
 }
@@ -83,6 +91,13 @@ export const makeClaudeEvents = (context: ClaudeEventsContext) => {
   const endTurn = (cp: ClaudeProcess, result: ResultLine) => {
     const turn = cp.turn
     if (turn === null) return
+    const ok = result.subtype === "success" && result.is_error !== true
+    const usage = addUsage(turn.spent, result.usage)
+    if (ok && turn.steers.size > 0) {
+      // A steered message is still to come, as the next turn: this one goes on.
+      turn.spent = usage
+      return
+    }
     cp.turn = null
     cp.approvals.clear()
     // The turn's first message is on disk now: the session starts like any other from here on.
@@ -91,24 +106,8 @@ export const makeClaudeEvents = (context: ClaudeEventsContext) => {
       shared.turnEnds.set(turn.uuid, turn.last)
       shared.tips.set(cp.sessionId, turn.last)
     }
-    const usage = result.usage
-    const ok = result.subtype === "success" && result.is_error !== true
     if (ok) {
-      turn.queue.offer({
-        _tag: "TurnCompleted",
-        turnRef: turn.uuid,
-        ...(usage === undefined
-          ? {}
-          : {
-              usage: {
-                inputTokens: usage.input_tokens ?? 0,
-                outputTokens: usage.output_tokens ?? 0,
-                ...(usage.cache_read_input_tokens === undefined
-                  ? {}
-                  : { cachedInputTokens: usage.cache_read_input_tokens })
-              }
-            })
-      })
+      turn.queue.offer({ _tag: "TurnCompleted", turnRef: turn.uuid, ...(usage === undefined ? {} : { usage }) })
       turn.queue.end(Exit.void)
     } else if (turn.interrupting || result.terminal_reason === "aborted_streaming") {
       turn.queue.offer({ _tag: "TurnInterrupted", turnRef: turn.uuid })
@@ -200,6 +199,10 @@ export const makeClaudeEvents = (context: ClaudeEventsContext) => {
       }
       case "user": {
         if (turn === null || (line.parent_tool_use_id ?? null) !== null) return
+        if (line.isReplay === true) {
+          if (line.uuid !== undefined) turn.steers.delete(line.uuid)
+          return
+        }
         if (line.uuid !== undefined) turn.last = line.uuid
         if (typeof line.message.content === "string") return
         for (const block of line.message.content) {
@@ -237,6 +240,19 @@ export const makeClaudeEvents = (context: ClaudeEventsContext) => {
   }
 
   return { onLine }
+}
+
+/** The tokens of a turn so far and of one more result. */
+const addUsage = (spent: TurnUsage | undefined, usage: ResultLine["usage"]): TurnUsage | undefined => {
+  if (usage === undefined) return spent
+  const cached = (spent?.cachedInputTokens ?? 0) + (usage.cache_read_input_tokens ?? 0)
+  return {
+    inputTokens: (spent?.inputTokens ?? 0) + (usage.input_tokens ?? 0),
+    outputTokens: (spent?.outputTokens ?? 0) + (usage.output_tokens ?? 0),
+    ...(spent?.cachedInputTokens === undefined && usage.cache_read_input_tokens === undefined
+      ? {}
+      : { cachedInputTokens: cached })
+  }
 }
 
 export /** Claude Code's answer to a permission request for a decision. */

@@ -86,6 +86,8 @@ const argsOf = (context: ClaudeProcessContext, sessionId: string): Array<string>
     "--output-format",
     "stream-json",
     "--verbose",
+    // Skein's own messages echoed as Claude Code takes them in: how a steer is seen to land.
+    "--replay-user-messages",
     "--permission-prompt-tool",
     "stdio",
     ...(options.permissionMode === undefined ? [] : ["--permission-mode", options.permissionMode]),

@@ -49,6 +49,8 @@ export const AssistantLine = Schema.Struct({
 export const UserLine = Schema.Struct({
   type: Schema.Literal("user"),
   uuid: Schema.optional(Schema.String),
+  /** A message Skein wrote, echoed once Claude Code takes it in (`--replay-user-messages`). */
+  isReplay: Schema.optional(Schema.Boolean),
   parent_tool_use_id: Schema.optional(Schema.NullOr(Schema.String)),
   message: Schema.Struct({ content: Schema.Union(Schema.String, Schema.Array(Block)) })
 })

@@ -1,6 +1,7 @@
 /**
  * The turn operations of a Claude driver session: a turn (one user message, its events
- * until the `result` line), an interrupt (a control request), an approval's answer. A
+ * until the `result` line), a steer (another user message written while the turn runs;
+ * see `Turn.steers`), an interrupt (a control request), an approval's answer. A
  * turn keeps its session's process in use until it has ended, even when its caller
  * stopped reading first (the turn is then interrupted).
  */
@@ -28,7 +29,7 @@ export interface ClaudeTurnsContext {
 
 export const claudeTurns = (
   context: ClaudeTurnsContext
-): Pick<ProviderSessionHandle, "runTurn" | "interrupt" | "respondApproval"> => {
+): Pick<ProviderSessionHandle, "runTurn" | "steer" | "interrupt" | "respondApproval"> => {
   const { shared, failure, pool, sessionScope } = context
 
   const interrupt = Effect.fn("ClaudeSession.interrupt")(function* (sessionId: string) {
@@ -43,7 +44,16 @@ export const claudeTurns = (
     Effect.map(TurnEvents.make(input.itemDelayMs ?? 0), (queue) => {
       if (cp.turn !== null) return null
       const uuid = Crypto.randomUUID()
-      const turn: Turn = { uuid, queue, toolUses: new Map(), childrenDone: new Set(), last: null, interrupting: false }
+      const turn: Turn = {
+        uuid,
+        queue,
+        toolUses: new Map(),
+        childrenDone: new Set(),
+        steers: new Set(),
+        spent: undefined,
+        last: null,
+        interrupting: false
+      }
       cp.turn = turn
       cp.sent = true
       const tip = shared.tips.get(cp.sessionId)
@@ -86,8 +96,26 @@ export const claudeTurns = (
         ),
         Effect.ignore
       )
-      yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(settle(cp, turn, lease)))
+      yield* turn.queue.deliver(onEvents).pipe(
+        Effect.ensuring(settle(cp, turn, lease)),
+        // It ended (failed, interrupted) with a steered message Claude Code still holds:
+        // the process would run it with nobody reading. It goes; the next turn resumes.
+        Effect.ensuring(Effect.suspend(() => (turn.steers.size > 0 ? pool.stop(cp) : Effect.void)))
+      )
     })
+
+  const steer = Effect.fn("ClaudeSession.steer")(function* (sessionId: string, message: string) {
+    const cp = pool.live(sessionId)
+    const turn = cp?.turn ?? null
+    if (cp === undefined || turn === null || turn.interrupting) {
+      return yield* failure("error", `no turn is running on Claude session ${sessionId}`, "turn_not_running")
+    }
+    const uuid = Crypto.randomUUID()
+    turn.steers.add(uuid)
+    yield* cp.proc
+      .send(userLine(uuid, [message]))
+      .pipe(Effect.tapError(() => Effect.sync(() => turn.steers.delete(uuid))))
+  })
 
   const respondApproval = Effect.fn("ClaudeSession.respondApproval")(function* (
     sessionId: string,
@@ -111,6 +139,7 @@ export const claudeTurns = (
     runTurn: Effect.fnUntraced(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
       yield* pool.withTurn(input.nativeRef, (cp, lease) => runOn(cp, lease, input, onEvents))
     }),
+    steer,
     interrupt,
     respondApproval
   }

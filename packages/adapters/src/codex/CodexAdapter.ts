@@ -50,7 +50,8 @@ export const codexBinarySpec: AgentBinarySpec = {
 
 /**
  * What the Codex driver can do: resume, fork at a turn, native rollback; handoffs as a
- * preamble. An approval waits in its turn: once the turn is over, Codex takes no decision.
+ * preamble; steer a running turn (`turn/steer`). An approval waits in its turn: once the
+ * turn is over, Codex takes no decision.
  */
 export const codexCapabilities: ProviderCapabilities = defaultCapabilities({
   resume: true,
@@ -58,7 +59,8 @@ export const codexCapabilities: ProviderCapabilities = defaultCapabilities({
   rollback: "native",
   handoffDelivery: ["preamble"],
   summarise: false,
-  approvalsOutliveTurn: false
+  approvalsOutliveTurn: false,
+  steer: true
 })
 
 /** Codex's config directory is CODEX_HOME; `stateDir` is the working directory of threads without a workspace. */

@@ -116,6 +116,7 @@ export const Results = {
   "thread/revert": Schema.Unknown,
   "thread/turns/list": TurnsListResult,
   "turn/start": TurnStartResult,
+  "turn/steer": Schema.Struct({ turnId: Schema.String }),
   "turn/interrupt": Schema.Unknown
 } as const
 export type ClientMethod = keyof typeof Results

@@ -1,7 +1,9 @@
 /**
  * The turn operations of a Codex driver session: a turn (`turn/start`, its events until
- * `turn/completed`), an interrupt (`turn/interrupt`, once the turn's id is known), an
- * approval's answer. One turn at a time per Codex thread (its turn slot).
+ * `turn/completed`), a steer (`turn/steer`: more input for the running turn, which
+ * Codex takes in before the turn ends), an interrupt (`turn/interrupt`, once the
+ * turn's id is known), an approval's answer. One turn at a time per Codex thread (its
+ * turn slot).
  */
 import type { ApprovalDecision, ProviderFailure, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
 import { Deferred, Effect, Exit } from "effect"
@@ -16,7 +18,9 @@ import type { ActiveTurn } from "./CodexEvents.js"
 import type { UserTextInput } from "./CodexProtocol.js"
 import type { Call } from "./CodexThreads.js"
 
-/** The turn operations of the port: a turn (its events), an interrupt, an approval's answer. */
+const text = (value: string): UserTextInput => ({ type: "text", text: value, text_elements: [] })
+
+/** The turn operations of the port: a turn (its events), a steer, an interrupt, an approval's answer. */
 export const codexTurns = (session: {
   readonly turns: TurnSlots<ActiveTurn>
   readonly approvals: WaitingApprovals<JsonRpcPeer.RpcId>
@@ -38,7 +42,6 @@ export const codexTurns = (session: {
     if (!turns.claim(threadId, turn)) {
       return yield* Effect.fail(failure("error", `a turn is already running on Codex thread ${threadId}`))
     }
-    const text = (value: string): UserTextInput => ({ type: "text", text: value, text_elements: [] })
     const delivered = input.handoff === null ? [] : [text(handoffPreamble(input.handoff))]
     const model = input.model ?? null
     yield* call(
@@ -69,6 +72,15 @@ export const codexTurns = (session: {
     yield* turn.queue.deliver(onEvents).pipe(Effect.ensuring(abandon))
   })
 
+  const steer = Effect.fn("CodexSession.steer")(function* (threadId: string, message: string) {
+    const turn = turns.current(threadId)
+    if (turn === undefined) {
+      return yield* failure("error", `no turn is running on Codex thread ${threadId}`, "turn_not_running")
+    }
+    const expectedTurnId = yield* Deferred.await(turn.turnId)
+    yield* call("turn/steer", { threadId, expectedTurnId, input: [text(message)] })
+  })
+
   const interrupt: (threadId: string) => Effect.Effect<void, ProviderFailure> = Effect.fn("CodexSession.interrupt")(
     function* (threadId: string) {
       const turn = turns.current(threadId)
@@ -94,8 +106,8 @@ export const codexTurns = (session: {
     yield* peer.respond(rpcId, { result: { decision } })
   })
 
-  return { runTurn, interrupt, respondApproval } satisfies Pick<
+  return { runTurn, steer, interrupt, respondApproval } satisfies Pick<
     ProviderSessionHandle,
-    "runTurn" | "interrupt" | "respondApproval"
+    "runTurn" | "steer" | "interrupt" | "respondApproval"
   >
 }

@@ -48,6 +48,10 @@ export const Methods = {
     }),
     result: Schema.Struct({ turnRef: Schema.String, status: Schema.Literal("completed", "interrupted") })
   },
+  "turn/steer": {
+    params: Schema.Struct({ nativeRef: Schema.String, message: Schema.String }),
+    result: Schema.Struct({})
+  },
   "turn/interrupt": {
     params: NativeRefParams,
     result: Schema.Struct({ interrupted: Schema.Boolean })

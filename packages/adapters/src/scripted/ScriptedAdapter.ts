@@ -150,6 +150,9 @@ const openSession = (
         yield* call("thread/rollback", { nativeRef, beforeTurnRef })
       }),
       runTurn,
+      steer: Effect.fn("ScriptedSession.steer")(function* (nativeRef, message) {
+        yield* call("turn/steer", { nativeRef, message })
+      }),
       interrupt: Effect.fn("ScriptedSession.interrupt")(function* (nativeRef) {
         yield* call("turn/interrupt", { nativeRef })
       }),

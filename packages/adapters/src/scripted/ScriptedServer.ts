@@ -86,6 +86,7 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
   const loaded = new Map<string, NativeThread>()
   /** Running turns by native ref. */
   const running = new Map<string, AbortController>()
+  const steers = new Map<string, Array<string>>()
 
   const emit = (nativeRef: string, event: ProviderEvent) =>
     options.send({ method: "event", params: { nativeRef, event: encodeEvent(event) } })
@@ -116,6 +117,9 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
     idle(nativeRef)
     const abort = new AbortController()
     running.set(nativeRef, abort)
+    // Messages steered into this turn while it runs: answered at its end, in order.
+    const steered: Array<string> = []
+    steers.set(nativeRef, steered)
     try {
       const turnRef = freshTurnRef()
       emit(nativeRef, { _tag: "TurnStarted", turnRef, receivedAt })
@@ -193,12 +197,14 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
         }
       }
       const interrupted = abort.signal.aborted
+      steers.delete(nativeRef)
+      for (const text of steered) outputs.push(`steered: ${text}`)
       const reply = interrupted ? "" : ["ok", ...outputs].join("\n")
       if (!interrupted) item({ type: "assistant_message", text: reply })
       const turn: NativeTurn = {
         turnRef,
         status: interrupted ? "interrupted" : "completed",
-        message,
+        message: [message, ...steered].join("\n"),
         handoff,
         reply,
         items
@@ -219,6 +225,7 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
       return { turnRef, status: interrupted ? "interrupted" : "completed" }
     } finally {
       running.delete(nativeRef)
+      steers.delete(nativeRef)
     }
   }
 
@@ -273,6 +280,13 @@ export const makeScriptedServer = (options: ScriptedServerOptions) => {
       return { removedTurns: thread.turns.length - rolled.turns.length }
     },
     "turn/start": runTurn,
+    "turn/steer": ({ message, nativeRef }) => {
+      if (!capabilities.steer) throw new WireFailure("unsupported", `${name} cannot steer a running turn`)
+      const steered = steers.get(nativeRef)
+      if (steered === undefined) throw new WireFailure("error", `no turn is running on native thread ${nativeRef}`)
+      steered.push(message)
+      return {}
+    },
     "turn/interrupt": ({ nativeRef }) => {
       const abort = running.get(nativeRef)
       abort?.abort()

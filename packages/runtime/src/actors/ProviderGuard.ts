@@ -220,6 +220,12 @@ export const guardSession = (
       call("rollbackThread", deadlines.callMs, () => handle.rollbackThread(nativeRef, beforeTurnRef)),
     runTurn,
     interrupt: (nativeRef) => call("interrupt", deadlines.interruptMs, () => handle.interrupt(nativeRef)),
+    ...(handle.steer === undefined
+      ? {}
+      : {
+          steer: (nativeRef: string, message: string) =>
+            call("steer", deadlines.callMs, () => handle.steer!(nativeRef, message))
+        }),
     respondApproval: (nativeRef, approvalId, decision) =>
       call("respondApproval", deadlines.callMs, () => handle.respondApproval(nativeRef, approvalId, decision)),
     summarise: (request) => call("summarise", deadlines.summaryMs, () => handle.summarise(request)),

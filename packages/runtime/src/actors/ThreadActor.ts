@@ -26,17 +26,18 @@ import type { SpawnInput } from "../lineage/Spawn.js"
 import { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
 import { EventStore } from "../store/EventStore.js"
 import { trimThread } from "../store/ThreadState.js"
-import { ToolCredentials } from "../resources/ToolCredentials.js"
 import * as CheckpointGate from "./CheckpointGate.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import * as SupervisedActor from "./SupervisedActor.js"
-import type { ThreadAsk, ThreadMessage } from "./ThreadProtocol.js"
+import type { RunAccepted, ThreadAsk, ThreadMessage } from "./ThreadProtocol.js"
 import type { RespondApprovalPayload } from "./thread/ApprovalHandlers.js"
 import { approvalHandlers, respondApproval } from "./thread/ApprovalHandlers.js"
 import { checkpointHandlers, settleAbandonedCheckpoints } from "./thread/CheckpointHandlers.js"
 import { lineageHandlers } from "./thread/LineageHandlers.js"
 import { drainer, queueMemory } from "./thread/QueuedRuns.js"
 import { runHandlers } from "./thread/RunHandlers.js"
+import type { StartRunPayload } from "./thread/SteerHandlers.js"
+import { steerHandlers, steerRun } from "./thread/SteerHandlers.js"
 import { endOrphan } from "./thread/RunLaunch.js"
 import * as ThreadCell from "./thread/ThreadCell.js"
 import type { ActiveRun, ThreadContext } from "./thread/ThreadContext.js"
@@ -46,6 +47,11 @@ export interface ThreadActor {
   readonly threadId: ThreadId
   /** Send a protocol message; the reply is typed by the message. */
   readonly ask: ThreadAsk
+  /**
+   * run.start with `whenBusy: steer` on a busy thread: the provider takes the message into
+   * the running turn first; it is recorded only if it did. `idle`: no run was going.
+   */
+  readonly steer: (command: StartRunPayload) => Effect.Effect<RunAccepted | "idle", SkeinError>
   /** approval.respond: the provider hears the decision first; it is recorded only if it took it. */
   readonly respondApproval: (command: RespondApprovalPayload) => Effect.Effect<TurnItem, SkeinError>
   /** Completes when the actor has stopped for good (its holder should drop it). */
@@ -96,7 +102,7 @@ export const makeThreadActor = (
 ): Effect.Effect<
   ThreadActor,
   SkeinError,
-  Scope.Scope | EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints | ToolCredentials
+  Scope.Scope | EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints
 > =>
   Effect.gen(function* () {
     const store = yield* EventStore
@@ -108,7 +114,6 @@ export const makeThreadActor = (
       cell: ThreadCell.make(threadId, store, loaded.value),
       store,
       sessions: yield* ProviderSessions,
-      tools: yield* ToolCredentials,
       config: yield* RuntimeConfig,
       checkpoints: yield* WorkspaceCheckpoints,
       gate: yield* CheckpointGate.make(threadId),
@@ -126,7 +131,8 @@ export const makeThreadActor = (
           ...runHandlers(ctx, { ask: self.ask, retain, spawn, scope, children, queue, inheritedCache: new Map() }),
           ...approvalHandlers(ctx, answering),
           ...checkpointHandlers(ctx),
-          ...lineageHandlers(ctx)
+          ...lineageHandlers(ctx),
+          ...steerHandlers(ctx)
         },
         // A defect may have left memory ahead of storage: start again from what is
         // persisted, and end a run that lost its driver on the way.
@@ -165,6 +171,7 @@ export const makeThreadActor = (
       threadId,
       ask: actor.ask,
       respondApproval: respondApproval(ctx, actor.ask, scope),
+      steer: steerRun(ctx, actor.ask, scope),
       done: actor.done,
       childSpawned: children.mark,
       settled: ctx.gate.settled,

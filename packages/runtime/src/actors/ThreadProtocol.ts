@@ -101,6 +101,22 @@ export const ReleaseApproval = Rpc.make("ReleaseApproval", {
   payload: { approvalId: ApprovalId, failure: Schema.NullOr(RunFailure) },
   error
 })
+/** Where a steered message goes (`whenBusy: steer`): the running turn, the replayed run, or no run at all. */
+export const SteerTarget = Rpc.make("SteerTarget", {
+  payload: StartRunFields,
+  success: Schema.Union(
+    Schema.TaggedStruct("Steer", { runId: RunId, provider: ProviderName, nativeRef: Schema.String }),
+    Schema.TaggedStruct("Replayed", { accepted: RunAccepted }),
+    Schema.TaggedStruct("Idle", {})
+  ),
+  error
+})
+/** The provider took the steered message: record it on the run, with the command's receipt. */
+export const RecordSteer = Rpc.make("RecordSteer", {
+  payload: { runId: RunId, message: Schema.String, commandId: Schema.optional(CommandId), hash: Schema.String },
+  success: RunAccepted,
+  error
+})
 /** Start the next queued run if the thread is idle (the actor sends it to itself). */
 export const StartQueued = Rpc.make("StartQueued", { success: Schema.NullOr(RunAccepted), error })
 export const GetRun = Rpc.make("GetRun", { payload: { runId: RunId }, success: RunView, error })
@@ -253,6 +269,8 @@ export const DriverExited = Rpc.make("DriverExited", { payload: { runId: RunId, 
 export const threadRpcs = [
   StartRun,
   StartQueued,
+  SteerTarget,
+  RecordSteer,
   InterruptRun,
   StopRun,
   RespondApproval,

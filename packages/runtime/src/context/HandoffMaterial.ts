@@ -130,9 +130,10 @@ export interface HandoffMaterial {
   readonly drafts: ReadonlyArray<Draft>
 }
 
+/** What the user said in the run: its message, then whatever was steered into its turn. */
 const userTextOf = (run: Run, items: ReadonlyArray<TurnItem>): string => {
-  for (const item of items) if (item.type === "user_message") return item.text
-  return run.message
+  const said = items.flatMap((item) => (item.type === "user_message" ? [item.text] : []))
+  return said.length === 0 ? run.message : said.join("\n")
 }
 
 const lastLine = (text: string): string => {

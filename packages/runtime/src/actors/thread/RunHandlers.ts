@@ -66,11 +66,11 @@ export interface RunsContext extends LaunchContext {
 }
 
 /** What receipts of run.start and run.interrupt hold. */
-const RunReceipt = Schema.Struct({ runId: RunId })
+export const RunReceipt = Schema.Struct({ runId: RunId })
 
 const interrupted: RunFailure = { reason: "user_interrupt", message: "The run was interrupted" }
 
-const startRunHash = (command: StartRunPayload) =>
+export const startRunHash = (command: StartRunPayload) =>
   payloadHash({
     threadId: command.threadId,
     provider: command.provider,
@@ -81,7 +81,7 @@ const startRunHash = (command: StartRunPayload) =>
   })
 
 /** The run as it stands (or as it waits in the queue), with where the thread's events stand. */
-const accepted = (
+export const accepted = (
   ctx: ThreadContext,
   runId: TurnItem["runId"]
 ): Effect.Effect<RunAccepted, RunNotFound | StorageError> =>
