@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { ProviderName } from "@skein/domain"
 import { serveWebSocket } from "@skein/server"
 import { Orchestrator } from "@skein/runtime"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schedule } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { runtimeLayer } from "../support/runtime.js"
@@ -43,7 +43,12 @@ const withServedRuntime = <A, E>(program: (o: Orchestrator["Type"]) => Effect.Ef
     Effect.scoped(
       Effect.gen(function* () {
         const runtime = yield* Layer.build(
-          runtimeLayer(dir, { configFile, deadlines: { openMs: 60_000, callMs: 30_000, firstEventMs: 60_000 } })
+          runtimeLayer(dir, {
+            configFile,
+            deadlines: { openMs: 60_000, callMs: 30_000, firstEventMs: 60_000 },
+            // Sessions close soon once idle: a credential given to one goes with it.
+            sessionIdleMs: 1_500
+          })
         )
         yield* serveWebSocket({ port: 0 }).pipe(Effect.provide(runtime))
         return yield* program(yield* Effect.provide(Orchestrator, runtime))
@@ -162,6 +167,35 @@ describe("Skein's tools for the agents it runs", () => {
           )
           expect(files.length).toBeGreaterThan(0)
           for (const file of files) expect(Fs.statSync(Path.join(dir, file)).mode & 0o777).toBe(0o600)
+          // That credential is good while its session lives, and refused once it has ended.
+          const newest = files
+            .map((file) => Path.join(dir, file))
+            .sort((a, b) => Fs.statSync(b).mtimeMs - Fs.statSync(a).mtimeMs)[0]!
+          const config = JSON.parse(Fs.readFileSync(newest, "utf8"))
+          const { headers, url } = config.mcpServers.skein as { url: string; headers: Record<string, string> }
+          const listTools = () =>
+            Effect.promise(() =>
+              fetch(url, {
+                method: "POST",
+                headers: {
+                  ...headers,
+                  "content-type": "application/json",
+                  accept: "application/json, text/event-stream"
+                },
+                body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })
+              }).then((response) => response.status)
+            )
+          expect(yield* listTools()).toBe(200)
+          const sessionsOf = Effect.map(o.listProviders, (providers) =>
+            providers.filter((p) => p.name === claude).flatMap((p) => p.sessions)
+          )
+          yield* Effect.repeat(sessionsOf, {
+            until: (sessions) => sessions.length === 0,
+            schedule: Schedule.spaced("100 millis"),
+            times: 100
+          })
+          expect(yield* sessionsOf).toEqual([])
+          expect(yield* listTools()).toBe(401)
         })
       ),
     180_000

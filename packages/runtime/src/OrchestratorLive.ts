@@ -270,8 +270,8 @@ export const orchestratorLayer: Layer.Layer<
   })
 ).pipe(
   Layer.provideMerge(ThreadActors.local),
-  Layer.provideMerge(ToolCredentials.layer),
   Layer.provide(ProviderSessions.layer),
+  Layer.provideMerge(ToolCredentials.layer),
   Layer.provide(
     Layer.unwrapEffect(
       Effect.map(RuntimeConfig, ({ checkpoints }) =>

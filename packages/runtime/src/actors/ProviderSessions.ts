@@ -9,9 +9,10 @@
  * failure naming its method, within its deadline. Opening is guarded the same way; a
  * failed open leaves nothing behind, so the next use tries again. A session whose
  * process exits is dropped from the pool, so the next run opens a new one and
- * resumes its provider thread natively.
+ * resumes its provider thread natively. The credentials for Skein's tools a session's
+ * agents were given are revoked when it closes.
  */
-import type { ProviderAdapter, ProviderName, ProviderSession } from "@skein/domain"
+import type { AgentTools, ProviderAdapter, ProviderName, ProviderSession, ThreadId } from "@skein/domain"
 import type { ProviderFailure } from "@skein/domain"
 import { makeId, ProviderNotFound, ProviderRegistry } from "@skein/domain"
 import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
@@ -19,6 +20,7 @@ import { RuntimeConfig } from "../RuntimeConfig.js"
 import type { GuardedSession, ProviderDeadlines } from "./ProviderGuard.js"
 import { guardCall, guardSession } from "./ProviderGuard.js"
 import * as RcRegistry from "../resources/RcRegistry.js"
+import { ToolCredentials } from "../resources/ToolCredentials.js"
 
 export interface SessionLease {
   /** The guarded handle: typed failures only, each call within its deadline. */
@@ -28,6 +30,8 @@ export interface SessionLease {
   readonly loadedRefs: Set<string>
   /** Stop the process now; turns in flight on it fail. */
   readonly kill: Effect.Effect<void>
+  /** Skein's tools for this session's agent on `threadId` (revoked when the session ends), or undefined: none served. */
+  readonly tools: (threadId: ThreadId) => AgentTools | undefined
 }
 
 export interface ProviderSessionsShape {
@@ -46,7 +50,7 @@ export class ProviderSessions extends Context.Tag("@skein/runtime/ProviderSessio
   ProviderSessions,
   ProviderSessionsShape
 >() {
-  static layer: Layer.Layer<ProviderSessions, never, ProviderRegistry | RuntimeConfig> = Layer.scoped(
+  static layer: Layer.Layer<ProviderSessions, never, ProviderRegistry | RuntimeConfig | ToolCredentials> = Layer.scoped(
     ProviderSessions,
     Effect.flatMap(RuntimeConfig, (config) =>
       make({ idleTimeToLive: Duration.millis(config.sessionIdleMs), deadlines: config.deadlines })
@@ -68,6 +72,7 @@ const parseKey = (key: string): Key => {
 const make = (options: { readonly idleTimeToLive: Duration.DurationInput; readonly deadlines: ProviderDeadlines }) =>
   Effect.gen(function* () {
     const { adapters } = yield* ProviderRegistry
+    const credentials = yield* ToolCredentials
     const byName = new Map(adapters.map((a) => [a.name as string, a]))
     const live = new Map<string, SessionLease>()
 
@@ -105,10 +110,13 @@ const make = (options: { readonly idleTimeToLive: Duration.DurationInput; readon
           live.delete(key)
           return sessions.invalidate(key)
         })
+        // Credentials handed to this session's agents go with it.
+        yield* Effect.addFinalizer(() => credentials.endSession(info.id))
         const lease: SessionLease = {
           handle,
           info,
           loadedRefs: new Set(),
+          tools: (threadId) => credentials.forSession(info.id, threadId),
           // Uninterruptible: the turn it cuts short fails at once, and whoever raced the
           // kill against that turn must not cancel the kill half-way.
           kill: Effect.uninterruptible(Effect.zipRight(drop, Scope.close(processScope, Exit.void)))

@@ -30,7 +30,7 @@
  *   a fresh one.
  */
 import type { ProviderName, RunFailure, SkeinError, TurnInput } from "@skein/domain"
-import type { AgentTools, ProviderFailure, Run } from "@skein/domain"
+import type { ProviderFailure, Run } from "@skein/domain"
 import { Deferred, Effect, Exit, Fiber, Option, Ref } from "effect"
 import { forkNowScoped } from "../resources/ForkNow.js"
 import { onClose } from "../resources/OnClose.js"
@@ -53,8 +53,6 @@ export interface DriveInput {
   readonly context: RunContext
   readonly workspace: string | null
   readonly sessions: ProviderSessionsShape
-  /** Skein's tools for the agent, given to its native thread; undefined where none are served. */
-  readonly tools: AgentTools | undefined
   readonly ask: ThreadAsk
   /** The provider called the app tool `spawn_subagent`: start the child, say where it runs. */
   readonly spawn: (

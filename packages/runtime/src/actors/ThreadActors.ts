@@ -12,7 +12,6 @@ import { Context, Duration, Effect, Layer } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import type { SpawnInput } from "../lineage/Spawn.js"
 import { spawnSubagent } from "../lineage/Spawn.js"
-import type { ToolCredentials } from "../resources/ToolCredentials.js"
 import { EventStore } from "../store/EventStore.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import type { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
@@ -35,52 +34,49 @@ export interface ThreadActorsShape {
 }
 
 export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<ThreadActors, ThreadActorsShape>() {
-  static local: Layer.Layer<
-    ThreadActors,
-    never,
-    EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints | ToolCredentials
-  > = Layer.scoped(
-    ThreadActors,
-    Effect.gen(function* () {
-      const config = yield* RuntimeConfig
-      const store = yield* EventStore
-      const sessions = yield* ProviderSessions
-      const scope = yield* Effect.scope
-      // eslint-disable-next-line prefer-const
-      let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
-      const retain = (threadId: ThreadId) => Effect.orDie(actors.get(threadId)).pipe(Effect.asVoid)
-      const use: ThreadActorsShape["use"] = (threadId, f) => actors.use(threadId, f)
-      const spawn = (input: SpawnInput) =>
-        spawnSubagent(
-          {
-            store,
-            childSpawned: (parentId) => actors.peek(parentId)?.childSpawned(),
-            providerExists: (name) => Effect.asVoid(sessions.adapter(name)),
-            startRun: ({ message, model, provider, threadId }) =>
-              use(threadId, (actor) =>
-                actor.ask("StartRun", { threadId, provider, message, ...(model === undefined ? {} : { model }) })
-              ),
-            recordResult: (parentId, transfer) =>
-              use(parentId, (actor) => actor.ask("RecordTransfer", { transfer, receipt: null })),
-            scope
-          },
-          input
-        )
-      /** Drops the thread's actor once it has stopped for good, so the next use starts again from storage. */
-      const dropWhenDone = (threadId: ThreadId, actor: ThreadActor) =>
-        Effect.zipRight(
-          actor.done,
-          Effect.suspend(() => (actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void))
-        )
-      const activate = (threadId: ThreadId) =>
-        Effect.gen(function* () {
-          const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
-          // In the layer's scope: the actor's own closes when it is dropped.
-          yield* Effect.forkIn(Effect.interruptible(dropWhenDone(threadId, actor)), scope)
-          return actor
-        })
-      actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
-      return { use, activeThreads: actors.keys, spawnSubagent: spawn } satisfies ThreadActorsShape
-    })
-  )
+  static local: Layer.Layer<ThreadActors, never, EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints> =
+    Layer.scoped(
+      ThreadActors,
+      Effect.gen(function* () {
+        const config = yield* RuntimeConfig
+        const store = yield* EventStore
+        const sessions = yield* ProviderSessions
+        const scope = yield* Effect.scope
+        // eslint-disable-next-line prefer-const
+        let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
+        const retain = (threadId: ThreadId) => Effect.orDie(actors.get(threadId)).pipe(Effect.asVoid)
+        const use: ThreadActorsShape["use"] = (threadId, f) => actors.use(threadId, f)
+        const spawn = (input: SpawnInput) =>
+          spawnSubagent(
+            {
+              store,
+              childSpawned: (parentId) => actors.peek(parentId)?.childSpawned(),
+              providerExists: (name) => Effect.asVoid(sessions.adapter(name)),
+              startRun: ({ message, model, provider, threadId }) =>
+                use(threadId, (actor) =>
+                  actor.ask("StartRun", { threadId, provider, message, ...(model === undefined ? {} : { model }) })
+                ),
+              recordResult: (parentId, transfer) =>
+                use(parentId, (actor) => actor.ask("RecordTransfer", { transfer, receipt: null })),
+              scope
+            },
+            input
+          )
+        /** Drops the thread's actor once it has stopped for good, so the next use starts again from storage. */
+        const dropWhenDone = (threadId: ThreadId, actor: ThreadActor) =>
+          Effect.zipRight(
+            actor.done,
+            Effect.suspend(() => (actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void))
+          )
+        const activate = (threadId: ThreadId) =>
+          Effect.gen(function* () {
+            const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
+            // In the layer's scope: the actor's own closes when it is dropped.
+            yield* Effect.forkIn(Effect.interruptible(dropWhenDone(threadId, actor)), scope)
+            return actor
+          })
+        actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
+        return { use, activeThreads: actors.keys, spawnSubagent: spawn } satisfies ThreadActorsShape
+      })
+    )
 }

@@ -1,10 +1,10 @@
 /**
  * Who may call Skein's tools: bearer credentials, each scoped to one app thread. A host
  * asks for one (`thread.toolCredential`) for an agent it runs itself; the agents Skein
- * runs get one for their thread with the tools' address when their native thread is
- * started or resumed (`forAgent`), once a server has said where the tools are served
- * (`setEndpoint`). Credentials live in memory: a restart revokes them all, as it ends
- * every session.
+ * runs get one per provider session and thread, with the tools' address, when their
+ * native thread is started or resumed in that session (`forSession`), once a server has
+ * said where the tools are served (`setEndpoint`); they are revoked when the session
+ * ends (`endSession`). Credentials live in memory: a restart revokes them all.
  */
 import { randomBytes } from "node:crypto"
 import type { AgentTools, SkeinError, ThreadId } from "@skein/domain"
@@ -22,8 +22,13 @@ export interface ToolCredentialsShape {
   /** Where the tools are served (an absolute URL), or null: none. */
   readonly endpoint: () => string | null
   readonly setEndpoint: (url: string | null) => void
-  /** The tools for an agent Skein runs on `threadId` (one credential per thread), or undefined when none are served. */
-  readonly forAgent: (threadId: ThreadId) => AgentTools | undefined
+  /**
+   * The tools for an agent Skein runs on `threadId` in provider session `sessionId` (one
+   * credential per session and thread), or undefined when none are served.
+   */
+  readonly forSession: (sessionId: string, threadId: ThreadId) => AgentTools | undefined
+  /** The session has ended: every credential given to its agents is revoked. */
+  readonly endSession: (sessionId: string) => Effect.Effect<void>
 }
 
 export class ToolCredentials extends Context.Tag("@skein/runtime/ToolCredentials")<
@@ -37,7 +42,8 @@ const newToken = () => `skt_${randomBytes(32).toString("base64url")}`
 /** A registry of credentials; `exists` says whether a thread may have one. */
 export const make = (exists: (threadId: ThreadId) => Effect.Effect<void, SkeinError>): ToolCredentialsShape => {
   const threads = new Map<string, ThreadId>()
-  const agents = new Map<ThreadId, string>()
+  /** Session → thread → the credential its agent holds. */
+  const sessions = new Map<string, Map<ThreadId, string>>()
   let endpoint: string | null = null
   const add = (threadId: ThreadId) => {
     const token = newToken()
@@ -50,26 +56,25 @@ export const make = (exists: (threadId: ThreadId) => Effect.Effect<void, SkeinEr
         exists(threadId),
         Effect.sync(() => add(threadId))
       ),
-    revoke: (token) =>
-      Effect.sync(() => {
-        const threadId = threads.get(token)
-        threads.delete(token)
-        if (threadId !== undefined && agents.get(threadId) === token) agents.delete(threadId)
-      }),
+    revoke: (token) => Effect.sync(() => void threads.delete(token)),
     threadOf: (token) => threads.get(token),
     endpoint: () => endpoint,
     setEndpoint: (url) => {
       endpoint = url
     },
-    forAgent: (threadId) => {
+    forSession: (sessionId, threadId) => {
       if (endpoint === null) return undefined
-      let token = agents.get(threadId)
-      if (token === undefined) {
-        token = add(threadId)
-        agents.set(threadId, token)
-      }
+      let held = sessions.get(sessionId)
+      if (held === undefined) sessions.set(sessionId, (held = new Map()))
+      let token = held.get(threadId)
+      if (token === undefined || !threads.has(token)) held.set(threadId, (token = add(threadId)))
       return { url: endpoint, token }
-    }
+    },
+    endSession: (sessionId) =>
+      Effect.sync(() => {
+        for (const token of sessions.get(sessionId)?.values() ?? []) threads.delete(token)
+        sessions.delete(sessionId)
+      })
   }
 }
 

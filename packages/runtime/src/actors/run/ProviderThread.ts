@@ -5,7 +5,7 @@
  * provider refuses falls back to a portable handoff into a new provider thread
  * (`ResumeFailed` re-plans the run with a full summary); a broken session fails the run.
  */
-import type { AgentTools, NativeRefStrength, ProviderFailure, Run, SkeinError } from "@skein/domain"
+import type { NativeRefStrength, ProviderFailure, Run, SkeinError } from "@skein/domain"
 import { Effect, Either } from "effect"
 import type { ProviderSessionsShape, SessionLease } from "../ProviderSessions.js"
 import type { RunContext, SummaryOutcome, ThreadAsk } from "../ThreadProtocol.js"
@@ -13,7 +13,6 @@ import type { RunContext, SummaryOutcome, ThreadAsk } from "../ThreadProtocol.js
 export interface ProviderThreadInput {
   readonly run: Run
   readonly workspace: string | null
-  readonly tools: AgentTools | undefined
   readonly sessions: ProviderSessionsShape
   readonly ask: ThreadAsk
 }
@@ -54,6 +53,8 @@ export const ensureThread = (
 ): Effect.Effect<{ readonly nativeRef: string; readonly context: RunContext }, ProviderFailure | SkeinError> =>
   Effect.gen(function* () {
     const { ask, run } = input
+    // Skein's tools for the agent, with a credential of this session's.
+    const tools = lease.tools(run.threadId)
     const bind = (ctx: RunContext, forked: boolean) => (native: { nativeRef: string; strength: NativeRefStrength }) =>
       ask("BindNativeThread", {
         runId: run.id,
@@ -64,7 +65,7 @@ export const ensureThread = (
       }).pipe(Effect.as(native.nativeRef))
     const start = (ctx: RunContext) =>
       lease.handle
-        .startThread({ workspace: input.workspace, model: ctx.providerThread.settings.model, tools: input.tools })
+        .startThread({ workspace: input.workspace, model: ctx.providerThread.settings.model, tools })
         .pipe(Effect.flatMap(bind(ctx, false)))
     /** Re-plan with a full summary into a new provider thread, and start it. */
     const fallBack = (detail: string) =>
@@ -79,7 +80,7 @@ export const ensureThread = (
     if (known === null && initial.fork !== null) {
       // Inherit natively: fork the source's own provider thread at the source turn.
       const forked = yield* Effect.either(
-        lease.handle.forkThread(initial.fork.nativeRef, initial.fork.turnRef, { tools: input.tools })
+        lease.handle.forkThread(initial.fork.nativeRef, initial.fork.turnRef, { tools })
       )
       if (Either.isRight(forked)) thread = ready(yield* bind(initial, true)(forked.right))
       else if (recoverable(forked.left)) thread = yield* fallBack(`native fork failed: ${forked.left.detail}`)
@@ -89,7 +90,7 @@ export const ensureThread = (
     } else if (!lease.loadedRefs.has(known) || run.contextResolution !== "none") {
       // Coming back after other runs: resume explicitly even in a warm process, since
       // the provider may have dropped the thread meanwhile.
-      const resumed = yield* Effect.either(lease.handle.resumeThread(known, { tools: input.tools }))
+      const resumed = yield* Effect.either(lease.handle.resumeThread(known, { tools }))
       if (Either.isRight(resumed)) thread = ready(known)
       else if (resumed.left.kind === "resume_failed") thread = yield* fallBack(resumed.left.detail)
       else return yield* resumed.left

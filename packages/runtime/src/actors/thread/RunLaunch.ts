@@ -45,7 +45,6 @@ export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartP
       context: plan.context,
       workspace,
       sessions: ctx.sessions,
-      tools: ctx.tools.forAgent(ctx.threadId),
       ask: launcher.ask,
       checkpoint: checkpointsFor(ctx, workspace, plan.run.ordinal),
       gate: ctx.gate,

@@ -12,7 +12,6 @@ import type { RuntimeOptions } from "../../RuntimeConfig.js"
 import type { WorkspaceCheckpointsShape } from "../../lineage/WorkspaceCheckpoints.js"
 import type { EventStoreShape } from "../../store/EventStore.js"
 import type { CheckpointGate } from "../CheckpointGate.js"
-import type { ToolCredentialsShape } from "../../resources/ToolCredentials.js"
 import type { ProviderSessionsShape } from "../ProviderSessions.js"
 import type { RunContext } from "../ThreadProtocol.js"
 import type { ProviderInfo } from "../ThreadPlanner.js"
@@ -56,8 +55,6 @@ export interface ThreadContext {
   readonly cell: ThreadCell
   readonly store: EventStoreShape
   readonly sessions: ProviderSessionsShape
-  /** Skein's tools for the agents this thread's runs start (resources/ToolCredentials.ts). */
-  readonly tools: ToolCredentialsShape
   readonly config: RuntimeOptions
   readonly checkpoints: WorkspaceCheckpointsShape
   readonly gate: CheckpointGate
