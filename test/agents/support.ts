@@ -9,7 +9,7 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 
 /** The repository's root: the nearest directory up from here with the install script (sources and dist alike). */
-const repoRoot = (): string => {
+export const repoRoot = (): string => {
   let dir = Path.dirname(fileURLToPath(import.meta.url))
   while (!Fs.existsSync(Path.join(dir, "scripts", "install-agent-binaries.mjs"))) {
     const up = Path.dirname(dir)

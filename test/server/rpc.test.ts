@@ -109,12 +109,15 @@ describe("RPC over WebSocket", () => {
           ).toMatchObject({
             status: 401
           })
-          // without any allowed origin (the default), every page is refused
+          // without any allowed origin (the default), every page of another origin is refused
           const closed = yield* withServer({ token })
           const page = yield* Effect.promise(() =>
             tryUpgrade(`${closed.url}?token=${token}`, { origin: "http://127.0.0.1:8080" })
           )
           expect(page).toMatchObject({ status: 403 })
+          // but the daemon's own origin on its loopback address is: only a page it served has it
+          const own = `http://${new URL(closed.url).host}`
+          expect(yield* Effect.promise(() => tryUpgrade(`${closed.url}?token=${token}`, { origin: own }))).toBe("open")
           // a weak token or a bad origin is refused before listening
           expect((yield* Effect.flip(withServer({ token: "  " })))._tag).toBe("WeakToken")
           expect((yield* Effect.flip(withServer({ allowedOrigins: ["*"] })))._tag).toBe("InvalidOrigin")

@@ -122,6 +122,21 @@ const requestOrigin = (header: string): string => {
   }
 }
 
+/**
+ * Whether `origin` is this endpoint's own, addressed by a loopback name (`Host:
+ * 127.0.0.1:7878`, `Origin: http://127.0.0.1:7878`): only a page this server served could
+ * send it, and a rebinding page names another Host.
+ */
+const sameLoopbackOrigin = (origin: string, hostHeader: string | undefined): boolean => {
+  const host = hostHeader === undefined ? undefined : hostOfHeader(hostHeader)
+  if (host === undefined || !isLoopbackHost(host)) return false
+  try {
+    return new URL(`http://${hostHeader!.trim()}`).origin === origin
+  } catch {
+    return false
+  }
+}
+
 /** Whether an upgrade request may become a connection (pure). */
 export const admitUpgrade = (
   request: { readonly headers: Readonly<Record<string, string | undefined>>; readonly url: string },
@@ -140,7 +155,7 @@ export const admitUpgrade = (
   const originHeader = request.headers["origin"]
   if (originHeader !== undefined) {
     const origin = requestOrigin(originHeader)
-    if (!policy.allowedOrigins.has(origin)) {
+    if (!policy.allowedOrigins.has(origin) && !sameLoopbackOrigin(origin, hostHeader)) {
       return {
         _tag: "Refuse",
         status: 403,
