@@ -17,7 +17,7 @@ import { runtimeLayer } from "../support/runtime.js"
 import type { MockServer } from "./mocks/MockServer.js"
 import * as Messages from "./mocks/MessagesMock.js"
 import * as Responses from "./mocks/ResponsesMock.js"
-import { closeCrossFixture, type CrossFixture, makeCrossFixture, replyOf } from "./suite.js"
+import { closeCrossFixture, type CrossFixture, makeCrossFixture, replyOf, untilRun } from "./suite.js"
 import { processCensus } from "./support.js"
 
 const codex = "codex" as ProviderName
@@ -97,6 +97,42 @@ describe("Skein's tools for the agents it runs", () => {
   )
 
   it(
+    "a Codex parent that does not wait learns its Claude Code child's result in its next run",
+    () =>
+      withServedRuntime((o) =>
+        Effect.gen(function* () {
+          const parent = yield* o.createThread({ title: "codex parent, no wait" })
+          const run = yield* o.startRun({
+            threadId: parent.id,
+            provider: codex,
+            message: "start a helper [[spawnbg:claude:the stone is JADE]]",
+            wait: true
+          })
+          census.sample()
+          expect(run.status).toBe("completed")
+          // The child runs on; once it has ended …
+          const children = yield* o.listThreads({ parentThreadId: parent.id })
+          expect(children).toHaveLength(1)
+          const childRun = yield* untilRun(o, children[0]!.id, (r) => r.status !== "running" && r.status !== "queued")
+          expect(childRun.status).toBe("completed")
+          // … the parent's next run gets its result, as a subagent_result transfer.
+          const next = yield* o.startRun({
+            threadId: parent.id,
+            provider: codex,
+            message: "what did it find?",
+            wait: true
+          })
+          expect(next.status).toBe("completed")
+          const request = responses.requests.filter((r) => Responses.latestPrompt(r) === "what did it find?").at(-1)!
+          expect(Responses.allInputText(request)).toContain("ok: the stone is JADE")
+          const view = yield* o.getThread(parent.id)
+          expect(view.transfers.filter((t) => t.type === "subagent_result").map((t) => t.status)).toEqual(["consumed"])
+        })
+      ),
+    180_000
+  )
+
+  it(
     "a Codex run whose model calls its own spawn_agent yields a child node and an observe-only thread",
     () =>
       withServedRuntime((o) =>
@@ -127,6 +163,50 @@ describe("Skein's tools for the agents it runs", () => {
           expect(children).toHaveLength(1)
           expect(children[0]!.lineage).toMatchObject({ relationshipToParent: "subagent", observeOnly: true })
           expect(node.type === "child_agent" ? node.childThreadId : undefined).toBe(children[0]!.id)
+        })
+      ),
+    180_000
+  )
+
+  it(
+    "a Codex agent that outlives its parent's turn: the run ends once the agent has, with its result",
+    () =>
+      withServedRuntime((o) =>
+        Effect.gen(function* () {
+          const parent = yield* o.createThread({ title: "codex with a background agent" })
+          const from = responses.requests.length
+          const run = yield* o.startRun({
+            threadId: parent.id,
+            provider: codex,
+            message: "delegate [[agentbg:1500:count the PEARS]]",
+            wait: true
+          })
+          census.sample()
+          expect(run.status).toBe("completed")
+          // The parent never waited for its agent (no wait_agent call; its turn ended first) …
+          const requests = responses.requests.slice(from)
+          expect(requests.some((r) => Responses.allInputText(r).includes("agent_id"))).toBe(true)
+          expect(requests.some((r) => JSON.stringify(r.body?.input ?? []).includes("wait_agent"))).toBe(false)
+          // … and the agent's node says how the agent itself ended, not what the spawn said.
+          const nodes = run.items.filter((item) => item.type === "child_agent")
+          expect(nodes).toHaveLength(1)
+          expect(nodes[0]).toMatchObject({
+            status: "completed",
+            result: expect.stringContaining("ok: count the PEARS")
+          })
+          // Interrupted while only its agent runs, the run ends at once.
+          const slow = yield* o.startRun({
+            threadId: parent.id,
+            provider: codex,
+            message: "again [[agentbg:20000:wait]]"
+          })
+          yield* Effect.promise(() =>
+            responses.waitFor((r) => Responses.latestPrompt(r).startsWith("wait [[slow:20000]]"), 30_000, from)
+          )
+          const started = Date.now()
+          const stopped = yield* o.interruptRun({ threadId: parent.id })
+          expect([stopped.id, stopped.status]).toEqual([slow.id, "interrupted"])
+          expect(Date.now() - started).toBeLessThan(5_000)
         })
       ),
     180_000

@@ -6,9 +6,12 @@
  * - `[[spawn:PROVIDER:PROMPT]]`: a call of Skein's MCP tool `spawn_subagent` (namespace
  *   `mcp__skein`), waiting for the child; once Codex posts the tool's output, a closing
  *   message that quotes it.
+ * - `[[spawnbg:PROVIDER:PROMPT]]`: the same call without waiting (`wait: false`).
  * - `[[agent:PROMPT]]`: Codex's own `spawn_agent` (namespace `multi_agent_v1`) with
  *   PROMPT, then `wait_agent` on the agent it names, then a closing message; the agent's
  *   own request (PROMPT, no directive) gets `ok: PROMPT`.
+ * - `[[agentbg:MS:PROMPT]]`: `spawn_agent` with PROMPT and no wait, then a closing
+ *   message; the agent's own request answers after MS (so it ends after its parent's turn).
  * - `[[slow:MS]]`: starts the message, then waits MS before finishing it (so a test
  *   can interrupt or kill mid-turn).
  * - `[[fail]]`: an HTTP 500.
@@ -92,16 +95,24 @@ export const startResponsesMock = (options: { readonly logFile?: string } = {}):
       return callTool("exec_command", { cmd: command, yield_time_ms: 15_000 })
     }
     const agent = directive(prompt, "agent")
-    const outputs = input.filter((item) => item?.type === "function_call_output")
+    // The tool outputs of this turn: after the newest user message.
+    const lastUser = input.map((item) => item?.role === "user").lastIndexOf(true)
+    const outputs = input.slice(lastUser + 1).filter((item) => item?.type === "function_call_output")
     if (agent !== null && outputs.length === 0) return callTool("spawn_agent", { message: agent }, "multi_agent_v1")
+    const background = directive(prompt, "agentbg")
+    if (background !== null && outputs.length === 0) {
+      const [ms, ...task] = background.split(":")
+      return callTool("spawn_agent", { message: `${task.join(":")} [[slow:${ms}]]` }, "multi_agent_v1")
+    }
     if (agent !== null && outputs.length === 1) {
       const spawned = JSON.parse(String(outputs[0].output)) as { agent_id?: string }
       return callTool("wait_agent", { targets: [spawned.agent_id], timeout_ms: 30_000 }, "multi_agent_v1")
     }
-    const spawn = directive(prompt, "spawn")
+    const spawn = directive(prompt, "spawn") ?? directive(prompt, "spawnbg")
     if (spawn !== null && last?.type !== "function_call_output") {
       const [provider, ...rest] = spawn.split(":")
-      const args = { provider, prompt: rest.join(":"), wait: true, timeoutMs: 60_000 }
+      const wait = directive(prompt, "spawn") !== null
+      const args = { provider, prompt: rest.join(":"), wait, ...(wait ? { timeoutMs: 60_000 } : {}) }
       return callTool("spawn_subagent", args, "mcp__skein")
     }
     const text =

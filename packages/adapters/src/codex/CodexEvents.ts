@@ -16,6 +16,8 @@ import { routeApproval } from "../agents/Approvals.js"
 import type { JsonRpcPeer, RpcId } from "../agents/JsonRpcPeer.js"
 import type { TurnSlots } from "../agents/TurnSlot.js"
 import type * as TurnEvents from "../process/TurnEvents.js"
+import type { TurnChildren } from "./CodexChildren.js"
+import { makeChildWatch } from "./CodexChildren.js"
 import { mayBeTurnItem, planItemOf, turnItemsOf } from "./CodexItems.js"
 import type { ApprovalMethod } from "./CodexProtocol.js"
 import { ApprovalRequests, Notifications } from "./CodexProtocol.js"
@@ -32,12 +34,22 @@ const approvalDecoders = {
   "item/fileChange/requestApproval": Schema.decodeUnknownEither(ApprovalRequests["item/fileChange/requestApproval"])
 } as const
 
-export interface ActiveTurn {
+export interface ActiveTurn extends TurnChildren {
+  /** The Codex thread it runs on. */
+  readonly threadId: string
   readonly queue: TurnEvents.TurnQueue
   readonly turnId: Deferred.Deferred<string, ProviderFailure>
   id: string | null
   /** The params of the turn's latest `thread/tokenUsage/updated`, read at the turn's end. */
   usageReport: unknown
+  /** Codex ended the turn while agents it started still run: its end, told once they have ended. */
+  held: TurnEnd | null
+}
+
+/** How a turn that did not fail ended. */
+interface TurnEnd {
+  readonly turnRef: string
+  readonly status: "completed" | "interrupted"
 }
 
 /**
@@ -72,10 +84,39 @@ export const makeCodexEvents = (context: CodexEventsContext) => {
   const respond: JsonRpcPeer["respond"] = (id, body) => context.peer().respond(id, body)
   /** The task of each agent Codex spawned in this session, by its thread (CodexItems.childAgentsOf). */
   const childPrompts = new Map<string, string>()
+  const children = makeChildWatch<ActiveTurn>()
 
   const endTurn = (threadId: string, turn: ActiveTurn) => {
     turns.release(threadId, turn)
     approvals.dropThread(threadId)
+    children.forget(turn)
+  }
+
+  /** Ends a turn that did not fail: its slot released, its end event, its events' end. */
+  const finish = (turn: ActiveTurn, end: TurnEnd) => {
+    endTurn(turn.threadId, turn)
+    const usage = end.status === "interrupted" ? undefined : usageOf(turn)
+    turn.queue.offer(
+      end.status === "interrupted"
+        ? { _tag: "TurnInterrupted", turnRef: end.turnRef }
+        : { _tag: "TurnCompleted", turnRef: end.turnRef, ...(usage ? { usage } : {}) }
+    )
+    turn.queue.end(Exit.void)
+  }
+
+  /** A turn held for its agents, interrupted: it ends now, as interrupted. */
+  const stopWaiting = (turn: ActiveTurn) => {
+    if (turn.held !== null && turns.current(turn.threadId) === turn) {
+      finish(turn, { turnRef: turn.held.turnRef, status: "interrupted" })
+    }
+  }
+
+  /** The end of a turn of an agent some running turn follows: its node updated, and the turn ended if it waited only for that. */
+  const agentEnded = (threadId: string, params: unknown) => {
+    const ended = children.agentTurnEnded(threadId, params)
+    if (ended === undefined || turns.current(ended.owner.threadId) !== ended.owner) return
+    ended.owner.queue.offer({ _tag: "Item", item: ended.item })
+    if (ended.owner.held !== null && !children.running(ended.owner)) finish(ended.owner, ended.owner.held)
   }
 
   /** The running turn a message of `threadId` belongs to (a message of another turn id is stale). */
@@ -127,10 +168,13 @@ export const makeCodexEvents = (context: CodexEventsContext) => {
     const ids = turnIdsOf(params)
     const turn = ids === undefined ? undefined : turnOf(ids.threadId, ids.turnId)
     if (turn === undefined) return false
+    const ended = method === "item/completed" ? children.noteReport(turn, (params as { item?: unknown }).item) : []
     if (method === "thread/tokenUsage/updated") turn.usageReport = params
     else if (method === "turn/plan/updated" || mayBeTurnItem((params as { readonly item?: unknown }).item)) {
       turn.queue.offerLater(() => readReport(method, params).map((item) => ({ _tag: "Item" as const, item })))
     }
+    // Agents this report names whose own turn had ended already: their nodes, after it.
+    for (const item of ended) turn.queue.offer({ _tag: "Item", item })
     // Else an item that maps to nothing (the user's message, which every turn has):
     // dropped here, not held, which would start the queue's timer for nothing.
     return true
@@ -153,22 +197,21 @@ export const makeCodexEvents = (context: CodexEventsContext) => {
       case "turn/completed": {
         const { threadId, turn: done } = value as (typeof Notifications)["turn/completed"]["Type"]
         const turn = turnOf(threadId, done.id)
-        if (turn === undefined || done.status === "inProgress") return
-        endTurn(threadId, turn)
+        if (turn === undefined) return agentEnded(threadId, params)
+        if (done.status === "inProgress") return
         if (done.status === "failed") {
+          endTurn(threadId, turn)
           const message = done.error?.message ?? "the turn failed"
           turn.queue.offer({ _tag: "Item", item: { type: "error", message, code: null } })
           turn.queue.end(Exit.fail(failure("error", `Codex failed the turn: ${message}`)))
           return
         }
-        const usage = done.status === "interrupted" ? undefined : usageOf(turn)
-        turn.queue.offer(
-          done.status === "interrupted"
-            ? { _tag: "TurnInterrupted", turnRef: done.id }
-            : { _tag: "TurnCompleted", turnRef: done.id, ...(usage ? { usage } : {}) }
-        )
-        turn.queue.end(Exit.void)
-        return
+        const end: TurnEnd = { turnRef: done.id, status: done.status === "interrupted" ? "interrupted" : "completed" }
+        if (end.status === "completed" && children.running(turn)) {
+          turn.held = end
+          return
+        }
+        return finish(turn, end)
       }
       // Reports of no running turn (item/completed, turn/plan/updated, thread/tokenUsage/updated): nothing to do.
     }
@@ -216,5 +259,5 @@ export const makeCodexEvents = (context: CodexEventsContext) => {
     })
   }
 
-  return { endTurn, turnOf, warn, heldReport, onNotification, onServerRequest }
+  return { endTurn, stopWaiting, turnOf, warn, heldReport, onNotification, onServerRequest }
 }

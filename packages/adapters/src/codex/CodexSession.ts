@@ -72,7 +72,7 @@ export const openSession = (
       })
     yield* Effect.addFinalizer(() => close(() => failure("error", "the Codex session was closed")))
 
-    const { endTurn, warn, heldReport, onNotification, onServerRequest } = makeCodexEvents({
+    const { endTurn, stopWaiting, warn, heldReport, onNotification, onServerRequest } = makeCodexEvents({
       provider,
       failure,
       policy,
@@ -116,7 +116,7 @@ export const openSession = (
     return {
       pid: proc.pid,
       ...codexThreads(call, settings, options.model ?? null, failure),
-      ...codexTurns({ turns, approvals, call, peer, endTurn, failure, scope }),
+      ...codexTurns({ turns, approvals, call, peer, endTurn, stopWaiting, failure, scope }),
       summarise: () => Effect.fail(failure("unsupported", "the Codex driver does not write handoff summaries")),
       exited: proc.exited
     } satisfies ProviderSessionHandle

@@ -27,17 +27,22 @@ export const codexTurns = (session: {
   readonly call: Call
   readonly peer: JsonRpcPeer.JsonRpcPeer
   readonly endTurn: (threadId: string, turn: ActiveTurn) => void
+  /** Ends a turn held for its agents (CodexChildren.ts) as interrupted. */
+  readonly stopWaiting: (turn: ActiveTurn) => void
   readonly failure: Failure
   readonly scope: Scope.Scope
 }) => {
-  const { turns, approvals, call, peer, endTurn, failure, scope } = session
+  const { turns, approvals, call, peer, endTurn, stopWaiting, failure, scope } = session
   const runTurn = Effect.fnUntraced(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
     const threadId = input.nativeRef
     const turn: ActiveTurn = {
+      threadId,
       queue: yield* TurnEvents.make(input.itemDelayMs ?? 0),
       turnId: yield* Deferred.make<string, ProviderFailure>(),
       id: null,
-      usageReport: undefined
+      usageReport: undefined,
+      agents: new Map(),
+      held: null
     }
     if (!turns.claim(threadId, turn)) {
       return yield* Effect.fail(failure("error", `a turn is already running on Codex thread ${threadId}`))
@@ -85,6 +90,8 @@ export const codexTurns = (session: {
     function* (threadId: string) {
       const turn = turns.current(threadId)
       if (turn === undefined) return
+      // Codex's own turn is over; what runs is the agents it started: stop waiting for them.
+      if (turn.held !== null) return stopWaiting(turn)
       const turnId = yield* Deferred.await(turn.turnId)
       yield* call("turn/interrupt", { threadId, turnId })
     }

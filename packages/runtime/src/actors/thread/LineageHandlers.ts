@@ -3,7 +3,7 @@
  * file restore they may owe, incoming transfers revalidated, and the observe-only
  * threads of child agents a provider ran natively.
  */
-import type { ContextTransfer, RunId, SkeinError, ThreadEvent, ThreadRestore, TurnItem } from "@skein/domain"
+import type { ContextTransfer, RunId, SkeinError, ThreadEvent, ThreadId, ThreadRestore, TurnItem } from "@skein/domain"
 import {
   ContextTransferId,
   InvalidInput,
@@ -63,16 +63,25 @@ export const observeChildren = (
   // Most runs end with no child agent item: nothing to walk.
   !events.some(isChildAgentItem)
     ? Effect.succeed(events)
-    : Effect.forEach(events, (event) => {
-        if (!isChildAgentItem(event)) return Effect.succeed(event)
-        const state = ctx.cell.state()
-        const run = runById(state, runId)
-        if (run === undefined) return Effect.succeed(event)
-        const observed = planObservedChild(state, run, event.item, ctx.cell.now())
-        if (observed === null) return Effect.succeed(event)
-        return ctx.store
-          .append({ threadId: observed.threadId, events: observed.events, expectedSequence: 0 })
-          .pipe(Effect.as(new TurnItemRecorded({ item: observed.item }) as ThreadEvent))
+    : Effect.suspend(() => {
+        // A node reported twice in one batch gets its thread once.
+        const made = new Map<string, ThreadId>()
+        return Effect.forEach(events, (event) => {
+          if (!isChildAgentItem(event)) return Effect.succeed(event)
+          const childThreadId = made.get(event.item.childRef)
+          if (childThreadId !== undefined && event.item.childThreadId === undefined) {
+            return Effect.succeed(new TurnItemRecorded({ item: { ...event.item, childThreadId } }) as ThreadEvent)
+          }
+          const state = ctx.cell.state()
+          const run = runById(state, runId)
+          if (run === undefined) return Effect.succeed(event)
+          const observed = planObservedChild(state, run, event.item, ctx.cell.now())
+          if (observed === null) return Effect.succeed(event)
+          made.set(event.item.childRef, observed.threadId)
+          return ctx.store
+            .append({ threadId: observed.threadId, events: observed.events, expectedSequence: 0 })
+            .pipe(Effect.as(new TurnItemRecorded({ item: observed.item }) as ThreadEvent))
+        })
       })
 
 /**
