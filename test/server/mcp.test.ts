@@ -192,8 +192,22 @@ describe("Skein's tools over MCP", () => {
           const refused = yield* Effect.exit(mcpClient(server.mcpUrl, "skt_not-a-credential"))
           expect(refused._tag).toBe("Failure")
 
-          // Their child is not mine to read, wait for or cancel.
+          // Without a requestId, the caller's own id for the tool call (in _meta) makes a retry the same call.
           const theirClient = yield* mcpClient(server.mcpUrl, theirToken)
+          const byCallId = (callId: string) =>
+            Effect.promise(
+              () =>
+                theirClient.callTool({
+                  name: "spawn_subagent",
+                  arguments: { provider: "codex", prompt: "retried [[decide:KIWI]]" },
+                  _meta: { callId }
+                }) as Promise<ToolResult>
+            ).pipe(Effect.map(structured))
+          const once = yield* byCallId("call_77")
+          expect((yield* byCallId("call_77")).childThreadId).toBe(once.childThreadId)
+          expect((yield* byCallId("call_78")).childThreadId).not.toBe(once.childThreadId)
+
+          // Their child is not mine to read, wait for or cancel.
           const theirChild = structured(
             yield* call(theirClient, "spawn_subagent", {
               provider: "codex",

@@ -89,6 +89,20 @@ export interface ToolServerDeps {
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<Exit.Exit<A, E>>
 }
 
+/**
+ * Where agents put their own id for a tool call in the request's `_meta` (Claude Code:
+ * `claudecode/toolUseId`; Codex: `callId`), so that a retried call is known as one.
+ */
+const TOOL_CALL_ID_KEYS = ["claudecode/toolUseId", "callId"] as const
+
+const toolCallIdOf = (meta: Record<string, unknown> | undefined): string | undefined => {
+  for (const key of TOOL_CALL_ID_KEYS) {
+    const value = meta?.[key]
+    if (typeof value === "string" && value.length > 0 && value.length <= 200) return `call:${value}`
+  }
+  return undefined
+}
+
 /** An MCP server whose tools act for `threadId` (one per request: the SDK serves each request on a fresh one). */
 export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version: string): McpServer => {
   const server = new McpServer({ name: SERVER_NAME, version })
@@ -110,7 +124,15 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
       inputSchema: inputs.spawn,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
     },
-    (args) => handle(Effect.map(subagents.spawn(args), (status) => ({ ...status })))
+    (args, context) => {
+      // Without a requestId, the agent's own id for this tool call makes a retry return the same child.
+      const requestId = args.requestId ?? toolCallIdOf(context.mcpReq._meta)
+      return handle(
+        Effect.map(subagents.spawn({ ...args, ...(requestId === undefined ? {} : { requestId }) }), (status) => ({
+          ...status
+        }))
+      )
+    }
   )
   server.registerTool(
     "subagent_status",
