@@ -250,6 +250,48 @@ describe("thread actors", () => {
     )
   })
 
+  it("thread.get lists the queued runs; run.interrupt naming one takes it out, and it ends interrupted", async () => {
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({ title: "queue view" })
+        const threadId = thread.id
+        const slow = yield* o.startRun({ threadId, provider: alpha, message: "slow [[sleep:20000]]" })
+        const a = yield* o.startRun({ threadId, provider: alpha, message: "a", whenBusy: "queue" })
+        const b = yield* o.startRun({ threadId, provider: beta, message: "b", whenBusy: "queue" })
+        const listed = (yield* o.getThread(threadId)).queued ?? []
+        expect(listed.map((r) => [r.id, r.ordinal, r.status, r.message])).toEqual([
+          [a.id, 2, "queued", "a"],
+          [b.id, 3, "queued", "b"]
+        ])
+        // A page of the runs lists them too.
+        expect((yield* o.getThread(threadId, { runs: { limit: 1 } })).queued?.map((r) => r.id)).toEqual([a.id, b.id])
+        const cancelled = yield* o.interruptRun({ threadId, runId: a.id })
+        expect([cancelled.id, cancelled.status, cancelled.failure?.reason]).toEqual([
+          a.id,
+          "interrupted",
+          "user_interrupt"
+        ])
+        expect((yield* o.getThread(threadId)).queued?.map((r) => r.id)).toEqual([b.id])
+        // Naming a run that is neither going nor queued nor recorded: RunNotFound.
+        const unknown = yield* Effect.either(o.interruptRun({ threadId, runId: "run_nope" as never }))
+        expect(Either.isLeft(unknown) && unknown.left._tag).toBe("RunNotFound")
+        // The running one still goes; once stopped, the one left in the queue runs.
+        expect((yield* o.getThread(threadId)).runs.find((r) => r.id === slow.id)?.status).toBe("running")
+        yield* o.interruptRun({ threadId })
+        const last = yield* o.startRun({ threadId, provider: alpha, message: "last", whenBusy: "queue", wait: true })
+        expect(last.status).toBe("completed")
+        const view = yield* o.getThread(threadId)
+        expect(view.queued).toBeUndefined()
+        expect(view.runs.map((r) => [r.id, r.status])).toEqual([
+          [slow.id, "interrupted"],
+          [a.id, "interrupted"],
+          [b.id, "completed"],
+          [last.id, "completed"]
+        ])
+      })
+    )
+  })
+
   it("a stop for shutdown leaves queued runs queued; the next start-up runs them", async () => {
     const dir = tempDir()
     try {

@@ -55,7 +55,12 @@ export const StartRunFields = {
 }
 export class StartRun extends ValidatedTaggedClass<StartRun>()("StartRun", StartRunFields) {}
 
-export const InterruptRunFields = { threadId: ThreadId, commandId }
+export const InterruptRunFields = {
+  threadId: ThreadId,
+  /** A queued run to take out of the queue (it ends `interrupted`); without it, the run going. */
+  runId: Schema.optional(RunId),
+  commandId
+}
 export class InterruptRun extends ValidatedTaggedClass<InterruptRun>()("InterruptRun", InterruptRunFields) {}
 
 export const SourcePointSpec = Schema.Union(

@@ -62,6 +62,8 @@ export const ThreadView = Schema.Struct({
   checkpoints: Schema.Array(Checkpoint),
   /** Threads made from this one: forks (side chats among them) and subagent children. */
   children: Schema.Array(AppThread),
+  /** Runs queued on the thread (`whenBusy: queue`), the next first; absent when none is. */
+  queued: Schema.optional(Schema.Array(Run)),
   /** Present when the view is a window of the runs (see `ThreadViewOptions.runs`). */
   page: Schema.optional(ThreadPage)
 })

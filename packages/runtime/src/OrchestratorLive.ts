@@ -38,6 +38,7 @@ import * as ToolCredentials from "./resources/ToolCredentials.js"
 import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
 import { EventStore } from "./store/EventStore.js"
+import { queuedRunOf } from "./store/RunQueue.js"
 import { resolveWorkspace } from "./Workspace.js"
 import { WorkspaceCheckpoints } from "./lineage/WorkspaceCheckpoints.js"
 
@@ -60,14 +61,20 @@ export const makeOrchestrator = Effect.gen(function* () {
   const { awaitEnd, interruptRun, startRun } = makeRunCommands(store, actors)
   const { forkThread, mergeBack } = makeForkCommands(store, actors)
 
+  /** `thread.get`, with the runs queued on the thread after its runs. */
   const threadView = (threadId: ThreadId, options?: ThreadViewOptions) =>
-    store
-      .threadView(threadId, options)
-      .pipe(
-        Effect.flatMap(
-          Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed })
-        )
+    store.threadView(threadId, options).pipe(
+      Effect.flatMap(
+        Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed })
+      ),
+      Effect.flatMap((view) =>
+        Effect.map(store.queue.of(threadId), (queued) => {
+          if (queued.length === 0) return view
+          const runCount = view.page?.runCount ?? view.runs.reduce((n, run) => Math.max(n, run.ordinal), 0)
+          return { ...view, queued: queued.map((entry) => queuedRunOf(entry, runCount)) }
+        })
       )
+    )
 
   const createThread: OrchestratorShape["createThread"] = (input) =>
     Effect.gen(function* () {

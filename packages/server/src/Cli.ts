@@ -149,8 +149,10 @@ const follow = Command.make(
   (o) => client((commands) => commands.follow(o))
 )
 
-const interrupt = Command.make("interrupt", { ...connection, json, thread: threadArg }, (o) =>
-  client((commands) => commands.interrupt(o))
+const interrupt = Command.make(
+  "interrupt",
+  { ...connection, json, run: Options.text("run").pipe(Options.optional), thread: threadArg },
+  (o) => client((commands) => commands.interrupt(o))
 )
 
 const approve = Command.make(

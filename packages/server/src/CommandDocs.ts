@@ -209,12 +209,15 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
   },
   {
     path: "interrupt",
-    usage: "skein interrupt THREAD",
-    summary: "Interrupt the thread's run in flight; it ends as interrupted.",
+    usage: "skein interrupt THREAD [--run RUN]",
+    summary: "Interrupt the thread's run in flight, or take a queued run out of the queue; it ends as interrupted.",
     args: [thread],
+    options: [
+      ["--run RUN", "A queued run (run_…, as `skein send --when-busy queue` printed it) to cancel before it starts."]
+    ],
     client: true,
     json: true,
-    examples: ["skein interrupt thr_…"]
+    examples: ["skein interrupt thr_…", "skein interrupt thr_… --run run_…"]
   },
   {
     path: "approve",

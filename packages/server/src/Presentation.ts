@@ -42,7 +42,10 @@ const lineageOf = (t: AppThread): string =>
 /** What `skein show` prints: the thread, its conversation run by run, coverage, handoffs, transfers. */
 export const showLines = (view: ThreadView, options: { readonly messages?: boolean } = {}): Array<string> => {
   const t = view.thread
-  const conversation = view.runs.flatMap((run) => [runLine(view, run), ...runConversation(run)])
+  const queued = (view.queued ?? []).map(
+    (run) => `run ${run.ordinal}  ${run.provider}  queued (${run.id})  user: ${oneLine(run.message, 200)}`
+  )
+  const conversation = [...view.runs.flatMap((run) => [runLine(view, run), ...runConversation(run)]), ...queued]
   if (options.messages === true) return conversation
   return [
     `thread ${t.id}  "${t.title}"  ${lineageOf(t)}`,

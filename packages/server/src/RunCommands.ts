@@ -4,6 +4,7 @@
  */
 import {
   AppThread,
+  InterruptRunFields,
   InvalidInput,
   RespondApprovalFields,
   Run,
@@ -23,6 +24,7 @@ import type { SkeinClientShape } from "./Client.js"
 import { itemHint, itemLine, runSummary } from "./Presentation.js"
 
 const StartRunPayload = Schema.Struct(StartRunFields)
+const InterruptRunPayload = Schema.Struct(InterruptRunFields)
 
 export const send = (
   o: OnThread & {
@@ -138,10 +140,15 @@ const streamRun = (client: SkeinClientShape, payload: typeof StartRunPayload.Typ
     return run
   })
 
-export const interrupt = (o: OnThread) =>
+export const interrupt = (o: OnThread & { readonly run: Option.Option<string> }) =>
   withClient(o, (client) =>
     Effect.gen(function* () {
-      const run = yield* client.run.interrupt({ threadId: yield* decodeThreadId(o.thread) })
+      const payload = yield* checked(
+        InterruptRunPayload,
+        { threadId: o.thread, ...(Option.isSome(o.run) ? { runId: o.run.value } : {}) },
+        { threadId: "THREAD", runId: "--run" }
+      )
+      const run = yield* client.run.interrupt(payload)
       yield* o.json
         ? printJson(Schema.encodeSync(Run)(run))
         : Console.log(`run ${run.ordinal} (${run.id}) on ${run.provider}: ${run.status}`)

@@ -6,7 +6,7 @@
  * the same transaction (`AppendInput.dequeue`), so a crash can neither lose it nor
  * start it twice.
  */
-import type { CommandId, ProviderName, RunId, ThreadId } from "@skein/domain"
+import type { CommandId, ProviderName, Run, RunId, ThreadId } from "@skein/domain"
 import { StorageError } from "@skein/domain"
 import { Effect, Schema } from "effect"
 import { fromSqlError } from "./Codec.js"
@@ -32,6 +32,25 @@ export interface QueuedRun {
   readonly commandId: CommandId | null
   readonly createdAt: string
 }
+
+/** A queued run as a run: `queued`, at the ordinal it will take (unless a rollback intervenes) after `runCount` runs. */
+export const queuedRunOf = (entry: QueuedRun, runCount: number): Run => ({
+  id: entry.runId,
+  threadId: entry.threadId,
+  ordinal: runCount + entry.position,
+  provider: entry.request.provider,
+  model: entry.request.model,
+  message: entry.request.message,
+  status: "queued",
+  providerThreadId: null,
+  contextHandoffId: null,
+  contextResolution: null,
+  failure: null,
+  commandId: entry.commandId,
+  createdAt: entry.createdAt,
+  startedAt: null,
+  completedAt: null
+})
 
 export interface RunQueueShape {
   /** Adds a run at the end of its thread's queue, with the command's receipt, in one transaction. */

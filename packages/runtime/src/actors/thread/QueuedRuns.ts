@@ -8,11 +8,12 @@
  * context cannot reach it) is recorded as a failed run, so whoever waits on it hears.
  * A stop for shutdown holds the queue: what is queued starts after the next start-up.
  */
-import type { CommandId, Run, RunId, SkeinError, StartRunFields } from "@skein/domain"
+import type { CommandId, Run, RunFailure, RunId, SkeinError, StartRunFields } from "@skein/domain"
 import { makeId, RunStarted } from "@skein/domain"
 import { Effect, Ref, Schedule } from "effect"
 import type { Schema, Scope } from "effect"
 import type { QueuedRun } from "../../store/RunQueue.js"
+import { queuedRunOf } from "../../store/RunQueue.js"
 import { activeRun } from "../../store/ThreadState.js"
 import type { ThreadState } from "../../store/ThreadState.js"
 import type { RunAccepted, ThreadAsk } from "../ThreadProtocol.js"
@@ -47,24 +48,8 @@ export const queueMemory = (initial: ReadonlyArray<RunId>): QueueMemory => {
   }
 }
 
-/** What a queued run looks like before it starts: `queued`, at the ordinal it will take unless a rollback intervenes. */
-export const queuedView = (state: ThreadState, entry: QueuedRun): Run => ({
-  id: entry.runId,
-  threadId: entry.threadId,
-  ordinal: state.runCount + entry.position,
-  provider: entry.request.provider,
-  model: entry.request.model,
-  message: entry.request.message,
-  status: "queued",
-  providerThreadId: null,
-  contextHandoffId: null,
-  contextResolution: null,
-  failure: null,
-  commandId: entry.commandId,
-  createdAt: entry.createdAt,
-  startedAt: null,
-  completedAt: null
-})
+/** What a queued run looks like before it starts. */
+export const queuedView = (state: ThreadState, entry: QueuedRun): Run => queuedRunOf(entry, state.runCount)
 
 /** The queued run `runId`, as a run, or undefined. */
 export const findQueued = (ctx: ThreadContext, runId: RunId) =>
@@ -132,13 +117,41 @@ export const startQueued = (
       Effect.tap(() => queue.remove(next.runId)),
       Effect.catchIf(
         (error) => !isPassing(error),
-        (error) => Effect.as(refuse(ctx, queue, next, error.message), null)
+        (error) =>
+          Effect.as(
+            endUnstarted(ctx, queue, next, "failed", {
+              reason: "runtime_error",
+              message: `the queued run could not start: ${error.message}`
+            }),
+            null
+          )
       )
     )
   })
 
-/** Records a queued run that cannot start as a run that failed at once. */
-const refuse = (ctx: ThreadContext, queue: QueueMemory, entry: QueuedRun, why: string) =>
+/**
+ * `run.interrupt` naming a queued run: out of the queue, recorded as interrupted (so
+ * whoever waits on it hears). Undefined when it is not queued.
+ */
+export const cancelQueued = (ctx: ThreadContext, queue: QueueMemory, runId: RunId) =>
+  Effect.gen(function* () {
+    const entry = (yield* ctx.store.queue.of(ctx.threadId)).find((e) => e.runId === runId)
+    if (entry === undefined) return undefined
+    yield* endUnstarted(ctx, queue, entry, "interrupted", {
+      reason: "user_interrupt",
+      message: "The queued run was cancelled before it started"
+    })
+    return entry.runId
+  })
+
+/** Records a queued run that will not start (refused, cancelled) as a run that ended at once. */
+const endUnstarted = (
+  ctx: ThreadContext,
+  queue: QueueMemory,
+  entry: QueuedRun,
+  outcome: "failed" | "interrupted",
+  failure: RunFailure
+) =>
   Effect.gen(function* () {
     const at = ctx.cell.now()
     const state = ctx.cell.state()
@@ -150,13 +163,7 @@ const refuse = (ctx: ThreadContext, queue: QueueMemory, entry: QueuedRun, why: s
     yield* ctx.cell.commit([new RunStarted({ run })], entry.commandId ?? undefined, undefined, entry.runId)
     queue.remove(entry.runId)
     const events = yield* ctx.cell.demand((s) =>
-      planFinish(s, {
-        runId: run.id,
-        outcome: "failed",
-        failure: { reason: "runtime_error", message: `the queued run could not start: ${why}` },
-        turnRef: null,
-        now: at
-      })
+      planFinish(s, { runId: run.id, outcome, failure, turnRef: null, now: at })
     )
     yield* ctx.cell.commit(events)
   })

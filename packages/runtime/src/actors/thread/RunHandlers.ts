@@ -34,7 +34,7 @@ import {
 } from "../ThreadPlanner.js"
 import { observeChildren, refuseWhileRestoring, supersede } from "./LineageHandlers.js"
 import type { QueueMemory } from "./QueuedRuns.js"
-import { enqueue, findQueued, startQueued } from "./QueuedRuns.js"
+import { cancelQueued, enqueue, findQueued, startQueued } from "./QueuedRuns.js"
 import type { LaunchContext } from "./RunLaunch.js"
 import { endOrphan, launch } from "./RunLaunch.js"
 import type { InheritedCache } from "./RunStart.js"
@@ -319,13 +319,19 @@ export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handler
 
   InterruptRun: (command) =>
     Effect.gen(function* () {
-      const replayed = yield* ctx.cell.replay(
-        command.commandId,
-        "run.interrupt",
-        payloadHash({ threadId: ctx.threadId }),
-        RunReceipt
-      )
+      // The run's end writes the receipt with this hash (FinishRun), whichever run was named.
+      const hash = payloadHash({ threadId: ctx.threadId })
+      const replayed = yield* ctx.cell.replay(command.commandId, "run.interrupt", hash, RunReceipt)
       if (Option.isSome(replayed)) return yield* accepted(ctx, replayed.value.runId)
+      const named = command.runId
+      if (named !== undefined && (yield* Ref.get(ctx.current))?.runId !== named) {
+        // A queued run: out of the queue. One already over: as it ended.
+        const cancelled = yield* cancelQueued(ctx, runs.queue, named)
+        if (cancelled === undefined && (yield* ctx.cell.demand((s) => runById(s, named))) === undefined) {
+          return yield* new RunNotFound({ runId: named })
+        }
+        return yield* accepted(ctx, named)
+      }
       const current = yield* inFlight(ctx)
       yield* Ref.set(ctx.current, { ...current, stopCommandId: command.commandId ?? current.stopCommandId })
       yield* Deferred.succeed(current.stop, interrupted)
