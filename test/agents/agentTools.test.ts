@@ -31,7 +31,12 @@ let fixture: CrossFixture | undefined
 const census = processCensus()
 
 beforeAll(async () => {
-  fixture = await makeCrossFixture("skein-agent-tools-", ({ claude, codex }) => ({ codex, claude }))
+  fixture = await makeCrossFixture("skein-agent-tools-", ({ claude, codex }) => ({
+    codex,
+    claude,
+    // Acts more freely than either: no agent of theirs may start a subagent on it.
+    "codex-full": { ...codex, sandbox: "danger-full-access" }
+  }))
   ;({ configFile, dir, messages, responses } = fixture)
 })
 
@@ -91,6 +96,38 @@ describe("Skein's tools for the agents it runs", () => {
           yield* o.startRun({ threadId: parent.id, provider: codex, message: "what did the helper say", wait: true })
           const last = responses.requests.filter(Responses.isTurnRequest).at(-1)!
           expect(Responses.allInputText(last)).toContain("ok: find the PAPAYA")
+        })
+      ),
+    180_000
+  )
+
+  it(
+    "a Claude Code parent may not start a subagent that acts more freely than it does",
+    () =>
+      withServedRuntime((o) =>
+        Effect.gen(function* () {
+          const parent = yield* o.createThread({ title: "claude parent, bounded" })
+          const from = messages.requests.length
+          const run = yield* o.startRun({
+            threadId: parent.id,
+            provider: claude,
+            message: "ask a freer helper [[spawn:codex-full:delete everything]]",
+            wait: true
+          })
+          census.sample()
+          expect(run.status).toBe("completed")
+          expect(yield* o.listThreads({ parentThreadId: parent.id })).toEqual([])
+          // The refusal came back to Claude Code as the tool's error, saying why and what to do.
+          const results = messages.requests
+            .slice(from)
+            .filter(Messages.isTurnRequest)
+            .flatMap((r) =>
+              ((r.body?.messages ?? []) as Array<any>).flatMap((m) => (Array.isArray(m?.content) ? m.content : []))
+            )
+            .filter((block: any) => block?.type === "tool_result")
+          const text = JSON.stringify(results.map((block: any) => block.content))
+          expect(text).toContain("codex-full acts more freely (approvals ask, sandbox full)")
+          expect(text).toContain("list_providers")
         })
       ),
     180_000

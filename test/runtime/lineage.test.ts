@@ -11,6 +11,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Option } from "effect"
 import { EventStore, Orchestrator } from "@skein/runtime"
 import { startHost } from "../support/hostProcess.js"
+import { makeFaultAdapter, makeFaultPlan } from "../support/FaultAdapter.js"
 import {
   captureLogs,
   inTempRuntime,
@@ -406,6 +407,32 @@ describe("subagents", () => {
         const next = yield* o.startRun({ threadId: parent.id, provider: alpha, message: "[[recall:PLUM]]", wait: true })
         expect(replyOf(next)).toContain("recall:PLUM=yes")
       })
+    )
+  }, 60_000)
+
+  it("the app tool refuses a child on an instance that acts more freely than the calling agent", async () => {
+    // An instance whose agent needs no approval and reaches past its workspace.
+    const free = {
+      ...makeFaultAdapter("free", makeFaultPlan()),
+      autonomy: { approvals: "accept", sandbox: "full" } as const
+    }
+    await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const parent = yield* o.createThread({})
+          const run = yield* o.startRun({
+            threadId: parent.id,
+            provider: alpha,
+            message: "delegate [[subagent:free:do anything]]",
+            wait: true
+          })
+          const call = run.items.find((i) => i.type === "tool_call" && i.name === "spawn_subagent")
+          const output = JSON.parse(call?.type === "tool_call" ? call.output! : "{}") as { error?: string }
+          expect(output.error).toContain("free acts more freely (approvals accept, sandbox full) than you do on alpha")
+          expect(yield* o.listThreads({ parentThreadId: parent.id })).toEqual([])
+          expect((yield* o.listProviders).find((p) => p.name === "free")?.autonomy).toEqual(free.autonomy)
+        }),
+      { extraAdapters: [free] }
     )
   }, 60_000)
 

@@ -57,6 +57,17 @@ export class CannotSteer extends Schema.TaggedError<CannotSteer>()("CannotSteer"
   }
 }
 
+/** A subagent an agent asked for on an instance that acts more freely than that agent's. */
+export class SubagentMoreAutonomous extends Schema.TaggedError<SubagentMoreAutonomous>()("SubagentMoreAutonomous", {
+  provider: Schema.String,
+  parentProvider: Schema.String,
+  detail: Schema.String
+}) {
+  override get message() {
+    return this.detail
+  }
+}
+
 export class NoActiveRun extends Schema.TaggedError<NoActiveRun>()("NoActiveRun", {
   threadId: Schema.String
 }) {
@@ -289,6 +300,7 @@ export const SkeinError = Schema.Union(
   ProviderNotFound,
   RunAlreadyActive,
   CannotSteer,
+  SubagentMoreAutonomous,
   NoActiveRun,
   CommandConflict,
   InvalidInput,

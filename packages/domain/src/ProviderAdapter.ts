@@ -5,6 +5,7 @@
 import { Context, Schema } from "effect"
 import type { Effect, Scope } from "effect"
 import type { ProviderCapabilities, HandoffDelivery } from "./Capabilities.js"
+import type { Autonomy } from "./Autonomy.js"
 import type { ApprovalDecision } from "./Commands.js"
 import type { ProviderFailure } from "./Errors.js"
 import type { HandoffPayload } from "./Handoff.js"
@@ -136,6 +137,8 @@ export interface ProviderAdapter {
   readonly capabilities: ProviderCapabilities
   /** Part of the settings fingerprint: a change may make old native threads unusable. */
   readonly runtimeMode: string
+  /** How freely its agent acts (default `defaultAutonomy`): a subagent's may not exceed its parent's. */
+  readonly autonomy?: Autonomy | undefined
   readonly model: string | null
   readonly openSession: (options: {
     readonly workspace: string | null

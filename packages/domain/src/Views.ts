@@ -1,6 +1,7 @@
 /** Read models returned by queries. */
 import { Schema } from "effect"
 import { ProviderCapabilities } from "./Capabilities.js"
+import { Autonomy } from "./Autonomy.js"
 import { Checkpoint, RestoreOutcome } from "./Checkpoint.js"
 import { ContextHandoff } from "./Handoff.js"
 import { ProviderThread } from "./ProviderThread.js"
@@ -87,6 +88,8 @@ export const ProviderInstanceInfo = Schema.Struct({
   driver: Schema.String,
   model: Schema.NullOr(Schema.String),
   capabilities: ProviderCapabilities,
+  /** How freely its agent acts; a subagent an agent starts may not act more freely. */
+  autonomy: Autonomy,
   sessions: Schema.Array(ProviderSession),
   binary: Schema.optional(ProviderBinaryInfo)
 })

@@ -1,5 +1,6 @@
 export * from "./Ids.js"
 export * from "./ValidatedClass.js"
+export * from "./Autonomy.js"
 export * from "./Capabilities.js"
 export * from "./Thread.js"
 export * from "./Run.js"

@@ -11,7 +11,7 @@ import type {
   ThreadId,
   ThreadViewOptions
 } from "@skein/domain"
-import { ThreadId as ThreadIdSchema } from "@skein/domain"
+import { defaultAutonomy, ThreadId as ThreadIdSchema } from "@skein/domain"
 import {
   type DatabaseInUse,
   HandoffNotFound,
@@ -140,6 +140,7 @@ export const makeOrchestrator = Effect.gen(function* () {
           driver: a.driver,
           model: a.model,
           capabilities: a.capabilities,
+          autonomy: a.autonomy ?? defaultAutonomy,
           sessions: live.filter((s) => s.provider === a.name),
           ...(binary === undefined ? {} : { binary })
         })),

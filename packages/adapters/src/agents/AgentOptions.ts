@@ -2,7 +2,7 @@
  * What every driver of a real agent is configured with, and the adapter around a
  * driver's session: locating its binary once, probing it, typed failures.
  */
-import type { ProviderAdapter, ProviderCapabilities, ProviderFailureCode, ProviderName } from "@skein/domain"
+import type { Autonomy, ProviderAdapter, ProviderCapabilities, ProviderFailureCode, ProviderName } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
 import { Effect } from "effect"
 import type { Scope } from "effect"
@@ -47,6 +47,7 @@ export const makeAgentAdapter = (args: {
   /** The whole environment of the agent's processes. */
   readonly env: Record<string, string>
   readonly runtimeMode: string
+  readonly autonomy: Autonomy
   readonly open: (
     binary: LocatedBinary,
     workspace: string | null
@@ -65,6 +66,7 @@ export const makeAgentAdapter = (args: {
     driver: args.spec.driver,
     capabilities: options.capabilities,
     runtimeMode: args.runtimeMode,
+    autonomy: args.autonomy,
     model: options.model ?? null,
     openSession: ({ workspace }) =>
       Effect.flatMap(

@@ -25,7 +25,7 @@
  *   the turn that started it.
  */
 import * as Path from "node:path"
-import type { ProviderAdapter, ProviderCapabilities } from "@skein/domain"
+import type { Autonomy, ProviderAdapter, ProviderCapabilities } from "@skein/domain"
 import { defaultCapabilities } from "@skein/domain"
 import { Schema } from "effect"
 import type { AgentOptions } from "../agents/AgentOptions.js"
@@ -87,6 +87,20 @@ const DRIVER_ENV: Record<string, string> = {
   DISABLE_AUTOUPDATER: "1"
 }
 
+/**
+ * How freely a Claude Code instance acts: approvals as Skein answers them (`accept` when it
+ * bypasses permissions), read-only in plan mode, unrestricted when it bypasses them.
+ */
+export const claudeAutonomy = (options: Pick<ClaudeAdapterOptions, "approvals" | "permissionMode">): Autonomy => ({
+  approvals: options.permissionMode === "bypassPermissions" ? "accept" : (options.approvals ?? "ask"),
+  sandbox:
+    options.permissionMode === "plan"
+      ? "read-only"
+      : options.permissionMode === "bypassPermissions"
+        ? "full"
+        : "workspace"
+})
+
 export const makeClaudeAdapter = (options: ClaudeAdapterOptions): ProviderAdapter => {
   const env = scopedEnv({ ...DRIVER_ENV, ...options.env }, ["CLAUDE_CONFIG_DIR"])
   const shared: Shared = {
@@ -102,6 +116,7 @@ export const makeClaudeAdapter = (options: ClaudeAdapterOptions): ProviderAdapte
     options,
     env,
     runtimeMode: `approvals=${options.approvals ?? "ask"};permissions=${options.permissionMode ?? "default"}`,
+    autonomy: claudeAutonomy(options),
     open: (binary, workspace) => openSession(options, env, binary, workspace, shared)
   })
 }

@@ -19,7 +19,7 @@
  * - Unknown notifications are ignored; lines that do not decode are logged and skipped;
  *   stderr is drained into a tail kept for error messages.
  */
-import type { ProviderAdapter, ProviderCapabilities } from "@skein/domain"
+import type { Autonomy, ProviderAdapter, ProviderCapabilities } from "@skein/domain"
 import { defaultCapabilities } from "@skein/domain"
 import type { AgentOptions } from "../agents/AgentOptions.js"
 import { makeAgentAdapter } from "../agents/AgentOptions.js"
@@ -71,6 +71,18 @@ export interface CodexAdapterOptions extends AgentOptions {
   readonly sandbox?: SandboxMode | undefined
 }
 
+/**
+ * How freely a Codex instance acts: approvals as Skein answers them, or `accept` when
+ * Codex never asks; its sandbox as configured (Codex's own default writes in the workspace).
+ */
+export const codexAutonomy = (
+  options: Pick<CodexAdapterOptions, "approvals" | "askForApproval" | "sandbox">
+): Autonomy => ({
+  approvals: options.askForApproval === "never" ? "accept" : (options.approvals ?? "ask"),
+  sandbox:
+    options.sandbox === "read-only" ? "read-only" : options.sandbox === "danger-full-access" ? "full" : "workspace"
+})
+
 export const makeCodexAdapter = (options: CodexAdapterOptions): ProviderAdapter => {
   const env = scopedEnv(options.env ?? {}, ["CODEX_HOME"])
   return makeAgentAdapter({
@@ -78,6 +90,7 @@ export const makeCodexAdapter = (options: CodexAdapterOptions): ProviderAdapter 
     options,
     env,
     runtimeMode: `approvals=${options.approvals ?? "ask"};ask=${options.askForApproval ?? "default"};sandbox=${options.sandbox ?? "default"}`,
+    autonomy: codexAutonomy(options),
     open: (binary, workspace) => openSession(options, env, binary, workspace)
   })
 }

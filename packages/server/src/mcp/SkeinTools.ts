@@ -170,14 +170,21 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
     "list_providers",
     {
       title: "List providers",
-      description: "The provider instances a subagent can run on, with what each can do.",
+      description:
+        "The provider instances a subagent can run on, with what each can do and how freely it acts (a subagent may not act more freely than you).",
       inputSchema: inputs.none,
       annotations: { readOnlyHint: true, openWorldHint: false }
     },
     () =>
       handle(
         Effect.map(deps.orchestrator.listProviders, (providers) => ({
-          providers: providers.map(({ capabilities, driver, model, name }) => ({ name, driver, model, capabilities }))
+          providers: providers.map(({ autonomy, capabilities, driver, model, name }) => ({
+            name,
+            driver,
+            model,
+            capabilities,
+            autonomy
+          }))
         }))
       )
   )

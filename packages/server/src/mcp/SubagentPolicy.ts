@@ -4,6 +4,9 @@
  * run at once, and which threads count as a thread's own children. The tools read the
  * facts (a thread's ancestors, its children's first runs) and ask these.
  *
+ * A child never acts more freely than the agent that starts it (domain `autonomyRefusal`):
+ * its instance's approvals and sandbox may not exceed those of the parent run's instance.
+ *
  * Interrupting a parent's run leaves its children running: a child is stopped only by
  * `cancel_subagent` (or `run.interrupt` on the child's thread).
  */

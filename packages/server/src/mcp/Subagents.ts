@@ -5,7 +5,7 @@
  * its own subagent is refused with `NotASubagent`.
  */
 import type { AppThread, CommandId, ProviderName, Run, RunStatus, SkeinError, ThreadId } from "@skein/domain"
-import { isTerminalRunStatus } from "@skein/domain"
+import { autonomyRefusal, isTerminalRunStatus } from "@skein/domain"
 import type { OrchestratorShape } from "@skein/runtime"
 import { Deferred, Duration, Effect, Option } from "effect"
 import { childDepth, isSubagentOf, NotASubagent, spawnRefusal, type SubagentLimitReached } from "./SubagentPolicy.js"
@@ -101,6 +101,26 @@ export const make = (orchestrator: OrchestratorShape, threadId: ThreadId, limits
       })
     )
 
+  /**
+   * A spawn by the agent whose run is going on this thread: refused when the child's
+   * instance acts more freely than that run's. A host's call (no run going) is not an agent's.
+   */
+  const autonomyCheck = (provider: string) =>
+    Effect.gen(function* () {
+      const view = yield* orchestrator.getThread(threadId, { runs: { limit: 1 }, items: false })
+      const going = view.runs.find((run) => run.status === "running")
+      if (going === undefined) return undefined
+      const instances = yield* orchestrator.listProviders
+      const parent = instances.find((i) => i.name === going.provider)
+      const child = instances.find((i) => i.name === provider)
+      // An unknown child instance is refused by the spawn itself, naming the known ones.
+      if (parent === undefined || child === undefined) return undefined
+      return autonomyRefusal(
+        { provider: parent.name, autonomy: parent.autonomy },
+        { provider: child.name, autonomy: child.autonomy }
+      )
+    })
+
   const spawn = (input: {
     readonly provider: string
     readonly prompt: string
@@ -117,6 +137,8 @@ export const make = (orchestrator: OrchestratorShape, threadId: ThreadId, limits
       )
       const refused = spawnRefusal({ depth, children: statuses }, limits)
       if (refused !== undefined) return yield* refused
+      const tooFree = yield* autonomyCheck(input.provider)
+      if (tooFree !== undefined) return yield* tooFree
       const { run, thread } = yield* orchestrator.spawnSubagent(
         {
           parentThreadId: threadId,

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { AppThread, RunStatus, ThreadId } from "@skein/domain"
 import fc from "fast-check"
+import type { Autonomy } from "@skein/domain"
+import { autonomyRefusal } from "@skein/domain"
 import {
   childDepth,
   defaultSubagentLimits,
@@ -75,5 +77,30 @@ describe("subagent policy", () => {
     expect(isSubagentOf(thread("c", "q", "subagent"), "p")).toBe(false)
     expect(isSubagentOf(thread("c", "p", "fork"), "p")).toBe(false)
     expect(isSubagentOf(thread("c", "p", "subagent", true), "p")).toBe(false)
+  })
+
+  it("a child may not act more freely than its parent, in approvals or in sandbox", () => {
+    const approvals: ReadonlyArray<Autonomy["approvals"]> = ["decline", "ask", "accept"]
+    const sandboxes: ReadonlyArray<Autonomy["sandbox"]> = ["read-only", "workspace", "full"]
+    const autonomy = fc.record({ approvals: fc.constantFrom(...approvals), sandbox: fc.constantFrom(...sandboxes) })
+    fc.assert(
+      fc.property(autonomy, autonomy, (p, c) => {
+        const refused = autonomyRefusal({ provider: "p", autonomy: p }, { provider: "c", autonomy: c })
+        const freer =
+          approvals.indexOf(c.approvals) > approvals.indexOf(p.approvals) ||
+          sandboxes.indexOf(c.sandbox) > sandboxes.indexOf(p.sandbox)
+        expect(refused !== undefined).toBe(freer)
+        if (refused !== undefined) {
+          expect(refused.message).toContain(`approvals ${c.approvals}, sandbox ${c.sandbox}`)
+          expect(refused.message).toContain("list_providers")
+        }
+      })
+    )
+    // The same or less is always allowed; a full sandbox under a workspace one never.
+    const ask: Autonomy = { approvals: "ask", sandbox: "workspace" }
+    expect(autonomyRefusal({ provider: "p", autonomy: ask }, { provider: "c", autonomy: ask })).toBeUndefined()
+    expect(
+      autonomyRefusal({ provider: "p", autonomy: ask }, { provider: "c", autonomy: { ...ask, sandbox: "full" } })?._tag
+    ).toBe("SubagentMoreAutonomous")
   })
 })

@@ -5,6 +5,7 @@
  * when the run's end was not recorded.
  */
 import type { AppThread, ProviderName, Run, SkeinError } from "@skein/domain"
+import { autonomyRefusal, defaultAutonomy } from "@skein/domain"
 import { Effect, ExecutionStrategy, Exit, Ref, Scope } from "effect"
 import type { SpawnInput } from "../../lineage/Spawn.js"
 import { forkNowIn } from "../../resources/ForkNow.js"
@@ -49,9 +50,12 @@ export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartP
       checkpoint: checkpointsFor(ctx, workspace, plan.run.ordinal),
       gate: ctx.gate,
       spawn: (provider: ProviderName, prompt: string) =>
-        Effect.map(
-          launcher.spawn({ parentThreadId: ctx.threadId, provider, prompt, createdBy: "agent" }),
-          ({ run, thread }) => ({ threadId: thread.id, runId: run.id })
+        Effect.zipRight(
+          noFreerThan(ctx, plan.run.provider, provider),
+          Effect.map(
+            launcher.spawn({ parentThreadId: ctx.threadId, provider, prompt, createdBy: "agent" }),
+            ({ run, thread }) => ({ threadId: thread.id, runId: run.id })
+          )
         ),
       stop: control.stop,
       graceMs: ctx.config.interruptGraceMs,
@@ -71,6 +75,17 @@ export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartP
       // Started on this stack: the turn is on its way to the provider before the reply.
       (driver) => forkNowIn(driver, launcher.scope)
     )
+  })
+
+/** A subagent the run's agent asks for may not act more freely than that agent (domain `autonomyRefusal`). */
+const noFreerThan = (ctx: ThreadContext, parent: ProviderName, child: ProviderName) =>
+  Effect.suspend(() => {
+    const autonomyOf = (name: string) => ({
+      provider: name,
+      autonomy: ctx.sessions.adapters.find((a) => a.name === name)?.autonomy ?? defaultAutonomy
+    })
+    const refused = autonomyRefusal(autonomyOf(parent), autonomyOf(child))
+    return refused === undefined ? Effect.void : Effect.fail(refused)
   })
 
 /**
