@@ -84,6 +84,8 @@ const daemon = Command.make(
 
 const stdio = Command.make("stdio", { db, config, dataDir }, (o) => server((commands) => commands.stdio(o)))
 
+const acpAgent = Command.make("acp", { db, config, dataDir }, (o) => server((commands) => commands.acp(o)))
+
 // ---- call -------------------------------------------------------------------------
 
 const call = Command.make(
@@ -222,6 +224,7 @@ export const skeinCommand = Command.make("skein").pipe(
   Command.withSubcommands([
     daemon,
     stdio,
+    acpAgent,
     call,
     thread,
     threads,

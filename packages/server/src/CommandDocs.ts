@@ -86,6 +86,21 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
     examples: ["skein stdio --db ./skein.db"]
   },
   {
+    path: "acp",
+    usage: "skein acp [--db FILE] [--config FILE] [--data-dir DIR]",
+    summary:
+      "Be an ACP agent on stdin/stdout for an editor (Zed, a Neovim or Emacs ACP client): each session a thread, each prompt a run on the session's provider.",
+    details: [
+      "The editor picks the provider with the session option `provider`; switching between prompts hands the new one what it missed. Approvals become permission requests; cancel interrupts the run; loading a session replays its thread."
+    ],
+    options: [
+      ["--db FILE", "The SQLite database (default DATA_DIR/skein.db)."],
+      ["--config FILE", "Provider instances, as JSON. Default: two scripted providers, alpha and beta."],
+      ["--data-dir DIR", "The data directory (default $SKEIN_HOME, else ~/.skein)."]
+    ],
+    examples: ["skein acp --config ~/.skein/providers.json"]
+  },
+  {
     path: "call",
     usage: "skein call METHOD [JSON] [--limit N]",
     summary: "Call any RPC method with a JSON payload and print its JSON result (one line per item for streams).",

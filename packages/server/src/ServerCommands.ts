@@ -1,5 +1,5 @@
 /**
- * What `daemon`, `stdio` and `demo` do (declared in `Cli.ts`, which imports this module
+ * What `daemon`, `stdio`, `acp` and `demo` do (declared in `Cli.ts`, which imports this module
  * when one of them runs): the commands that run Skein itself, with the runtime, the
  * adapters and SQLite.
  */
@@ -12,6 +12,7 @@ import { runDemo } from "./Demo.js"
 import { normaliseAllowedHost, normaliseOrigin } from "./Handshake.js"
 import { skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { serveStdio } from "./Stdio.js"
+import { serveAcpStdio } from "./acp/AcpStdio.js"
 
 interface Paths {
   readonly db: Option.Option<string>
@@ -67,6 +68,19 @@ export const stdio = (o: Paths) =>
         writeLine: (line) => Effect.sync(() => void process.stdout.write(`${line}\n`))
       })
     ).pipe(Effect.provide(skeinRuntimeLayer({ dbPath, dataDir: dir, configFile: Option.getOrUndefined(o.config) })))
+  }).pipe(reportFailures())
+
+/** `skein acp`: Skein as an ACP agent on stdio, over an embedded runtime. */
+export const acp = (o: Paths) =>
+  Effect.gen(function* () {
+    const { dataDir: dir, dbPath } = resolvePaths({
+      dbPath: Option.getOrUndefined(o.db),
+      dataDir: Option.getOrUndefined(o.dataDir)
+    })
+    yield* ensureDataDir(dir)
+    yield* serveAcpStdio.pipe(
+      Effect.provide(skeinRuntimeLayer({ dbPath, dataDir: dir, configFile: Option.getOrUndefined(o.config) }))
+    )
   }).pipe(reportFailures())
 
 export const demo = (o: { readonly json: boolean }) => runDemo({ json: o.json }).pipe(reportFailures())

@@ -1,0 +1,187 @@
+/**
+ * `skein acp` driven by the official ACP SDK's client (`@agentclientprotocol/sdk`), as an
+ * editor would: the real executable as a child process over stdio, its embedded runtime
+ * on a fresh database with the scripted providers.
+ */
+import * as acp from "@agentclientprotocol/sdk"
+import { describe, expect, it } from "@effect/vitest"
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { Readable, Writable } from "node:stream"
+import { binPath, childEnv, tempDir } from "./support.js"
+
+interface Editor {
+  readonly updates: Array<acp.SessionNotification>
+  readonly permissions: Array<acp.RequestPermissionRequest>
+}
+
+/** Starts `skein acp` on `home` and runs `op` as an editor connected to it; stops it after. */
+const withAcp = async <A>(home: string, op: (context: acp.ClientContext, editor: Editor) => Promise<A>): Promise<A> => {
+  const child = ChildProcess.spawn(
+    process.execPath,
+    [binPath, "acp", "--db", Path.join(home, "skein.db"), "--data-dir", home],
+    { env: childEnv(home), stdio: ["pipe", "pipe", "pipe"] }
+  )
+  let stderr = ""
+  child.stderr.on("data", (d) => (stderr += String(d)))
+  const editor: Editor = { updates: [], permissions: [] }
+  const stream = acp.ndJsonStream(
+    Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+    Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>
+  )
+  try {
+    return await acp
+      .client({ name: "skein-test-editor" })
+      .onNotification(acp.methods.client.session.update, ({ params }) => void editor.updates.push(params))
+      .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+        editor.permissions.push(params)
+        return { outcome: { outcome: "selected", optionId: "accept" } }
+      })
+      .connectWith(stream, (context) => op(context, editor))
+  } catch (error) {
+    throw new Error(`${String(error)}; skein acp stderr: ${stderr.slice(-2000)}`)
+  } finally {
+    child.stdin.end()
+    const exited = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 10_000)
+      child.once("exit", () => {
+        clearTimeout(timer)
+        resolve(true)
+      })
+      if (child.exitCode !== null) resolve(true)
+    })
+    if (!exited) child.kill("SIGKILL")
+  }
+}
+
+const textsOf = (updates: ReadonlyArray<acp.SessionNotification>, kind: string): Array<string> =>
+  updates.flatMap(({ update }) => {
+    if (update.sessionUpdate !== kind || !("content" in update)) return []
+    const content = update.content as { readonly type?: string; readonly text?: string } | null
+    return content?.type === "text" && typeof content.text === "string" ? [content.text] : []
+  })
+
+describe("skein acp", () => {
+  it("an editor opens a session, prompts, switches provider with recall across it, lists, cancels, answers a permission, loads after a restart", async () => {
+    const home = tempDir("skein-acp-")
+    const workspace = tempDir("skein-acp-ws-")
+    try {
+      const sessionId = await withAcp(home, async (agent, editor) => {
+        const init = await agent.request(acp.methods.agent.initialize, {
+          protocolVersion: acp.PROTOCOL_VERSION,
+          clientCapabilities: {}
+        })
+        expect(init.protocolVersion).toBe(acp.PROTOCOL_VERSION)
+        expect(init.agentCapabilities?.loadSession).toBe(true)
+        expect(init.agentInfo?.name).toBe("skein")
+
+        const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [] })
+        const option = session.configOptions?.find((o) => o.id === "provider")
+        expect(option?.type === "select" && option.currentValue).toBe("alpha")
+        expect(option?.type === "select" && option.options.map((o) => ("value" in o ? o.value : ""))).toEqual([
+          "alpha",
+          "beta"
+        ])
+
+        const first = await agent.request(acp.methods.agent.session.prompt, {
+          sessionId: session.sessionId,
+          prompt: [{ type: "text", text: "the fruit is KIWI [[cmd:npm test:0]] [[plan:read;write]]" }]
+        })
+        expect(first.stopReason).toBe("end_turn")
+        expect(textsOf(editor.updates, "agent_message_chunk").join("\n")).toContain("ok")
+        expect(editor.updates.some(({ update }) => update.sessionUpdate === "tool_call")).toBe(true)
+        expect(editor.updates.some(({ update }) => update.sessionUpdate === "plan")).toBe(true)
+
+        // A switch of provider between prompts: beta was not there, and is handed what it missed.
+        const switched = await agent.request(acp.methods.agent.session.setConfigOption, {
+          sessionId: session.sessionId,
+          configId: "provider",
+          value: "beta"
+        })
+        const now = switched.configOptions.find((o) => o.id === "provider")
+        expect(now?.type === "select" && now.currentValue).toBe("beta")
+        const before = editor.updates.length
+        const second = await agent.request(acp.methods.agent.session.prompt, {
+          sessionId: session.sessionId,
+          prompt: [{ type: "text", text: "[[recall:KIWI]]" }]
+        })
+        expect(second.stopReason).toBe("end_turn")
+        const after = editor.updates.slice(before)
+        expect(textsOf(after, "agent_message_chunk").join("\n")).toContain("recall:KIWI=yes")
+        // The handoff is shown, not hidden.
+        expect(
+          after.some(
+            ({ update }) => update.sessionUpdate === "tool_call" && update.title.startsWith("Context handed over")
+          )
+        ).toBe(true)
+
+        // An unknown provider is refused with Skein's typed error.
+        const refused = await agent
+          .request(acp.methods.agent.session.setConfigOption, {
+            sessionId: session.sessionId,
+            configId: "provider",
+            value: "gamma"
+          })
+          .catch((error: acp.RequestError) => error)
+        expect(refused).toBeInstanceOf(Error)
+        expect((refused as acp.RequestError).data).toMatchObject({ _tag: "ProviderNotFound" })
+
+        // A permission the agent asks for reaches the editor; its answer is recorded.
+        await agent.request(acp.methods.agent.session.prompt, {
+          sessionId: session.sessionId,
+          prompt: [{ type: "text", text: "[[ask:Deploy to staging?]]" }]
+        })
+        expect(editor.permissions.map((p) => p.toolCall.title)).toEqual(["Deploy to staging?"])
+
+        // Cancel: the prompt ends cancelled.
+        const slow = agent.request(acp.methods.agent.session.prompt, {
+          sessionId: session.sessionId,
+          prompt: [{ type: "text", text: "take long [[sleep:20000]]" }]
+        })
+        await new Promise((resolve) => setTimeout(resolve, 500))
+        const started = Date.now()
+        await agent.notify(acp.methods.agent.session.cancel, { sessionId: session.sessionId })
+        expect((await slow).stopReason).toBe("cancelled")
+        expect(Date.now() - started).toBeLessThan(5_000)
+
+        const listed = await agent.request(acp.methods.agent.session.list, {})
+        expect(listed.sessions.map((s) => [s.sessionId, s.cwd])).toEqual([[session.sessionId, workspace]])
+        return session.sessionId
+      })
+
+      // After a restart: the session loads, its history replayed as updates.
+      await withAcp(home, async (agent, editor) => {
+        await agent.request(acp.methods.agent.initialize, {
+          protocolVersion: acp.PROTOCOL_VERSION,
+          clientCapabilities: {}
+        })
+        const unknown = await agent
+          .request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "hello" }] })
+          .catch((error: acp.RequestError) => error)
+        expect((unknown as acp.RequestError).data).toMatchObject({ _tag: "ThreadNotFound" })
+        const loaded = await agent.request(acp.methods.agent.session.load, {
+          sessionId,
+          cwd: workspace,
+          mcpServers: []
+        })
+        const option = loaded.configOptions?.find((o) => o.id === "provider")
+        expect(option?.type === "select" && option.currentValue).toBe("beta")
+        expect(textsOf(editor.updates, "user_message_chunk")).toEqual([
+          "the fruit is KIWI [[cmd:npm test:0]] [[plan:read;write]]",
+          "[[recall:KIWI]]",
+          "[[ask:Deploy to staging?]]",
+          "take long [[sleep:20000]]"
+        ])
+        const again = await agent.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: "text", text: "[[recall:KIWI]]" }]
+        })
+        expect(again.stopReason).toBe("end_turn")
+      })
+    } finally {
+      Fs.rmSync(home, { recursive: true, force: true })
+      Fs.rmSync(workspace, { recursive: true, force: true })
+    }
+  }, 120_000)
+})
