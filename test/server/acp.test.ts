@@ -184,4 +184,114 @@ describe("skein acp", () => {
       Fs.rmSync(workspace, { recursive: true, force: true })
     }
   }, 120_000)
+
+  it("2,000 seeded hostile lines: every request is answered once, the rest ignored, the process alive", async () => {
+    const home = tempDir("skein-acp-hostile-")
+    const child = ChildProcess.spawn(
+      process.execPath,
+      [binPath, "acp", "--db", Path.join(home, "skein.db"), "--data-dir", home],
+      { env: childEnv(home), stdio: ["pipe", "pipe", "pipe"] }
+    )
+    child.stdin.on("error", () => {})
+    const answers = new Map<string, number>()
+    let out = ""
+    child.stdout.on("data", (d) => {
+      out += String(d)
+      let newline = out.indexOf("\n")
+      while (newline >= 0) {
+        const line = out.slice(0, newline)
+        out = out.slice(newline + 1)
+        newline = out.indexOf("\n")
+        try {
+          const message = JSON.parse(line) as { id?: unknown; method?: unknown }
+          if (message.method === undefined && message.id !== undefined && message.id !== null) {
+            const key = JSON.stringify(message.id)
+            answers.set(key, (answers.get(key) ?? 0) + 1)
+          }
+        } catch {
+          answers.set("unparsable output", (answers.get("unparsable output") ?? 0) + 1)
+        }
+      }
+    })
+    try {
+      // A seeded generator: the same lines on every run.
+      let seed = 0x5eed
+      const random = () => {
+        seed = (seed + 0x6d2b79f5) | 0
+        let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+        t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+      }
+      const pick = <A>(values: ReadonlyArray<A>): A => values[Math.floor(random() * values.length)]!
+      const expected = new Set<string>()
+      let next = 1
+      const request = (method: string, params: unknown) => {
+        const id = next % 3 === 0 ? `r-${next}` : next
+        next++
+        expected.add(JSON.stringify(id))
+        return JSON.stringify({ jsonrpc: "2.0", id, method, params })
+      }
+      const lines: Array<string> = [request("initialize", { protocolVersion: 1, clientCapabilities: {} })]
+      const methods = [
+        "session/new",
+        "session/prompt",
+        "session/load",
+        "session/list",
+        "session/set_config_option",
+        "nope/x",
+        ""
+      ]
+      const junk = [
+        () =>
+          Array.from({ length: 1 + Math.floor(random() * 80) }, () =>
+            String.fromCharCode(32 + Math.floor(random() * 95))
+          ).join(""),
+        () =>
+          request(pick(methods), { sessionId: pick([1, null, "thr_missing", {}, []]), cwd: pick(["", "relative", 5]) }),
+        () => request(pick(methods), pick([null, 42, "x", [1, 2], { prompt: "not an array" }])),
+        () =>
+          JSON.stringify({ jsonrpc: "2.0", id: -1, method: "session/list", params: {} }).slice(
+            0,
+            Math.floor(random() * 40)
+          ),
+        () => JSON.stringify(pick([1, "s", null, true, [], [1, { a: 2 }]])),
+        () =>
+          JSON.stringify({
+            jsonrpc: pick(["1.0", 2, undefined]),
+            id: pick([{}, [1], true, 1.5]),
+            method: "initialize"
+          }),
+        () => JSON.stringify({ jsonrpc: "2.0", method: pick(methods), params: pick([{}, { sessionId: 7 }, null]) }),
+        () => JSON.stringify({ jsonrpc: "2.0", id: 900_000 + Math.floor(random() * 1000), result: {} }),
+        () => "[".repeat(1 + Math.floor(random() * 5000)),
+        () => "\u0000\u0001\u001b[31m",
+        () => request("session/list", {})
+      ]
+      while (lines.length < 2000) lines.push(pick(junk)())
+      // One line past the bound, answered and skipped.
+      lines.push(`{"jsonrpc":"2.0","id":"big","method":"session/list","params":{"x":"${"x".repeat(9 * 1024 * 1024)}"}}`)
+      expected.add(JSON.stringify("big"))
+      lines.push(request("session/list", {}))
+      for (const line of lines) child.stdin.write(`${line}\n`)
+      const done = () => [...expected].every((id) => answers.has(id))
+      const deadline = Date.now() + 30_000
+      while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      expect([...expected].filter((id) => answers.get(id) !== 1)).toEqual([])
+      expect(answers.get("unparsable output")).toBeUndefined()
+      expect(child.exitCode).toBeNull()
+    } finally {
+      child.stdin.end()
+      await new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          child.kill("SIGKILL")
+          resolve(undefined)
+        }, 10_000)
+        child.once("exit", () => {
+          clearTimeout(timer)
+          resolve(undefined)
+        })
+      })
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 90_000)
 })

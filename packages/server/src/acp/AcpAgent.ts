@@ -22,7 +22,7 @@ export interface AcpAgentDeps {
 }
 
 const codeOf = (tag: string): number =>
-  tag === "InvalidInput" || tag === "ProviderNotFound"
+  tag === "InvalidInput" || tag === "ProviderNotFound" || tag === "InvalidWorkspace"
     ? -32602
     : tag === "ThreadNotFound" || tag === "RunNotFound"
       ? -32002

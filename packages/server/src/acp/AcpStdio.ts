@@ -1,14 +1,32 @@
 /**
  * `skein acp`: the ACP agent (AcpAgent.ts) on this process's stdio, newline-delimited
- * JSON both ways, over the Orchestrator in context. Ends when the editor closes stdin.
+ * JSON both ways, over the Orchestrator in context. Lines are read with a bound: one
+ * longer than `MAX_LINE_BYTES` is answered with a JSON-RPC error and skipped, never held
+ * whole (the SDK would close the connection). Ends when the editor closes stdin.
  */
 import * as acp from "@agentclientprotocol/sdk"
+import { stdin } from "@effect/platform-node/NodeStream"
+import { boundedLines } from "@skein/adapters"
 import { Orchestrator } from "@skein/runtime"
-import { Effect, Runtime } from "effect"
-import { Readable, Writable } from "node:stream"
+import { Effect, Runtime, Stream } from "effect"
+import { Writable } from "node:stream"
 import { makeAcpAgent } from "./AcpAgent.js"
 
 const VERSION = "0.1.0"
+
+/** The longest line read: a prompt of the largest message Skein takes (1 MiB) fits many times over. */
+export const MAX_LINE_BYTES = 8 * 1024 * 1024
+
+/** The request id an oversized line's first bytes name, if they do. */
+const idIn = (prefix: string): string | number | null => {
+  const found = /"id"\s*:\s*(-?\d{1,15}|"(?:[^"\\]|\\.){0,200}")/.exec(prefix)?.[1]
+  if (found === undefined) return null
+  try {
+    return JSON.parse(found) as string | number
+  } catch {
+    return null
+  }
+}
 
 export const serveAcpStdio: Effect.Effect<void, never, Orchestrator> = Effect.gen(function* () {
   const orchestrator = yield* Orchestrator
@@ -18,10 +36,34 @@ export const serveAcpStdio: Effect.Effect<void, never, Orchestrator> = Effect.ge
     run: (effect) => Runtime.runPromiseExit(runtime)(effect),
     version: VERSION
   })
-  const stream = acp.ndJsonStream(
-    Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
-    Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>
+  let feed: ReadableStreamDefaultController<Uint8Array> | undefined
+  const input = new ReadableStream<Uint8Array>({ start: (controller) => void (feed = controller) })
+  const encoder = new TextEncoder()
+  const connection = agent.connect(
+    acp.ndJsonStream(Writable.toWeb(process.stdout) as WritableStream<Uint8Array>, input, {
+      maxMessageBytes: MAX_LINE_BYTES + 1
+    })
   )
-  const connection = agent.connect(stream)
+  const refuse = (bytes: number, prefix: string) =>
+    process.stdout.write(
+      `${JSON.stringify({
+        jsonrpc: "2.0",
+        id: idIn(prefix),
+        error: {
+          code: -32600,
+          message: `Invalid request: a line of ${bytes} bytes, over the ${MAX_LINE_BYTES} Skein reads`
+        }
+      })}\n`
+    )
+  yield* stdin.pipe(
+    boundedLines(MAX_LINE_BYTES),
+    Stream.runForEach((line) =>
+      Effect.sync(() =>
+        line._tag === "Line" ? feed?.enqueue(encoder.encode(`${line.text}\n`)) : refuse(line.bytes, line.prefix)
+      )
+    ),
+    Effect.catchAll(() => Effect.void),
+    Effect.ensuring(Effect.sync(() => feed?.close()))
+  )
   yield* Effect.promise(() => connection.closed)
 })
