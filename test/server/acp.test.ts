@@ -63,7 +63,7 @@ const textsOf = (updates: ReadonlyArray<acp.SessionNotification>, kind: string):
   })
 
 describe("skein acp", () => {
-  it("an editor opens a session, prompts, switches provider with recall across it, lists, cancels, answers a permission, loads after a restart", async () => {
+  it("an editor: prompts, a provider switch with recall, slash commands, a permission, cancel, list; load, close, resume after a restart", async () => {
     const home = tempDir("skein-acp-")
     const workspace = tempDir("skein-acp-ws-")
     try {
@@ -147,6 +147,37 @@ describe("skein acp", () => {
 
         const listed = await agent.request(acp.methods.agent.session.list, {})
         expect(listed.sessions.map((s) => [s.sessionId, s.cwd])).toEqual([[session.sessionId, workspace]])
+
+        // Slash commands, offered once the session opened.
+        const offered = editor.updates.flatMap(({ update }) =>
+          update.sessionUpdate === "available_commands_update" ? update.availableCommands.map((c) => c.name) : []
+        )
+        expect(offered).toEqual(["provider", "fork", "merge-back", "rollback", "handoff"])
+        const command = async (text: string) => {
+          const from = editor.updates.length
+          const answer = await agent.request(acp.methods.agent.session.prompt, {
+            sessionId: session.sessionId,
+            prompt: [{ type: "text", text }]
+          })
+          expect(answer.stopReason).toBe("end_turn")
+          return textsOf(editor.updates.slice(from), "agent_message_chunk").join("\n")
+        }
+        const handoff = await command("/handoff")
+        expect(handoff).toMatch(/^Handoff hof_\S+ \(full_thread_summary, runs 1-1, ready\):\n\n/)
+        expect(handoff).toContain("KIWI")
+        expect(await command("/provider alpha")).toBe("The next prompts go to alpha.")
+        const forked = await command("/fork")
+        expect(forked).toMatch(/^Forked as thr_/)
+        const runsBefore = editor.updates.length
+        const wrong = await agent
+          .request(acp.methods.agent.session.prompt, {
+            sessionId: session.sessionId,
+            prompt: [{ type: "text", text: "/provider gamma" }]
+          })
+          .catch((error: acp.RequestError) => error)
+        expect((wrong as acp.RequestError).data).toMatchObject({ _tag: "ProviderNotFound" })
+        expect(editor.updates.length).toBe(runsBefore)
+        expect((await agent.request(acp.methods.agent.session.list, {})).sessions).toHaveLength(2)
         return session.sessionId
       })
 
@@ -178,6 +209,23 @@ describe("skein acp", () => {
           prompt: [{ type: "text", text: "[[recall:KIWI]]" }]
         })
         expect(again.stopReason).toBe("end_turn")
+        // Closed, the session takes no prompt; resumed, it does, without its history again.
+        expect(await agent.request(acp.methods.agent.session.close, { sessionId })).toEqual({})
+        const closed = await agent
+          .request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "hi" }] })
+          .catch((error: acp.RequestError) => error)
+        expect((closed as acp.RequestError).data).toMatchObject({ _tag: "ThreadNotFound" })
+        const replayed = editor.updates.length
+        const resumed = await agent.request(acp.methods.agent.session.resume, { sessionId, cwd: workspace })
+        const current = resumed.configOptions?.find((o) => o.id === "provider")
+        // The provider its last run was on.
+        expect(current?.type === "select" && current.currentValue).toBe("beta")
+        expect(textsOf(editor.updates.slice(replayed), "user_message_chunk")).toEqual([])
+        const last = await agent.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: "text", text: "[[recall:KIWI]]" }]
+        })
+        expect(last.stopReason).toBe("end_turn")
       })
     } finally {
       Fs.rmSync(home, { recursive: true, force: true })

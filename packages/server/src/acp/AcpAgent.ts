@@ -12,6 +12,7 @@ import * as acp from "@agentclientprotocol/sdk"
 import type { ProviderName, Run, SkeinError, StoredEvent, ThreadId, TurnItem } from "@skein/domain"
 import type { OrchestratorShape } from "@skein/runtime"
 import { Cause, Deferred, Effect, Exit, Option } from "effect"
+import { availableCommands, commandOf, runCommand } from "./AcpCommands.js"
 import { promptText, stopReasonOf, updateOf } from "./AcpUpdates.js"
 
 export interface AcpAgentDeps {
@@ -30,6 +31,8 @@ const codeOf = (tag: string): number =>
 
 /** A failure as the JSON-RPC error the SDK sends: Skein's typed error in `data`. */
 const requestError = (cause: Cause.Cause<unknown>): acp.RequestError => {
+  const thrown = Option.getOrUndefined(Cause.dieOption(cause))
+  if (thrown instanceof acp.RequestError) return thrown
   const failure = Option.getOrUndefined(Cause.failureOption(cause)) as
     { readonly _tag?: string; readonly message?: string } | undefined
   if (failure?._tag !== undefined) {
@@ -66,6 +69,30 @@ export const makeAcpAgent = (deps: AcpAgentDeps): acp.AgentApp => {
         options: names.map((name) => ({ value: name, name }))
       }
     ]
+  }
+
+  /** Opens a session on this connection: its provider, and (once answered) the commands it offers. */
+  const open = async (context: acp.AgentContext, sessionId: string, provider: string | undefined) => {
+    const [first] = await instances()
+    providers.set(sessionId, providers.get(sessionId) ?? provider ?? first ?? "")
+    // After the answer that names the session.
+    setImmediate(() => {
+      const update = { sessionUpdate: "available_commands_update" as const, availableCommands }
+      void context.notify(acp.methods.client.session.update, { sessionId, update }).catch(() => undefined)
+    })
+    return { configOptions: await configOptions(sessionId) }
+  }
+
+  /** `/provider NAME`, and the config option: a configured instance, or ProviderNotFound. */
+  const setProvider = async (sessionId: string, value: string) => {
+    const names = await instances()
+    if (!names.includes(value)) {
+      throw new acp.RequestError(-32602, `No provider instance "${value}"; configured: ${names.join(", ")}`, {
+        _tag: "ProviderNotFound",
+        message: `No provider instance "${value}"`
+      })
+    }
+    providers.set(sessionId, value)
   }
 
   /** The session's thread, known to this connection (new or loaded), or a typed refusal. */
@@ -144,22 +171,30 @@ export const makeAcpAgent = (deps: AcpAgentDeps): acp.AgentApp => {
       agentCapabilities: {
         loadSession: true,
         promptCapabilities: { image: false, audio: false, embeddedContext: false },
-        sessionCapabilities: { list: {} }
+        sessionCapabilities: { list: {}, resume: {}, close: {} }
       },
       agentInfo: { name: "skein", title: "Skein", version: deps.version },
       authMethods: []
     }))
-    .onRequest(acp.methods.agent.session.new, async ({ params }) => {
+    .onRequest(acp.methods.agent.session.new, async ({ client, params }) => {
       const thread = await call(orchestrator.createThread({ workspace: params.cwd }))
-      const [first] = await instances()
-      if (first !== undefined) providers.set(thread.id, first)
-      return { sessionId: thread.id, configOptions: await configOptions(thread.id) }
+      return { sessionId: thread.id, ...(await open(client, thread.id, undefined)) }
+    })
+    .onRequest(acp.methods.agent.session.resume, async ({ client, params }) => {
+      const view = await call(
+        orchestrator.getThread(params.sessionId as ThreadId, { runs: { limit: 1 }, items: false })
+      )
+      return open(client, params.sessionId, view.runs.at(-1)?.provider)
+    })
+    .onRequest(acp.methods.agent.session.close, async ({ params }) => {
+      if (providers.delete(params.sessionId)) {
+        // Its run, if one is going, stops with it.
+        await deps.run(orchestrator.interruptRun({ threadId: params.sessionId as ThreadId }))
+      }
+      return {}
     })
     .onRequest(acp.methods.agent.session.load, async ({ client, params }) => {
       const view = await call(orchestrator.getThread(params.sessionId as ThreadId))
-      const last = view.runs.at(-1)
-      const [first] = await instances()
-      providers.set(params.sessionId, providers.get(params.sessionId) ?? last?.provider ?? first ?? "")
       // The history, as the editor would have seen it: each run's message, then what it did.
       for (const run of view.runs) {
         const update = {
@@ -173,7 +208,7 @@ export const makeAcpAgent = (deps: AcpAgentDeps): acp.AgentApp => {
             await client.notify(acp.methods.client.session.update, { sessionId: params.sessionId, update: shown })
         }
       }
-      return { configOptions: await configOptions(params.sessionId) }
+      return open(client, params.sessionId, view.runs.at(-1)?.provider)
     })
     .onRequest(acp.methods.agent.session.list, async ({ params }) => {
       const threads = await call(orchestrator.listThreads({}))
@@ -191,19 +226,23 @@ export const makeAcpAgent = (deps: AcpAgentDeps): acp.AgentApp => {
           message: `unknown config option ${params.configId}`
         })
       }
-      const names = await instances()
-      if (!names.includes(params.value)) {
-        throw new acp.RequestError(-32602, `No provider instance "${params.value}"; configured: ${names.join(", ")}`, {
-          _tag: "ProviderNotFound",
-          message: `No provider instance "${params.value}"`
-        })
-      }
-      providers.set(params.sessionId, params.value)
+      await setProvider(params.sessionId, params.value)
       return { configOptions: await configOptions(params.sessionId) }
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ client, params }) => {
       const { provider, threadId } = sessionOf(params.sessionId)
       const message = promptText(params.prompt)
+      const command = commandOf(message)
+      if (command !== undefined) {
+        const said = await call(
+          runCommand(orchestrator, threadId, command, (name) =>
+            Effect.promise(() => setProvider(params.sessionId, name))
+          )
+        )
+        const update = { sessionUpdate: "agent_message_chunk" as const, content: { type: "text" as const, text: said } }
+        await client.notify(acp.methods.client.session.update, { sessionId: params.sessionId, update })
+        return { stopReason: "end_turn" }
+      }
       const started = await call(orchestrator.startRun({ threadId, provider, message }))
       const exit = await deps.run(follow(client, params.sessionId, threadId, started.id))
       if (Exit.isFailure(exit)) throw requestError(exit.cause)
