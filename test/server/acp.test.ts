@@ -9,7 +9,7 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Readable, Writable } from "node:stream"
-import { binPath, childEnv, tempDir } from "./support.js"
+import { binPath, childEnv, runSkein, tempDir, trackDaemons } from "./support.js"
 
 interface Editor {
   readonly updates: Array<acp.SessionNotification>
@@ -17,12 +17,15 @@ interface Editor {
 }
 
 /** Starts `skein acp` on `home` and runs `op` as an editor connected to it; stops it after. */
-const withAcp = async <A>(home: string, op: (context: acp.ClientContext, editor: Editor) => Promise<A>): Promise<A> => {
-  const child = ChildProcess.spawn(
-    process.execPath,
-    [binPath, "acp", "--db", Path.join(home, "skein.db"), "--data-dir", home],
-    { env: childEnv(home), stdio: ["pipe", "pipe", "pipe"] }
-  )
+const withAcp = async <A>(
+  home: string,
+  op: (context: acp.ClientContext, editor: Editor) => Promise<A>,
+  args: ReadonlyArray<string> = ["--db", Path.join(home, "skein.db"), "--data-dir", home]
+): Promise<A> => {
+  const child = ChildProcess.spawn(process.execPath, [binPath, "acp", ...args], {
+    env: childEnv(home),
+    stdio: ["pipe", "pipe", "pipe"]
+  })
   let stderr = ""
   child.stderr.on("data", (d) => (stderr += String(d)))
   const editor: Editor = { updates: [], permissions: [] }
@@ -63,6 +66,44 @@ const textsOf = (updates: ReadonlyArray<acp.SessionNotification>, kind: string):
   })
 
 describe("skein acp", () => {
+  const daemon = trackDaemons()
+
+  it("with --url, serves a running daemon's threads", async () => {
+    const home = tempDir("skein-acp-url-")
+    const workspace = tempDir("skein-acp-url-ws-")
+    try {
+      const running = await daemon(["--port", "0"], childEnv(home))
+      const sessionId = await withAcp(
+        home,
+        async (agent, editor) => {
+          await agent.request(acp.methods.agent.initialize, {
+            protocolVersion: acp.PROTOCOL_VERSION,
+            clientCapabilities: {}
+          })
+          const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace, mcpServers: [] })
+          const answer = await agent.request(acp.methods.agent.session.prompt, {
+            sessionId: session.sessionId,
+            prompt: [{ type: "text", text: "through the daemon [[decide:use FIG]]" }]
+          })
+          expect(answer.stopReason).toBe("end_turn")
+          expect(textsOf(editor.updates, "agent_message_chunk").join("\n")).toContain("decision: use FIG")
+          return session.sessionId
+        },
+        ["--url", running.url]
+      )
+      // The thread is the daemon's.
+      const shown = await runSkein(
+        ["call", "--url", running.url, "thread.get", JSON.stringify({ threadId: sessionId })],
+        childEnv(home)
+      )
+      expect(shown.code, shown.stderr).toBe(0)
+      expect(JSON.parse(shown.stdout).runs.map((r: { status: string }) => r.status)).toEqual(["completed"])
+    } finally {
+      Fs.rmSync(home, { recursive: true, force: true })
+      Fs.rmSync(workspace, { recursive: true, force: true })
+    }
+  }, 60_000)
+
   it("an editor: prompts, a provider switch with recall, slash commands, a permission, cancel, list; load, close, resume after a restart", async () => {
     const home = tempDir("skein-acp-")
     const workspace = tempDir("skein-acp-ws-")

@@ -84,7 +84,11 @@ const daemon = Command.make(
 
 const stdio = Command.make("stdio", { db, config, dataDir }, (o) => server((commands) => commands.stdio(o)))
 
-const acpAgent = Command.make("acp", { db, config, dataDir }, (o) => server((commands) => commands.acp(o)))
+const acpAgent = Command.make(
+  "acp",
+  { db, config, dataDir, url: Options.text("url").pipe(Options.optional), token },
+  (o) => server((commands) => commands.acp(o))
+)
 
 // ---- call -------------------------------------------------------------------------
 

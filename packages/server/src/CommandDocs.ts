@@ -87,7 +87,7 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
   },
   {
     path: "acp",
-    usage: "skein acp [--db FILE] [--config FILE] [--data-dir DIR]",
+    usage: "skein acp [--db FILE] [--config FILE] [--data-dir DIR] [--url URL] [--token TOKEN]",
     summary:
       "Be an ACP agent on stdin/stdout for an editor (Zed, a Neovim or Emacs ACP client): each session a thread, each prompt a run on the session's provider.",
     details: [
@@ -96,9 +96,14 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
     options: [
       ["--db FILE", "The SQLite database (default DATA_DIR/skein.db)."],
       ["--config FILE", "Provider instances, as JSON. Default: two scripted providers, alpha and beta."],
-      ["--data-dir DIR", "The data directory (default $SKEIN_HOME, else ~/.skein)."]
+      ["--data-dir DIR", "The data directory (default $SKEIN_HOME, else ~/.skein)."],
+      [
+        "--url URL",
+        "Serve a running daemon's threads instead (ws://HOST:PORT/rpc); --db, --config and --data-dir are then not used."
+      ],
+      ["--token TOKEN", "With --url: the daemon's token (default $SKEIN_TOKEN, else the one in the data directory)."]
     ],
-    examples: ["skein acp --config ~/.skein/providers.json"]
+    examples: ["skein acp --config ~/.skein/providers.json", "skein acp --url ws://127.0.0.1:7878/rpc"]
   },
   {
     path: "call",

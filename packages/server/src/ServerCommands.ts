@@ -12,7 +12,9 @@ import { runDemo } from "./Demo.js"
 import { normaliseAllowedHost, normaliseOrigin } from "./Handshake.js"
 import { skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { serveStdio } from "./Stdio.js"
-import { serveAcpStdio } from "./acp/AcpStdio.js"
+import { clientBackend } from "./acp/AcpBackend.js"
+import { serveAcpStdio, serveAcpWith } from "./acp/AcpStdio.js"
+import { makeSkeinClient } from "./Client.js"
 
 interface Paths {
   readonly db: Option.Option<string>
@@ -70,9 +72,16 @@ export const stdio = (o: Paths) =>
     ).pipe(Effect.provide(skeinRuntimeLayer({ dbPath, dataDir: dir, configFile: Option.getOrUndefined(o.config) })))
   }).pipe(reportFailures())
 
-/** `skein acp`: Skein as an ACP agent on stdio, over an embedded runtime. */
-export const acp = (o: Paths) =>
+/** `skein acp`: Skein as an ACP agent on stdio, over an embedded runtime or, with `--url`, a daemon. */
+export const acp = (o: Paths & { readonly url: Option.Option<string>; readonly token: Option.Option<string> }) =>
   Effect.gen(function* () {
+    if (Option.isSome(o.url)) {
+      return yield* Effect.scoped(
+        Effect.flatMap(makeSkeinClient({ url: o.url.value, token: Option.getOrUndefined(o.token) }), (client) =>
+          serveAcpWith(clientBackend(client))
+        )
+      )
+    }
     const { dataDir: dir, dbPath } = resolvePaths({
       dbPath: Option.getOrUndefined(o.db),
       dataDir: Option.getOrUndefined(o.dataDir)

@@ -9,14 +9,15 @@
  * whose `data` is Skein's typed error.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import type { ProviderName, Run, SkeinError, StoredEvent, ThreadId, TurnItem } from "@skein/domain"
-import type { OrchestratorShape } from "@skein/runtime"
+import type { ProviderName, Run, StoredEvent, ThreadId, TurnItem } from "@skein/domain"
 import { Cause, Deferred, Effect, Exit, Option } from "effect"
+import type { AcpBackend } from "./AcpBackend.js"
 import { availableCommands, commandOf, runCommand } from "./AcpCommands.js"
 import { promptText, stopReasonOf, updateOf } from "./AcpUpdates.js"
 
 export interface AcpAgentDeps {
-  readonly orchestrator: OrchestratorShape
+  /** The embedded runtime's Orchestrator, or a daemon's client (AcpBackend.ts). */
+  readonly backend: AcpBackend
   /** Runs an effect of the embedding runtime to its exit. */
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<Exit.Exit<A, E>>
   readonly version: string
@@ -45,11 +46,11 @@ const requestError = (cause: Cause.Cause<unknown>): acp.RequestError => {
 }
 
 export const makeAcpAgent = (deps: AcpAgentDeps): acp.AgentApp => {
-  const { orchestrator } = deps
+  const orchestrator = deps.backend
   /** Session (the thread's id) → the provider its next prompt goes to. */
   const providers = new Map<string, string>()
 
-  const call = async <A>(effect: Effect.Effect<A, SkeinError | unknown>): Promise<A> => {
+  const call = async <A>(effect: Effect.Effect<A, unknown>): Promise<A> => {
     const exit = await deps.run(effect)
     if (Exit.isSuccess(exit)) return exit.value
     throw requestError(exit.cause)

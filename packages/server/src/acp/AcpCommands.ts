@@ -7,8 +7,8 @@
  * message saying what it did. Any other prompt is a run.
  */
 import type * as acp from "@agentclientprotocol/sdk"
-import type { SkeinError, ThreadId } from "@skein/domain"
-import type { OrchestratorShape } from "@skein/runtime"
+import type { ThreadId } from "@skein/domain"
+import type { AcpBackend } from "./AcpBackend.js"
 import { Effect } from "effect"
 
 export const availableCommands: Array<acp.AvailableCommand> = [
@@ -35,11 +35,11 @@ export const commandOf = (text: string): { readonly name: string; readonly argum
  * records the session's provider.
  */
 export const runCommand = (
-  orchestrator: OrchestratorShape,
+  orchestrator: AcpBackend,
   threadId: ThreadId,
   command: { readonly name: string; readonly argument: string },
-  setProvider: (name: string) => Effect.Effect<void, SkeinError>
-): Effect.Effect<string, SkeinError> => {
+  setProvider: (name: string) => Effect.Effect<void, unknown>
+): Effect.Effect<string, unknown> => {
   switch (command.name) {
     case "provider":
       return Effect.as(setProvider(command.argument), `The next prompts go to ${command.argument}.`)

@@ -1,6 +1,6 @@
 /**
  * `skein acp`: the ACP agent (AcpAgent.ts) on this process's stdio, newline-delimited
- * JSON both ways, over the Orchestrator in context. Lines are read with a bound: one
+ * JSON both ways, over an embedded runtime's Orchestrator or a daemon's client. Lines are read with a bound: one
  * longer than `MAX_LINE_BYTES` is answered with a JSON-RPC error and skipped, never held
  * whole (the SDK would close the connection). Ends when the editor closes stdin.
  */
@@ -11,6 +11,7 @@ import { Orchestrator } from "@skein/runtime"
 import { Effect, Runtime, Stream } from "effect"
 import { Writable } from "node:stream"
 import { makeAcpAgent } from "./AcpAgent.js"
+import type { AcpBackend } from "./AcpBackend.js"
 
 const VERSION = "0.1.0"
 
@@ -28,42 +29,48 @@ const idIn = (prefix: string): string | number | null => {
   }
 }
 
-export const serveAcpStdio: Effect.Effect<void, never, Orchestrator> = Effect.gen(function* () {
-  const orchestrator = yield* Orchestrator
-  const runtime = yield* Effect.runtime<never>()
-  const agent = makeAcpAgent({
-    orchestrator,
-    run: (effect) => Runtime.runPromiseExit(runtime)(effect),
-    version: VERSION
-  })
-  let feed: ReadableStreamDefaultController<Uint8Array> | undefined
-  const input = new ReadableStream<Uint8Array>({ start: (controller) => void (feed = controller) })
-  const encoder = new TextEncoder()
-  const connection = agent.connect(
-    acp.ndJsonStream(Writable.toWeb(process.stdout) as WritableStream<Uint8Array>, input, {
-      maxMessageBytes: MAX_LINE_BYTES + 1
+/** Serves on stdio with the embedded runtime's Orchestrator. */
+export const serveAcpStdio: Effect.Effect<void, never, Orchestrator> = Effect.flatMap(Orchestrator, (orchestrator) =>
+  serveAcpWith(orchestrator)
+)
+
+/** Serves on stdio over `backend` until the editor closes stdin. */
+export const serveAcpWith = (backend: AcpBackend): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    const agent = makeAcpAgent({
+      backend,
+      run: (effect) => Runtime.runPromiseExit(runtime)(effect),
+      version: VERSION
     })
-  )
-  const refuse = (bytes: number, prefix: string) =>
-    process.stdout.write(
-      `${JSON.stringify({
-        jsonrpc: "2.0",
-        id: idIn(prefix),
-        error: {
-          code: -32600,
-          message: `Invalid request: a line of ${bytes} bytes, over the ${MAX_LINE_BYTES} Skein reads`
-        }
-      })}\n`
+    let feed: ReadableStreamDefaultController<Uint8Array> | undefined
+    const input = new ReadableStream<Uint8Array>({ start: (controller) => void (feed = controller) })
+    const encoder = new TextEncoder()
+    const connection = agent.connect(
+      acp.ndJsonStream(Writable.toWeb(process.stdout) as WritableStream<Uint8Array>, input, {
+        maxMessageBytes: MAX_LINE_BYTES + 1
+      })
     )
-  yield* stdin.pipe(
-    boundedLines(MAX_LINE_BYTES),
-    Stream.runForEach((line) =>
-      Effect.sync(() =>
-        line._tag === "Line" ? feed?.enqueue(encoder.encode(`${line.text}\n`)) : refuse(line.bytes, line.prefix)
+    const refuse = (bytes: number, prefix: string) =>
+      process.stdout.write(
+        `${JSON.stringify({
+          jsonrpc: "2.0",
+          id: idIn(prefix),
+          error: {
+            code: -32600,
+            message: `Invalid request: a line of ${bytes} bytes, over the ${MAX_LINE_BYTES} Skein reads`
+          }
+        })}\n`
       )
-    ),
-    Effect.catchAll(() => Effect.void),
-    Effect.ensuring(Effect.sync(() => feed?.close()))
-  )
-  yield* Effect.promise(() => connection.closed)
-})
+    yield* stdin.pipe(
+      boundedLines(MAX_LINE_BYTES),
+      Stream.runForEach((line) =>
+        Effect.sync(() =>
+          line._tag === "Line" ? feed?.enqueue(encoder.encode(`${line.text}\n`)) : refuse(line.bytes, line.prefix)
+        )
+      ),
+      Effect.catchAll(() => Effect.void),
+      Effect.ensuring(Effect.sync(() => feed?.close()))
+    )
+    yield* Effect.promise(() => connection.closed)
+  })
