@@ -3,7 +3,7 @@
  * editor would: the real executable as a child process over stdio, its embedded runtime
  * on a fresh database with the scripted providers.
  */
-import * as acp from "@agentclientprotocol/sdk"
+import * as acp from "@agentclientprotocol/sdk/unstable"
 import { describe, expect, it } from "@effect/vitest"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
@@ -219,6 +219,18 @@ describe("skein acp", () => {
         expect((wrong as acp.RequestError).data).toMatchObject({ _tag: "ProviderNotFound" })
         expect(editor.updates.length).toBe(runsBefore)
         expect((await agent.request(acp.methods.agent.session.list, {})).sessions).toHaveLength(2)
+        // The unstable session/fork: a fork thread, a session of its own that remembers.
+        const fork = await agent.request(acp.methods.agent.session.fork, {
+          sessionId: session.sessionId,
+          cwd: workspace
+        })
+        expect(fork.sessionId).not.toBe(session.sessionId)
+        const inFork = editor.updates.length
+        await agent.request(acp.methods.agent.session.prompt, {
+          sessionId: fork.sessionId,
+          prompt: [{ type: "text", text: "[[recall:KIWI]]" }]
+        })
+        expect(textsOf(editor.updates.slice(inFork), "agent_message_chunk").join("\n")).toContain("recall:KIWI=yes")
         return session.sessionId
       })
 

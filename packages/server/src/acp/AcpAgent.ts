@@ -5,10 +5,11 @@
  * its handoff). The run's items stream back as `session/update`s (AcpUpdates.ts); an
  * approval the agent asks for becomes `session/request_permission`, answered through
  * `approval.respond`; `session/cancel` interrupts the run; `session/load` replays a
- * thread's history; `session/list` lists the threads. A refusal is a JSON-RPC error
+ * thread's history; `session/list` lists the threads; the unstable `session/fork` is
+ * `thread.fork` (the SDK's unstable entrypoint, for that method only). A refusal is a JSON-RPC error
  * whose `data` is Skein's typed error.
  */
-import * as acp from "@agentclientprotocol/sdk"
+import * as acp from "@agentclientprotocol/sdk/unstable"
 import type { ProviderName, Run, StoredEvent, ThreadId, TurnItem } from "@skein/domain"
 import { Cause, Deferred, Effect, Exit, Option } from "effect"
 import type { AcpBackend } from "./AcpBackend.js"
@@ -172,7 +173,7 @@ export const makeAcpAgent = (deps: AcpAgentDeps): acp.AgentApp => {
       agentCapabilities: {
         loadSession: true,
         promptCapabilities: { image: false, audio: false, embeddedContext: false },
-        sessionCapabilities: { list: {}, resume: {}, close: {} }
+        sessionCapabilities: { list: {}, resume: {}, close: {}, fork: {} }
       },
       agentInfo: { name: "skein", title: "Skein", version: deps.version },
       authMethods: []
@@ -186,6 +187,13 @@ export const makeAcpAgent = (deps: AcpAgentDeps): acp.AgentApp => {
         orchestrator.getThread(params.sessionId as ThreadId, { runs: { limit: 1 }, items: false })
       )
       return open(client, params.sessionId, view.runs.at(-1)?.provider)
+    })
+    .onRequest(acp.methods.agent.session.fork, async ({ client, params }) => {
+      // thread.fork at the thread's latest stable run; the fork's first prompt resolves its context.
+      const { thread } = await call(
+        orchestrator.forkThread({ sourceThreadId: params.sessionId as ThreadId, sourcePoint: "latest_stable" })
+      )
+      return { sessionId: thread.id, ...(await open(client, thread.id, providers.get(params.sessionId))) }
     })
     .onRequest(acp.methods.agent.session.close, async ({ params }) => {
       if (providers.delete(params.sessionId)) {

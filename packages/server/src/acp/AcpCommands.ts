@@ -6,7 +6,7 @@
  * `/handoff` shows the text of the thread's last handoff. Each answers with one agent
  * message saying what it did. Any other prompt is a run.
  */
-import type * as acp from "@agentclientprotocol/sdk"
+import type * as acp from "@agentclientprotocol/sdk/unstable"
 import type { ThreadId } from "@skein/domain"
 import type { AcpBackend } from "./AcpBackend.js"
 import { Effect } from "effect"

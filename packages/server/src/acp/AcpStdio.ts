@@ -4,7 +4,7 @@
  * longer than `MAX_LINE_BYTES` is answered with a JSON-RPC error and skipped, never held
  * whole (the SDK would close the connection). Ends when the editor closes stdin.
  */
-import * as acp from "@agentclientprotocol/sdk"
+import * as acp from "@agentclientprotocol/sdk/unstable"
 import { stdin } from "@effect/platform-node/NodeStream"
 import { boundedLines } from "@skein/adapters"
 import { Orchestrator } from "@skein/runtime"

@@ -5,7 +5,7 @@
  * messages as user message chunks. Hidden reasoning is not sent; the run's own message
  * is the prompt the editor sent, not repeated.
  */
-import type { ContentBlock, SessionUpdate, ToolCall } from "@agentclientprotocol/sdk"
+import type { ContentBlock, SessionUpdate, ToolCall } from "@agentclientprotocol/sdk/unstable"
 import type { Run, TurnItem } from "@skein/domain"
 
 const text = (value: string) => ({ type: "text" as const, text: value })
