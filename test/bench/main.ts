@@ -21,6 +21,7 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["agents", () => import("./agents.js")],
   ["cli", () => import("./cli.js")],
   ["tools", () => import("./tools.js")],
+  ["acp", () => import("./acp.js")],
   ["redesign", () => import("./redesign.js")]
 ]
 

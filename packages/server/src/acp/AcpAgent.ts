@@ -109,10 +109,14 @@ export const makeAcpAgent = (deps: AcpAgentDeps): acp.AgentApp => {
     return { threadId: sessionId as ThreadId, provider: provider as ProviderName }
   }
 
+  /** Session → the newest event of its thread a prompt has read: the next one reads from there. */
+  const seen = new Map<string, number>()
+
   /**
-   * Sends what the run's items show as they are recorded (from the log's start, so
-   * nothing is missed), asks the editor about each open approval, and resolves with the
-   * run once it has ended and every question was answered.
+   * Sends what the run's items show as they are recorded (read from the newest event
+   * an earlier prompt of the session saw, else the log's start, so nothing is missed),
+   * asks the editor about each open approval, and resolves with the run once it has
+   * ended and every question was answered.
    */
   const follow = (context: acp.AgentContext, sessionId: string, threadId: ThreadId, runId: string) => {
     const sent = new Set<string>()
@@ -130,8 +134,9 @@ export const makeAcpAgent = (deps: AcpAgentDeps): acp.AgentApp => {
     return Effect.scoped(
       Effect.gen(function* () {
         const ended = yield* Deferred.make<Run>()
-        yield* orchestrator.follow(threadId, 0, (events: ReadonlyArray<StoredEvent>) => {
-          for (const { event } of events) {
+        yield* orchestrator.follow(threadId, seen.get(sessionId) ?? 0, (events: ReadonlyArray<StoredEvent>) => {
+          for (const { event, threadSequence } of events) {
+            if (threadSequence > (seen.get(sessionId) ?? 0)) seen.set(sessionId, threadSequence)
             if (event._tag === "TurnItemRecorded" && event.item.runId === runId) show(event.item)
             if (event._tag === "RunEnded" && event.run.id === runId) Deferred.unsafeDone(ended, Exit.succeed(event.run))
           }
