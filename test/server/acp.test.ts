@@ -9,6 +9,7 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Readable, Writable } from "node:stream"
+import { seeded } from "./fuzzFrames.js"
 import { binPath, childEnv, runSkein, tempDir, trackDaemons } from "./support.js"
 
 interface Editor {
@@ -315,15 +316,8 @@ describe("skein acp", () => {
       }
     })
     try {
-      // A seeded generator: the same lines on every run.
-      let seed = 0x5eed
-      const random = () => {
-        seed = (seed + 0x6d2b79f5) | 0
-        let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-        t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-      }
-      const pick = <A>(values: ReadonlyArray<A>): A => values[Math.floor(random() * values.length)]!
+      // Seeded: the same lines on every run.
+      const { next: random, pick } = seeded(0x5eed)
       const expected = new Set<string>()
       let next = 1
       const request = (method: string, params: unknown) => {
