@@ -122,39 +122,42 @@ export const makeThreadActor = (
     const answering = yield* Ref.make<ReadonlySet<string>>(new Set())
     const children = childrenHint()
     const queue = queueMemory((yield* store.queue.of(threadId)).map((entry) => entry.runId))
-    let drain: Effect.Effect<void> = Effect.void
 
     const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError>({
       name: `thread ${threadId}`,
-      behaviour: (self) => ({
-        handlers: {
-          ...runHandlers(ctx, { ask: self.ask, retain, spawn, scope, children, queue, inheritedCache: new Map() }),
-          ...approvalHandlers(ctx, answering),
-          ...checkpointHandlers(ctx),
-          ...lineageHandlers(ctx),
-          ...steerHandlers(ctx)
-        },
-        // A defect may have left memory ahead of storage: start again from what is
-        // persisted, and end a run that lost its driver on the way.
-        restart: () =>
-          Effect.gen(function* () {
-            yield* Ref.set(answering, new Set())
-            children.mark()
-            yield* ctx.cell.reload
-            yield* endOrphan(ctx, "the thread's actor restarted while this run was in flight and its driver was gone")
-            yield* settleAbandonedCheckpoints(ctx, "the thread's actor restarted before it was taken")
-          }),
-        // What a message read for its decision does not stay: an idle actor holds the
-        // compact state. While a run is in flight its end's message trims.
-        afterEach: Effect.flatMap(Ref.get(ctx.current), (current) =>
-          current === null
-            ? Effect.zipRight(
-                Effect.sync(() => trimThread(ctx.cell.state())),
-                drain
-              )
-            : Effect.void
-        )
-      }),
+      behaviour: (self) => {
+        // Once the thread is idle with runs queued, the next one starts (thread/QueuedRuns.ts).
+        const drain = drainer(ctx, queue, askAfterGate(self.ask, ctx.gate), retain, scope)
+        return {
+          handlers: {
+            ...runHandlers(ctx, { ask: self.ask, retain, spawn, scope, children, queue, inheritedCache: new Map() }),
+            ...approvalHandlers(ctx, answering),
+            ...checkpointHandlers(ctx),
+            ...lineageHandlers(ctx),
+            ...steerHandlers(ctx)
+          },
+          // A defect may have left memory ahead of storage: start again from what is
+          // persisted, and end a run that lost its driver on the way.
+          restart: () =>
+            Effect.gen(function* () {
+              yield* Ref.set(answering, new Set())
+              children.mark()
+              yield* ctx.cell.reload
+              yield* endOrphan(ctx, "the thread's actor restarted while this run was in flight and its driver was gone")
+              yield* settleAbandonedCheckpoints(ctx, "the thread's actor restarted before it was taken")
+            }),
+          // What a message read for its decision does not stay: an idle actor holds the
+          // compact state. While a run is in flight its end's message trims.
+          afterEach: Effect.flatMap(Ref.get(ctx.current), (current) =>
+            current === null
+              ? Effect.zipRight(
+                  Effect.sync(() => trimThread(ctx.cell.state())),
+                  drain
+                )
+              : Effect.void
+          )
+        }
+      },
       stopped: () => new ActorStopped({ threadId }),
       failed: (tag, cause) => new ActorFailed({ threadId, command: tag, detail: describeCause(cause) })
     })
@@ -163,9 +166,9 @@ export const makeThreadActor = (
     // actor before this one (evicted after a failed restart).
     yield* endOrphan(ctx, "the thread's actor was restarted while this run was in flight")
     yield* settleAbandonedCheckpoints(ctx, "the thread's actor stopped before it was taken")
-    // Runs queued before: the next starts once the thread is idle (now, if it is).
-    drain = drainer(ctx, queue, askAfterGate(actor.ask, ctx.gate), retain, scope)
-    yield* drain
+    // Runs queued before this actor: a first message, after which (as after every one)
+    // the next starts if the thread is idle.
+    if (queue.next() !== null) yield* Effect.ignore(actor.ask("Status", undefined))
 
     return {
       threadId,
