@@ -18,6 +18,7 @@ import { DEFAULT_HOST, DEFAULT_PORT } from "./Address.js"
 import { CliExit } from "./CliExit.js"
 import { colourFor } from "./CliStyle.js"
 import { helpRequest } from "./Help.js"
+import { SKEIN_VERSION } from "./Version.js"
 
 export { CliExit } from "./CliExit.js"
 
@@ -248,7 +249,7 @@ export const skeinCommand = Command.make("skein").pipe(
   ])
 )
 
-const parseAndRun = Command.run(skeinCommand, { name: "skein", version: "0.1.0" })
+const parseAndRun = Command.run(skeinCommand, { name: "skein", version: SKEIN_VERSION })
 
 /**
  * Runs the CLI on `process.argv`-shaped arguments. Help (`--help`, `-h`, `help CMD`,

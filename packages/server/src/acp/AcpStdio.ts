@@ -12,8 +12,7 @@ import { Effect, Runtime, Stream } from "effect"
 import { Writable } from "node:stream"
 import { makeAcpAgent } from "./AcpAgent.js"
 import type { AcpBackend } from "./AcpBackend.js"
-
-const VERSION = "0.1.0"
+import { SKEIN_VERSION } from "../Version.js"
 
 /** The longest line read: a prompt of the largest message Skein takes (1 MiB) fits many times over. */
 export const MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -41,7 +40,7 @@ export const serveAcpWith = (backend: AcpBackend): Effect.Effect<void> =>
     const agent = makeAcpAgent({
       backend,
       run: (effect) => Runtime.runPromiseExit(runtime)(effect),
-      version: VERSION
+      version: SKEIN_VERSION
     })
     let feed: ReadableStreamDefaultController<Uint8Array> | undefined
     const input = new ReadableStream<Uint8Array>({ start: (controller) => void (feed = controller) })

@@ -16,6 +16,7 @@ import { bearerToken, type WeakToken } from "../Auth.js"
 import { admitUpgrade, type InvalidAllowedHost, type InvalidOrigin, makeAccessPolicy } from "../Handshake.js"
 import { makeToolServer } from "./SkeinTools.js"
 import { defaultSubagentLimits, type SubagentLimits } from "./SubagentPolicy.js"
+import { SKEIN_VERSION } from "../Version.js"
 
 export const DEFAULT_MCP_PATH = "/mcp"
 
@@ -26,8 +27,6 @@ export interface McpEndpointOptions {
   readonly allowedHosts?: ReadonlyArray<string> | undefined
   readonly limits?: SubagentLimits | undefined
 }
-
-const VERSION = "0.1.0"
 
 const json = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
@@ -53,10 +52,13 @@ export const makeMcpEndpoint = (
       limits: options.limits ?? defaultSubagentLimits,
       run: Runtime.runPromiseExit(runtime)
     }
-    const handler = createMcpHandler((context) => makeToolServer(deps, context.authInfo!.clientId as never, VERSION), {
-      legacy: "stateless",
-      onerror: (error) => Runtime.runFork(runtime)(Effect.logDebug(`MCP: ${error.message}`))
-    })
+    const handler = createMcpHandler(
+      (context) => makeToolServer(deps, context.authInfo!.clientId as never, SKEIN_VERSION),
+      {
+        legacy: "stateless",
+        onerror: (error) => Runtime.runFork(runtime)(Effect.logDebug(`MCP: ${error.message}`))
+      }
+    )
     yield* Effect.addFinalizer(() => Effect.promise(() => handler.close()))
 
     return Effect.gen(function* () {
