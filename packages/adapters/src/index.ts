@@ -40,3 +40,6 @@ export {
 } from "./claude/ClaudeAdapter.js"
 export type { ClaudeAdapterOptions } from "./claude/ClaudeAdapter.js"
 export * as TurnEvents from "./process/TurnEvents.js"
+export { acpCapabilities, capabilitiesOfAgent, makeAcpAdapter } from "./acp/AcpAdapter.js"
+export type { AcpAdapterOptions } from "./acp/AcpAdapter.js"
+export { makeTurnAssembler } from "./acp/AcpItems.js"

@@ -3,6 +3,8 @@
  * What it answers depends on directives in the newest user text of the request:
  * - `[[cmd:COMMAND]]`: a call of Codex's `exec_command` tool; once Codex posts the
  *   tool's output, a closing message.
+ * - `[[askcmd:COMMAND]]`: the same call, asking to run outside the sandbox (so that
+ *   Codex asks for approval under `on-request`).
  * - `[[spawn:PROVIDER:PROMPT]]`: a call of Skein's MCP tool `spawn_subagent` (namespace
  *   `mcp__skein`), waiting for the child; once Codex posts the tool's output, a closing
  *   message that quotes it.
@@ -94,6 +96,15 @@ export const startResponsesMock = (options: { readonly logFile?: string } = {}):
     if (command !== null && last?.type !== "function_call_output") {
       return callTool("exec_command", { cmd: command, yield_time_ms: 15_000 })
     }
+    const escalated = directive(prompt, "askcmd")
+    if (escalated !== null && last?.type !== "function_call_output") {
+      return callTool("exec_command", {
+        cmd: escalated,
+        yield_time_ms: 15_000,
+        sandbox_permissions: "require_escalated",
+        justification: "the test asks for it"
+      })
+    }
     const agent = directive(prompt, "agent")
     // The tool outputs of this turn: after the newest user message.
     const lastUser = input.map((item) => item?.role === "user").lastIndexOf(true)
@@ -135,6 +146,14 @@ export const startResponsesMock = (options: { readonly logFile?: string } = {}):
     const slow = directive(prompt, "slow")
     if (slow !== null && last?.type !== "function_call_output") await delay(Number(slow), signal)
     if (signal.aborted) return
+    // The rest as a delta too: a client that shows only deltas (codex-acp) sees the whole text.
+    send({
+      type: "response.output_text.delta",
+      item_id: `msg_${n}`,
+      output_index: 0,
+      content_index: 0,
+      delta: text.slice(3)
+    })
     send({
       type: "response.output_item.done",
       output_index: 0,

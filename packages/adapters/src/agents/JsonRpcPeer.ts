@@ -1,6 +1,7 @@
 /**
  * One side of a JSON-RPC 2.0 conversation over newline-delimited JSON (the `jsonrpc`
- * member is neither sent nor required, as Codex's app-server speaks it): requests
+ * member is never required, and sent only when `versioned`, as ACP asks; Codex's
+ * app-server speaks without it): requests
  * correlated with their replies by id, notifications and requests from the other side
  * handed to the driver, and fail-all when the conversation ends.
  *
@@ -47,6 +48,8 @@ export interface JsonRpcPeerOptions {
   readonly intercept?: ((method: string, params: unknown) => boolean) | undefined
   /** Logs a message that was skipped; must not wait (see `LineProcess.later`). */
   readonly warn: (message: string, detail?: unknown) => void
+  /** Sends `"jsonrpc": "2.0"` on every message (default: not sent). */
+  readonly versioned?: boolean | undefined
 }
 
 export interface JsonRpcPeer {
@@ -88,6 +91,9 @@ const decodeResult = Schema.decodeUnknownEither(RpcResult)
 
 export const make = (options: JsonRpcPeerOptions): JsonRpcPeer => {
   const { provider, warn } = options
+  const send: JsonRpcPeerOptions["send"] = options.versioned
+    ? (message) => options.send({ jsonrpc: "2.0", ...(message as object) })
+    : options.send
   const pending = new Map<number, Pending>()
   let closed: FailAll | null = null
   let nextId = 1
@@ -145,7 +151,7 @@ export const make = (options: JsonRpcPeerOptions): JsonRpcPeer => {
         pending.set(id, { method, reply, onResult })
         return Effect.succeed(id)
       })
-      yield* options.send({ id, method, params }).pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
+      yield* send({ id, method, params }).pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
       return yield* Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
     })
 
@@ -159,8 +165,8 @@ export const make = (options: JsonRpcPeerOptions): JsonRpcPeer => {
 
   return {
     call,
-    notify: (method, params) => options.send(params === undefined ? { method } : { method, params }),
-    respond: (id, body) => options.send({ id, ...body }),
+    notify: (method, params) => send(params === undefined ? { method } : { method, params }),
+    respond: (id, body) => send({ id, ...body }),
     receive,
     failAll,
     pendingCount: () => pending.size
