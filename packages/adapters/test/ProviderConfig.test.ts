@@ -184,4 +184,45 @@ describe("provider configuration", () => {
       expect(delivery.detail).toContain("cannot deliver handoffs as system")
     })
   )
+
+  it.effect(
+    "an acp instance needs its command; its options are its own; an agent that does not start shows in the probe",
+    () =>
+      Effect.gen(function* () {
+        const dataDir = tempDir()
+        const noCommand = yield* Effect.flip(
+          registry({ configFile: configFile({ providers: { a: { driver: "acp" } } }), dataDir })
+        )
+        expect(noCommand.detail).toContain('driver acp needs "command"')
+        const foreign = yield* Effect.flip(
+          registry({
+            configFile: configFile({ providers: { cx: { driver: "codex", configOptions: { mode: "x" } } } }),
+            dataDir
+          })
+        )
+        expect(foreign.detail).toContain('"configOptions" applies to driver acp, not codex')
+        const [broken] = yield* makeProviderAdapters(
+          {
+            providers: {
+              [ProviderName.make("a")]: {
+                driver: "acp",
+                command: [Path.join(dataDir, "no-agent")],
+                capabilities: { steer: false }
+              }
+            }
+          },
+          { dataDir }
+        )
+        // Nothing said by the agent: a new session each time, handoffs as a preamble.
+        expect(broken!.capabilities).toMatchObject({
+          resume: false,
+          fork: "none",
+          rollback: "none",
+          handoffDelivery: ["preamble"]
+        })
+        const probe = yield* broken!.probe!
+        expect(probe).toMatchObject({ usable: false, version: null })
+        expect(probe.problem).toContain(`could not start ${Path.join(dataDir, "no-agent")}`)
+      })
+  )
 })

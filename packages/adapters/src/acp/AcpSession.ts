@@ -114,8 +114,9 @@ const initialize = (call: Call, proc: LineProcess, failure: Failure, command: st
       duration: INITIALIZE_TIMEOUT_MS,
       onTimeout: () => failure("timeout", `${command} did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms`)
     }),
+    // A crash's detail tells its stderr already.
     Effect.catchTag("ProviderFailure", (error) =>
-      Effect.flatMap(proc.stderrTail, (tail) =>
+      Effect.flatMap(error.kind === "crash" ? Effect.succeed("") : proc.stderrTail, (tail) =>
         Effect.fail(
           failure(
             error.kind === "timeout" ? "timeout" : "spawn",
