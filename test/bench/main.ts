@@ -22,6 +22,7 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["cli", () => import("./cli.js")],
   ["tools", () => import("./tools.js")],
   ["acp", () => import("./acp.js")],
+  ["acpDriver", () => import("./acpDriver.js")],
   ["redesign", () => import("./redesign.js")]
 ]
 
