@@ -3,8 +3,8 @@
  * by others, pinned and offline: `claude-agent-acp` over the pinned Claude Code and the
  * Messages mock, `codex-acp` over the pinned Codex and the Responses mock. On each: two
  * turns, a switch to a scripted instance and back (recall asserted on the mock's
- * captured request), native resume after a restart of Skein, a permission request
- * answered, a cancel. After each block no process it started is alive (by PID).
+ * captured request), native resume after a restart of Skein, a native fork, a cancel, the
+ * agent killed mid-prompt, a permission request answered. After each block no process it started is alive (by PID).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { ProviderName, ThreadId } from "@skein/domain"
@@ -207,6 +207,33 @@ const acpSuite = (kind: Kind) => {
       )
     })
 
+    it("a fork at the latest run is native (session/fork); the fork hears the source, the source not the fork", async () => {
+      await run((o) =>
+        Effect.gen(function* () {
+          const source = yield* o.createThread({ workspace: dir })
+          const last = yield* o.startRun({
+            threadId: source.id,
+            provider: acp,
+            message: "the stone is JADE",
+            wait: true
+          })
+          sample()
+          const { thread: fork } = yield* o.forkThread({ sourceThreadId: source.id, sourcePoint: { runId: last.id } })
+          const onFork = yield* o.startRun({ threadId: fork.id, provider: acp, message: "on the fork now", wait: true })
+          expect(onFork.status).toBe("completed")
+          expect(onFork.contextResolution).toBe("native")
+          const [forkView, sourceView] = [yield* o.getThread(fork.id), yield* o.getThread(source.id)]
+          expect(forkView.transfers.find((t) => t.type === "fork")?.resolution?.strategy).toBe("native_fork")
+          expect(forkView.providerThreads[0]!.nativeRef).not.toBe(sourceView.providerThreads[0]!.nativeRef)
+          const heard = seenBy("on the fork now")
+          expect(heard).toContain("the stone is JADE")
+          expect(heard).not.toContain("<skein_handoff")
+          yield* o.startRun({ threadId: source.id, provider: acp, message: "source again", wait: true })
+          expect(seenBy("source again")).not.toContain("on the fork now")
+        })
+      )
+    })
+
     it("a cancel mid-prompt ends the run interrupted; the next run on the session completes", async () => {
       await run((o) =>
         Effect.gen(function* () {
@@ -222,6 +249,29 @@ const acpSuite = (kind: Kind) => {
           const after = yield* o.startRun({ threadId: thread.id, provider: acp, message: "still there?", wait: true })
           expect(after.status).toBe("completed")
           expect(replyOf(after)).toContain("ok: still there?")
+        })
+      )
+    })
+
+    it("the agent killed mid-prompt fails the run as a crash; the next run resumes the session natively", async () => {
+      await run((o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({ workspace: dir })
+          yield* o.startRun({ threadId: thread.id, provider: acp, message: "the fruit is KIWI", wait: true })
+          const from = mock.requests.length
+          yield* o.startRun({ threadId: thread.id, provider: acp, message: "slowly [[slow:20000]]" })
+          yield* Effect.promise(() => mock.waitFor((r) => api.latestPrompt(r).includes("slowly"), 60_000, from))
+          sample()
+          const killed = agentProcesses().filter(alive)
+          expect(killed.length).toBeGreaterThan(0)
+          for (const pid of killed) process.kill(pid, "SIGKILL")
+          const failed = yield* untilRun(o, thread.id, (r) => r.status === "failed", 30_000)
+          expect(failed.failure?.reason).toBe("provider_crash")
+          const again = yield* o.startRun({ threadId: thread.id, provider: acp, message: "which fruit?", wait: true })
+          sample()
+          expect(again.status).toBe("completed")
+          expect((yield* o.getThread(thread.id)).providerThreads).toHaveLength(1)
+          expect(seenBy("which fruit?")).toContain("the fruit is KIWI")
         })
       )
     })
