@@ -23,6 +23,7 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["tools", () => import("./tools.js")],
   ["acp", () => import("./acp.js")],
   ["acpDriver", () => import("./acpDriver.js")],
+  ["telemetry", () => import("./telemetry.js")],
   ["redesign", () => import("./redesign.js")]
 ]
 

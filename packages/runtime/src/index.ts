@@ -18,3 +18,4 @@ export { guardSession } from "./actors/ProviderGuard.js"
 /** The thread actor's pure core, for tools that build threads as real runs would (benches). */
 export * as ThreadPlanner from "./actors/ThreadPlanner.js"
 export * as ContextPlanning from "./actors/ContextPlanning.js"
+export * as Telemetry from "./resources/Telemetry.js"

@@ -5,7 +5,8 @@
  * releases the runtime.
  *
  * Every daemon has a token: the one given (`--token`), else the one in
- * `DATA_DIR/token`, created on first start (see `TokenFile`).
+ * `DATA_DIR/token`, created on first start (see `TokenFile`). OpenTelemetry is on when
+ * the standard variables name an endpoint (see `Telemetry`).
  */
 import * as Path from "node:path"
 import * as Fs from "node:fs"
@@ -14,6 +15,7 @@ import { Context, Effect, Layer } from "effect"
 import { checkBind, checkToken } from "./Auth.js"
 import { defaultDataDir, ensureDataDir } from "./DataDir.js"
 import { skeinRuntimeLayer } from "./SkeinRuntime.js"
+import { telemetryFromEnv } from "./Telemetry.js"
 import { loadOrCreateToken } from "./TokenFile.js"
 import { DEFAULT_HOST, type RunningServer, serveWebSocket, type WebSocketServerOptions } from "./WebSocketServer.js"
 
@@ -35,6 +37,13 @@ export const resolvePaths = (options: DaemonOptions): { readonly dataDir: string
  * server accepts connections.
  */
 export const startDaemon = Effect.fn("Server.startDaemon")(function* (options: DaemonOptions = {}) {
+  // OpenTelemetry, when the environment names an endpoint: installed first, so that the
+  // runtime and the server run under it, and closed last, so that it flushes their spans.
+  const telemetry = yield* Layer.toRuntime(telemetryFromEnv())
+  return yield* Effect.provide(start(options), telemetry)
+})
+
+const start = Effect.fnUntraced(function* (options: DaemonOptions) {
   yield* checkBind(options.host ?? DEFAULT_HOST, options.token)
   const { dataDir, dbPath } = resolvePaths(options)
   // Whoever may write here could replace the token or the database: refused first.

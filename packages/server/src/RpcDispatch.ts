@@ -11,6 +11,7 @@
 import { Headers } from "@effect/platform"
 import { SkeinRpcs } from "@skein/domain"
 import type { Orchestrator } from "@skein/runtime"
+import { Telemetry } from "@skein/runtime"
 import { Cause, Effect, Exit, Layer } from "effect"
 import type { Scope } from "effect"
 import { SkeinRpcHandlers } from "./RpcHandlers.js"
@@ -66,7 +67,14 @@ export const makeRpcDispatch: Effect.Effect<RpcDispatch, never, Orchestrator | S
   const handle: RpcDispatch["handle"] = (clientId, request) => {
     const { handler } = methods.get(request.tag)!
     const headers = Headers.fromInput(request.headers as ReadonlyArray<[string, string]>)
-    return Effect.interruptible(Effect.suspend(() => handler(request.payload, { clientId, headers })))
+    return Effect.interruptible(
+      Effect.suspend(() => handler(request.payload, { clientId, headers })).pipe(
+        Telemetry.traced(`rpc ${request.tag}`, {
+          kind: "server",
+          attributes: { "rpc.system": "skein", "rpc.method": request.tag }
+        })
+      )
+    )
   }
 
   const answer: RpcDispatch["answer"] = (request, exit) =>

@@ -34,6 +34,7 @@ import type { ProviderFailure, Run } from "@skein/domain"
 import { Deferred, Effect, Exit, Fiber, Option, Ref } from "effect"
 import { forkNowScoped } from "../resources/ForkNow.js"
 import { onClose } from "../resources/OnClose.js"
+import * as Telemetry from "../resources/Telemetry.js"
 import type { CheckpointGate } from "./CheckpointGate.js"
 import * as ItemBatch from "./ItemBatch.js"
 import type { ProviderSessionsShape, SessionLease } from "./ProviderSessions.js"
@@ -109,7 +110,9 @@ const sendTurn = (input: DriveInput, cell: RunCell, lease: SessionLease, initial
     const sink = TurnSink.make({ ...cell, spawn: input.spawn })
     // Once the turn's call is over there is nothing left for a stop to interrupt.
     yield* Effect.ensuring(
-      lease.handle.runTurn(turnInputOf(input, context, nativeRef), sink),
+      lease.handle.runTurn(turnInputOf(input, context, nativeRef), sink).pipe(
+        Telemetry.providerTurn(input.run.provider, nativeRef)
+      ),
       Ref.set(cell.phase, RunPhase.Ended())
     )
     return (yield* Ref.get(cell.report)).outcome
@@ -158,6 +161,7 @@ const recordEnd = (
     const pending = end.value.checkpoint === "pending"
     // Before the end is in the mailbox: a run started after it waits for the checkpoint.
     if (pending) yield* beginCapture
+    yield* Telemetry.runEnded(input.run.provider, end.value)
     yield* input.ask("FinishRun", end.value)
     return pending
   })
@@ -207,5 +211,9 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> =>
     )
     // The turn's call unwinds, then the pending checkpoint is taken.
     yield* turnFiber.await
-    if (pending && input.checkpoint !== null) yield* RunCheckpoint.take(input.checkpoint, ask, run.id)
+    if (pending && input.checkpoint !== null) {
+      yield* RunCheckpoint.take(input.checkpoint, ask, run.id).pipe(
+        Telemetry.traced("checkpoint.capture", { attributes: { "skein.run.id": run.id } })
+      )
+    }
   }).pipe(Effect.scoped)

@@ -23,6 +23,8 @@
  */
 import type { Rpc } from "@effect/rpc"
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
+import type { Tracer } from "effect"
+import * as Telemetry from "../resources/Telemetry.js"
 
 type Message<R extends Rpc.Any, Tag extends R["_tag"]> = Rpc.ExtractTag<R, Tag>
 
@@ -62,6 +64,8 @@ interface Envelope {
   readonly tag: string
   readonly payload: unknown
   readonly reply: Deferred.Deferred<unknown, unknown>
+  /** The sender's span while telemetry is on (its handler's span is its child); undefined while off. */
+  readonly span: Option.Option<Tracer.AnySpan> | undefined
 }
 
 export const make = <R extends Rpc.Any, E>(options: {
@@ -97,8 +101,10 @@ export const make = <R extends Rpc.Any, E>(options: {
     )
 
     const ask = (<Tag extends R["_tag"]>(tag: Tag, payload: Rpc.Payload<Message<R, Tag>>) =>
-      Effect.flatMap(Deferred.make<unknown, unknown>(), (reply) =>
-        mailbox.unsafeOffer({ tag, payload, reply }) ? Deferred.await(reply) : Effect.fail(options.stopped())
+      Effect.flatMap(Telemetry.spanToCarry, (span) =>
+        Effect.flatMap(Deferred.make<unknown, unknown>(), (reply) =>
+          mailbox.unsafeOffer({ tag, payload, reply, span }) ? Deferred.await(reply) : Effect.fail(options.stopped())
+        )
       )) as Ask<R, E>
 
     const self: SupervisedActor<R, E> = {
@@ -135,6 +141,7 @@ export const make = <R extends Rpc.Any, E>(options: {
     /** Handles one message and answers its caller; false when the actor must stop. */
     const serve = (envelope: Envelope): Effect.Effect<boolean> =>
       Effect.suspend(() => handlers[envelope.tag]!(envelope.payload)).pipe(
+        Telemetry.withCarriedSpan(`actor ${envelope.tag}`, envelope.span),
         Effect.exit,
         Effect.flatMap((exit) => {
           if (Exit.isFailure(exit) && Cause.isDie(exit.cause)) return supervise(envelope, exit.cause)

@@ -16,6 +16,7 @@ import { EventStore } from "../store/EventStore.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import type { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
 import * as RcRegistry from "../resources/RcRegistry.js"
+import * as Telemetry from "../resources/Telemetry.js"
 import type { ThreadActor } from "./ThreadActor.js"
 import { makeThreadActor } from "./ThreadActor.js"
 
@@ -71,6 +72,7 @@ export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<Thr
         const activate = (threadId: ThreadId) =>
           Effect.gen(function* () {
             const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
+            yield* Telemetry.countThreadAlive
             // In the layer's scope: the actor's own closes when it is dropped.
             yield* Effect.forkIn(Effect.interruptible(dropWhenDone(threadId, actor)), scope)
             return actor

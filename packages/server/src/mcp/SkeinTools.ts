@@ -9,6 +9,7 @@
 import { McpServer } from "@modelcontextprotocol/server"
 import type { ThreadId } from "@skein/domain"
 import type { OrchestratorShape } from "@skein/runtime"
+import { Telemetry } from "@skein/runtime"
 import { Cause, Effect, Exit, Schema } from "effect"
 import * as Subagents from "./Subagents.js"
 import type { SubagentLimits } from "./SubagentPolicy.js"
@@ -107,10 +108,20 @@ const toolCallIdOf = (meta: Record<string, unknown> | undefined): string | undef
 export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version: string): McpServer => {
   const server = new McpServer({ name: SERVER_NAME, version })
   const subagents = Subagents.make(deps.orchestrator, threadId, deps.limits)
+  /** Runs a tool's effect, in an `execute_tool` span while telemetry is on. */
   const handle = async <E extends { readonly _tag: string; readonly message: string }>(
+    tool: string,
     effect: Effect.Effect<Record<string, unknown>, E>
   ): Promise<ToolAnswer> => {
-    const exit = await deps.run(effect)
+    const exit = await deps.run(
+      Telemetry.traced(`execute_tool ${tool}`, {
+        attributes: {
+          "gen_ai.operation.name": "execute_tool",
+          "gen_ai.tool.name": tool,
+          "gen_ai.conversation.id": threadId
+        }
+      })(effect)
+    )
     return Exit.isSuccess(exit) ? answer(exit.value) : refusal(exit.cause)
   }
 
@@ -128,6 +139,7 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
       // Without a requestId, the agent's own id for this tool call makes a retry return the same child.
       const requestId = args.requestId ?? toolCallIdOf(context.mcpReq._meta)
       return handle(
+        "spawn_subagent",
         Effect.map(subagents.spawn({ ...args, ...(requestId === undefined ? {} : { requestId }) }), (status) => ({
           ...status
         }))
@@ -142,7 +154,7 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
       inputSchema: inputs.status,
       annotations: { readOnlyHint: true, openWorldHint: false }
     },
-    (args) => handle(Effect.map(subagents.status(args.childThreadId), (status) => ({ ...status })))
+    (args) => handle("subagent_status", Effect.map(subagents.status(args.childThreadId), (status) => ({ ...status })))
   )
   server.registerTool(
     "await_subagents",
@@ -154,7 +166,7 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
       inputSchema: inputs.await,
       annotations: { readOnlyHint: true, openWorldHint: false }
     },
-    (args) => handle(Effect.map(subagents.awaitChildren(args), (statuses) => ({ subagents: statuses })))
+    (args) => handle("await_subagents", Effect.map(subagents.awaitChildren(args), (statuses) => ({ subagents: statuses })))
   )
   server.registerTool(
     "cancel_subagent",
@@ -164,7 +176,7 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
       inputSchema: inputs.status,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }
     },
-    (args) => handle(Effect.map(subagents.cancel(args.childThreadId), (status) => ({ ...status })))
+    (args) => handle("cancel_subagent", Effect.map(subagents.cancel(args.childThreadId), (status) => ({ ...status })))
   )
   server.registerTool(
     "list_providers",
@@ -177,6 +189,7 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
     },
     () =>
       handle(
+        "list_providers",
         Effect.map(deps.orchestrator.listProviders, (providers) => ({
           providers: providers.map(({ autonomy, capabilities, driver, model, name }) => ({
             name,

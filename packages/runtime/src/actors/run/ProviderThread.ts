@@ -7,6 +7,7 @@
  */
 import type { NativeRefStrength, ProviderFailure, Run, SkeinError } from "@skein/domain"
 import { Effect, Either } from "effect"
+import * as Telemetry from "../../resources/Telemetry.js"
 import type { ProviderSessionsShape, SessionLease } from "../ProviderSessions.js"
 import type { RunContext, SummaryOutcome, ThreadAsk } from "../ThreadProtocol.js"
 
@@ -34,6 +35,9 @@ export const ensureSummary = (
       lease.handle.summarise({ payload: handoff.payload, budgetTokens: handoff.budgetTokens })
     )
     .pipe(
+      Telemetry.traced("handoff.summarise", {
+        attributes: { "skein.handoff.id": handoff.id, "skein.handoff.strategy": handoff.strategy, "gen_ai.agent.name": writer }
+      }),
       Effect.map((text): SummaryOutcome => ({ _tag: "Written", text, provider: writer })),
       Effect.catchAll((error) =>
         Effect.logWarning(`summary by ${writer} failed, using the local summariser`, error).pipe(

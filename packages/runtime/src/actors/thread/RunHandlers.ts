@@ -19,6 +19,7 @@ import { Deferred, Effect, Option, Ref, Schema } from "effect"
 import { childResults } from "../../lineage/Subagents.js"
 import { loadIncoming } from "../../lineage/LineageContext.js"
 import { toRunView } from "../../store/Projection.js"
+import * as Telemetry from "../../resources/Telemetry.js"
 import { payloadHash } from "../../store/Receipts.js"
 import { activeRun, itemsOf, runById } from "../../store/ThreadState.js"
 import { extraHandoffs } from "../ContextPlanning.js"
@@ -175,7 +176,7 @@ export const begin = (
       resumeFailed: false,
       budgetTokens,
       incoming
-    })
+    }).pipe(Telemetry.traced("context.resolve", { attributes: { "gen_ai.agent.name": request.provider } }))
     const at = cell.now()
     const plan = yield* cell.demand((s) =>
       planRunStart(s, {
@@ -197,6 +198,7 @@ export const begin = (
       origin.hash === null ? undefined : { method: "run.start", hash: origin.hash, result: { runId: plan.run.id } },
       origin.queued ?? undefined
     )
+    yield* Telemetry.handoffsWritten(plan.context)
     const control: ActiveRun = {
       runId: plan.run.id,
       context: plan.context,

@@ -4,11 +4,12 @@
  * actor's mailbox like any other sender; its exit reaches the actor as `DriverExited`
  * when the run's end was not recorded.
  */
-import type { AppThread, ProviderName, Run, SkeinError } from "@skein/domain"
+import type { AppThread, ProviderName, Run, SkeinError, ThreadId } from "@skein/domain"
 import { autonomyRefusal, defaultAutonomy } from "@skein/domain"
 import { Effect, ExecutionStrategy, Exit, Ref, Scope } from "effect"
 import type { SpawnInput } from "../../lineage/Spawn.js"
 import { forkNowIn } from "../../resources/ForkNow.js"
+import * as Telemetry from "../../resources/Telemetry.js"
 import { activeRun } from "../../store/ThreadState.js"
 import { driveRun } from "../RunDriver.js"
 import type { ThreadAsk } from "../ThreadProtocol.js"
@@ -61,7 +62,14 @@ export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartP
       graceMs: ctx.config.interruptGraceMs,
       itemDelayMs: ctx.config.itemDelayMs
     })
+    const adapter = ctx.sessions.adapters.find((a) => a.name === plan.run.provider)
     yield* drive.pipe(
+      Telemetry.runSpan({
+        run: plan.run,
+        driver: adapter?.driver ?? null,
+        model: plan.run.model ?? adapter?.model ?? null,
+        sources: () => sourcesOf(ctx, runId)
+      }),
       Effect.onExit((exit) =>
         Effect.flatMap(Ref.get(ctx.current), (current) => {
           // A run whose end is recorded is no longer current: nothing to tell.
@@ -76,6 +84,15 @@ export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartP
       (driver) => forkNowIn(driver, launcher.scope)
     )
   })
+
+/** The other threads the run's context came from: the sources of the transfers its start consumed. */
+const sourcesOf = (ctx: ThreadContext, runId: Run["id"]): ReadonlyArray<ThreadId> => [
+  ...new Set(
+    [...ctx.cell.state().transfers.values()]
+      .filter((t) => t.consumedByRunId === runId && t.sourceThreadId !== ctx.threadId)
+      .map((t) => t.sourceThreadId)
+  )
+]
 
 /** A subagent the run's agent asks for may not act more freely than that agent (domain `autonomyRefusal`). */
 const noFreerThan = (ctx: ThreadContext, parent: ProviderName, child: ProviderName) =>
