@@ -110,9 +110,9 @@ const sendTurn = (input: DriveInput, cell: RunCell, lease: SessionLease, initial
     const sink = TurnSink.make({ ...cell, spawn: input.spawn })
     // Once the turn's call is over there is nothing left for a stop to interrupt.
     yield* Effect.ensuring(
-      lease.handle.runTurn(turnInputOf(input, context, nativeRef), sink).pipe(
-        Telemetry.providerTurn(input.run.provider, nativeRef)
-      ),
+      lease.handle
+        .runTurn(turnInputOf(input, context, nativeRef), sink)
+        .pipe(Telemetry.providerTurn(input.run.provider, nativeRef)),
       Ref.set(cell.phase, RunPhase.Ended())
     )
     return (yield* Ref.get(cell.report)).outcome

@@ -154,7 +154,11 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
       inputSchema: inputs.status,
       annotations: { readOnlyHint: true, openWorldHint: false }
     },
-    (args) => handle("subagent_status", Effect.map(subagents.status(args.childThreadId), (status) => ({ ...status })))
+    (args) =>
+      handle(
+        "subagent_status",
+        Effect.map(subagents.status(args.childThreadId), (status) => ({ ...status }))
+      )
   )
   server.registerTool(
     "await_subagents",
@@ -166,7 +170,11 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
       inputSchema: inputs.await,
       annotations: { readOnlyHint: true, openWorldHint: false }
     },
-    (args) => handle("await_subagents", Effect.map(subagents.awaitChildren(args), (statuses) => ({ subagents: statuses })))
+    (args) =>
+      handle(
+        "await_subagents",
+        Effect.map(subagents.awaitChildren(args), (statuses) => ({ subagents: statuses }))
+      )
   )
   server.registerTool(
     "cancel_subagent",
@@ -176,7 +184,11 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
       inputSchema: inputs.status,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }
     },
-    (args) => handle("cancel_subagent", Effect.map(subagents.cancel(args.childThreadId), (status) => ({ ...status })))
+    (args) =>
+      handle(
+        "cancel_subagent",
+        Effect.map(subagents.cancel(args.childThreadId), (status) => ({ ...status }))
+      )
   )
   server.registerTool(
     "list_providers",

@@ -36,7 +36,11 @@ export const ensureSummary = (
     )
     .pipe(
       Telemetry.traced("handoff.summarise", {
-        attributes: { "skein.handoff.id": handoff.id, "skein.handoff.strategy": handoff.strategy, "gen_ai.agent.name": writer }
+        attributes: {
+          "skein.handoff.id": handoff.id,
+          "skein.handoff.strategy": handoff.strategy,
+          "gen_ai.agent.name": writer
+        }
       }),
       Effect.map((text): SummaryOutcome => ({ _tag: "Written", text, provider: writer })),
       Effect.catchAll((error) =>
