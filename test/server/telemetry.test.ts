@@ -177,7 +177,7 @@ describe("telemetry end to end (a daemon, a loopback OTLP receiver)", () => {
       dirs.push(home)
       try {
         const daemon = await start(
-          ["--port", "0"],
+          ["--port", "0", ...(protocol === "http/json" ? ["--log-format", "json"] : [])],
           childEnv(home, {
             OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
             OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
@@ -227,7 +227,7 @@ describe("telemetry end to end (a daemon, a loopback OTLP receiver)", () => {
     })
   }
 
-  it("a protocol the daemon cannot speak is refused at start, saying which it speaks", async () => {
+  it("a protocol the daemon cannot speak, or a log format it does not write, is refused at start", async () => {
     const home = homeDir("skein-otel-")
     dirs.push(home)
     const refused = await runSkein(
@@ -236,5 +236,8 @@ describe("telemetry end to end (a daemon, a loopback OTLP receiver)", () => {
     )
     expect(refused.code).not.toBe(0)
     expect(refused.stderr).toContain("http/protobuf or http/json")
+    const format = await runSkein(["daemon", "--port", "0", "--log-format", "yaml"], childEnv(home))
+    expect(format.code).not.toBe(0)
+    expect(format.stderr + format.stdout).toContain("logfmt, json")
   })
 })

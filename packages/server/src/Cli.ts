@@ -18,6 +18,7 @@ import { DEFAULT_HOST, DEFAULT_PORT } from "./Address.js"
 import { CliExit } from "./CliExit.js"
 import { colourFor } from "./CliStyle.js"
 import { helpRequest } from "./Help.js"
+import { LogFormats } from "./LogFormat.js"
 import { SKEIN_VERSION } from "./Version.js"
 
 export { CliExit } from "./CliExit.js"
@@ -78,7 +79,8 @@ const daemon = Command.make(
     token: daemonToken,
     allowOrigin,
     allowHost,
-    maxFrameBytes: Options.integer("max-frame-bytes").pipe(Options.optional)
+    maxFrameBytes: Options.integer("max-frame-bytes").pipe(Options.optional),
+    logFormat: Options.choice("log-format", LogFormats).pipe(Options.withDefault("logfmt" as const))
   },
   (o) => server((commands) => commands.daemon(o))
 )

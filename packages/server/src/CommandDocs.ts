@@ -69,7 +69,11 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
         "--allow-host NAME",
         "Answer requests addressed to this host name too (e.g. skein.internal). Repeatable. On a loopback address only loopback names are answered by default."
       ],
-      ["--max-frame-bytes N", "The largest RPC message accepted, in bytes (default 4 MiB)."]
+      ["--max-frame-bytes N", "The largest RPC message accepted, in bytes (default 4 MiB)."],
+      [
+        "--log-format FORMAT",
+        "logfmt (default) or json: one object a line on stderr, with the trace and span ids when traced."
+      ]
     ],
     examples: ["skein daemon", "skein daemon --port 0 --db ./skein.db --config providers.json"]
   },

@@ -10,6 +10,7 @@ import { resolvePaths, startDaemon } from "./Daemon.js"
 import { ensureDataDir } from "./DataDir.js"
 import { runDemo } from "./Demo.js"
 import { normaliseAllowedHost, normaliseOrigin } from "./Handshake.js"
+import { type LogFormat, loggerLayer } from "./LogFormat.js"
 import { skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { serveStdio } from "./Stdio.js"
 import { clientBackend } from "./acp/AcpBackend.js"
@@ -30,6 +31,7 @@ export const daemon = (
     readonly allowOrigin: ReadonlyArray<string>
     readonly allowHost: ReadonlyArray<string>
     readonly maxFrameBytes: Option.Option<number>
+    readonly logFormat: LogFormat
   }
 ) =>
   Effect.scoped(
@@ -55,7 +57,7 @@ export const daemon = (
       yield* Console.log(`skein listening on ${running.url}`)
       return yield* Effect.never
     })
-  ).pipe(reportFailures())
+  ).pipe(Effect.provide(loggerLayer(o.logFormat)), reportFailures())
 
 export const stdio = (o: Paths) =>
   Effect.gen(function* () {
