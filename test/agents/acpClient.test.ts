@@ -175,4 +175,38 @@ describe("acp driver: the client methods an agent calls", () => {
         expect(JSON.stringify(handoff)).not.toContain("secret thought")
       })
     ))
+
+  it("an agent that could not start at first is known by what it says once it does", async () => {
+    // Fails its first start (as `npx` fetching a package might), starts after.
+    const marker = Path.join(dir, "started-once")
+    const script = Path.join(dir, "late-agent.sh")
+    Fs.writeFileSync(
+      script,
+      `#!/bin/sh\nif [ -f "${marker}" ]; then exec "${process.execPath}" "${agentJs}"; fi\ntouch "${marker}"\necho "not yet" >&2\nexit 3\n`,
+      { mode: 0o700 }
+    )
+    const lateConfig = Path.join(dir, "late.json")
+    Fs.writeFileSync(
+      lateConfig,
+      JSON.stringify({ providers: { acp: { driver: "acp", command: ["/bin/sh", script] } } })
+    )
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const runtime = yield* Layer.build(runtimeLayer(dir, { configFile: lateConfig, dbName: "late.db" }))
+          const o = yield* Effect.provide(Orchestrator, runtime)
+          const before = (yield* o.listProviders)[0]!
+          expect(before.binary).toMatchObject({ usable: false })
+          expect(before.binary?.problem).toContain("not yet")
+          expect(before.capabilities.resume).toBe(false)
+          const thread = yield* o.createThread({ workspace })
+          const ran = yield* o.startRun({ threadId: thread.id, provider: acp, message: "hello", wait: true })
+          expect(replyOf(ran)).toContain("echo: hello")
+          const after = (yield* o.listProviders)[0]!
+          expect(after.binary).toMatchObject({ usable: true, version: "1.0.0", problem: null })
+          expect(after.capabilities.resume).toBe(true)
+        })
+      )
+    )
+  })
 })

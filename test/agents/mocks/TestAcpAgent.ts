@@ -54,7 +54,11 @@ acp
   .agent({ name: "test-acp-agent" })
   .onRequest(acp.methods.agent.initialize, () => ({
     protocolVersion: acp.PROTOCOL_VERSION,
-    agentCapabilities: { loadSession: false, mcpCapabilities: { http: true, sse: false } },
+    agentCapabilities: {
+      loadSession: false,
+      mcpCapabilities: { http: true, sse: false },
+      sessionCapabilities: { resume: {} }
+    },
     agentInfo: { name: "test-acp-agent", version: "1.0.0" },
     authMethods: []
   }))
@@ -62,6 +66,11 @@ acp
     const sessionId = `test-${servers.size + 1}`
     servers.set(sessionId, params.mcpServers)
     return { sessionId }
+  })
+  // Only a session this process holds: after a restart the client must start another.
+  .onRequest(acp.methods.agent.session.resume, ({ params }) => {
+    if (!servers.has(params.sessionId)) throw new acp.RequestError(-32002, `no session ${params.sessionId} here`)
+    return {}
   })
   .onRequest(acp.methods.agent.session.prompt, async (context) => {
     const { sessionId, prompt } = context.params

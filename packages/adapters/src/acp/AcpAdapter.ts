@@ -65,35 +65,41 @@ export interface AcpAdapterOptions {
 }
 
 /**
- * An ACP instance as the port, its capabilities from the agent's `initialize`. An agent
- * that does not start is still an instance: its probe says why, and opening a session
- * fails with the reason.
+ * An ACP instance as the port, its capabilities from the agent's `initialize`: asked once
+ * when the instance is made, and again by every session it opens, so that an agent that
+ * could not start at first (a package still downloading, a login missing) is known by
+ * what it says once it does. Until it has said anything the instance continues in new
+ * sessions only; its probe says why it is not usable.
  */
 export const makeAcpAdapter = (options: AcpAdapterOptions): Effect.Effect<ProviderAdapter> =>
   Effect.gen(function* () {
     const env = scopedEnv(options.env ?? {})
-    const probed: Either.Either<InitializeResult, { readonly detail: string }> = yield* Effect.either(
-      probeAgent(options, env)
-    )
-    const told = Either.isRight(probed) ? capabilitiesOfAgent(probed.right.agentCapabilities ?? {}) : acpCapabilities
     const overrides = Object.fromEntries(
       Object.entries(options.capabilities ?? {}).filter(([, value]) => value !== undefined)
     )
-    const capabilities = Capabilities.make({ ...told, ...overrides })
-    const version = Either.isRight(probed) ? (probed.right.agentInfo?.version ?? null) : null
+    /** What the agent last said of itself (or why it said nothing), and the capabilities it gives. */
+    let known: { readonly told: Either.Either<InitializeResult, string>; readonly capabilities: ProviderCapabilities }
+    const learn = (told: Either.Either<InitializeResult, string>) => {
+      const base = Either.isRight(told) ? capabilitiesOfAgent(told.right.agentCapabilities ?? {}) : acpCapabilities
+      known = { told, capabilities: Capabilities.make({ ...base, ...overrides }) }
+    }
+    learn(Either.mapLeft(yield* Effect.either(probeAgent(options, env)), (failure) => failure.detail))
+    const said = (agent: InitializeResult) => Effect.sync(() => learn(Either.right(agent)))
     return {
       name: options.name,
       driver: "acp",
-      capabilities,
+      get capabilities() {
+        return known.capabilities
+      },
       runtimeMode: `approvals=${options.approvals ?? "ask"};config=${JSON.stringify(options.configOptions ?? {})}`,
       autonomy: { ...defaultAutonomy, approvals: options.approvals ?? "ask" },
       model: options.model ?? null,
-      openSession: ({ workspace }) => openSession(options, env, workspace),
-      probe: Effect.succeed({
+      openSession: ({ workspace }) => openSession(options, env, workspace, said),
+      probe: Effect.sync(() => ({
         path: options.command[0],
-        version,
-        usable: Either.isRight(probed),
-        problem: Either.isLeft(probed) ? probed.left.detail : null
-      })
+        version: Either.isRight(known.told) ? (known.told.right.agentInfo?.version ?? null) : null,
+        usable: Either.isRight(known.told),
+        problem: Either.isLeft(known.told) ? known.told.left : null
+      }))
     } satisfies ProviderAdapter
   })

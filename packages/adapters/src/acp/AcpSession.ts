@@ -130,7 +130,9 @@ const initialize = (call: Call, proc: LineProcess, failure: Failure, command: st
 export const openSession = (
   options: AcpAdapterOptions,
   env: Record<string, string>,
-  workspace: string | null
+  workspace: string | null,
+  /** Hears what the agent answered to this session's `initialize`. */
+  said: (agent: InitializeResult) => Effect.Effect<void>
 ): Effect.Effect<ProviderSessionHandle, ProviderFailure, Scope.Scope> =>
   Effect.gen(function* () {
     const provider = options.name
@@ -166,6 +168,7 @@ export const openSession = (
         }
       }
     })
+    yield* said(agent)
     const threads = acpThreads({ options, agent: agent.agentCapabilities ?? {}, cwd, call, sessions, failure })
     return {
       pid: proc.pid,
