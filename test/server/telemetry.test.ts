@@ -22,7 +22,16 @@ import { Effect, Layer, Schedule } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { removeDir, runtimeLayer, tempDir } from "../support/runtime.js"
-import { childEnv, runSkein, tempDir as homeDir, tokenIn, trackDaemons } from "./support.js"
+import {
+  binPath,
+  childEnv,
+  requestFrame,
+  runProcess,
+  runSkein,
+  tempDir as homeDir,
+  tokenIn,
+  trackDaemons
+} from "./support.js"
 
 const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
@@ -226,6 +235,25 @@ describe("telemetry end to end (a daemon, a loopback OTLP receiver)", () => {
       }
     })
   }
+
+  it("skein stdio (an embedded runtime) exports too, and flushes before it exits", async () => {
+    const otlp = await receiver()
+    const home = homeDir("skein-otel-")
+    dirs.push(home)
+    try {
+      const ran = await runProcess(
+        process.execPath,
+        [binPath, "stdio"],
+        childEnv(home, { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" }),
+        { stdin: `${requestFrame("1", "thread.create", { title: "over stdio" })}\n` }
+      )
+      expect(ran.code).toBe(0)
+      // Spans are batched: the last ones go out as the process closes its telemetry.
+      expect(otlp.received.some((r) => r.path === "/v1/traces" && r.body.includes("rpc thread.create"))).toBe(true)
+    } finally {
+      await otlp.close()
+    }
+  })
 
   it("a protocol the daemon cannot speak, or a log format it does not write, is refused at start", async () => {
     const home = homeDir("skein-otel-")

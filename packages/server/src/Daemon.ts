@@ -39,8 +39,7 @@ export const resolvePaths = (options: DaemonOptions): { readonly dataDir: string
 export const startDaemon = Effect.fn("Server.startDaemon")(function* (options: DaemonOptions = {}) {
   // OpenTelemetry, when the environment names an endpoint: installed first, so that the
   // runtime and the server run under it, and closed last, so that it flushes their spans.
-  const telemetry = yield* Layer.toRuntime(telemetryFromEnv())
-  return yield* Effect.provide(start(options), telemetry)
+  return yield* Effect.provide(start(options), yield* Layer.toRuntime(telemetryFromEnv()))
 })
 
 const start = Effect.fnUntraced(function* (options: DaemonOptions) {

@@ -13,6 +13,7 @@ import { normaliseAllowedHost, normaliseOrigin } from "./Handshake.js"
 import { type LogFormat, loggerLayer } from "./LogFormat.js"
 import { skeinRuntimeLayer } from "./SkeinRuntime.js"
 import { serveStdio } from "./Stdio.js"
+import { withTelemetryFromEnv } from "./Telemetry.js"
 import { clientBackend } from "./acp/AcpBackend.js"
 import { serveAcpStdio, serveAcpWith } from "./acp/AcpStdio.js"
 import { makeSkeinClient } from "./Client.js"
@@ -71,7 +72,10 @@ export const stdio = (o: Paths) =>
         stdin,
         writeLine: (line) => Effect.sync(() => void process.stdout.write(`${line}\n`))
       })
-    ).pipe(Effect.provide(skeinRuntimeLayer({ dbPath, dataDir: dir, configFile: Option.getOrUndefined(o.config) })))
+    ).pipe(
+      Effect.provide(skeinRuntimeLayer({ dbPath, dataDir: dir, configFile: Option.getOrUndefined(o.config) })),
+      withTelemetryFromEnv
+    )
   }).pipe(reportFailures())
 
 /** `skein acp`: Skein as an ACP agent on stdio, over an embedded runtime or, with `--url`, a daemon. */
@@ -90,7 +94,8 @@ export const acp = (o: Paths & { readonly url: Option.Option<string>; readonly t
     })
     yield* ensureDataDir(dir)
     yield* serveAcpStdio.pipe(
-      Effect.provide(skeinRuntimeLayer({ dbPath, dataDir: dir, configFile: Option.getOrUndefined(o.config) }))
+      Effect.provide(skeinRuntimeLayer({ dbPath, dataDir: dir, configFile: Option.getOrUndefined(o.config) })),
+      withTelemetryFromEnv
     )
   }).pipe(reportFailures())
 

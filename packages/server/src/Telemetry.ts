@@ -19,6 +19,7 @@ import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { InvalidInput } from "@skein/domain"
 import { Telemetry } from "@skein/runtime"
 import { Effect, Layer } from "effect"
+import type { Scope } from "effect"
 import { SKEIN_VERSION } from "./Version.js"
 
 export type TelemetryEnv = Readonly<Record<string, string | undefined>>
@@ -98,4 +99,16 @@ export const otlpLayer = (settings: Extract<TelemetrySettings, { _tag: "On" }>):
 export const telemetryFromEnv = (env: TelemetryEnv = process.env): Layer.Layer<never, InvalidInput> =>
   Layer.unwrapEffect(
     Effect.map(telemetrySettings(env), (settings) => (settings._tag === "Off" ? Layer.empty : otlpLayer(settings)))
+  )
+
+/**
+ * Runs `effect` under OpenTelemetry as the variables say (nothing when they name no
+ * endpoint): installed before it, flushed and closed after it.
+ */
+export const withTelemetryFromEnv = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  env: TelemetryEnv = process.env
+): Effect.Effect<A, E | InvalidInput, Exclude<R, Scope.Scope>> =>
+  Effect.scoped(
+    Effect.flatMap(Layer.toRuntime(telemetryFromEnv(env)), (telemetry) => Effect.provide(effect, telemetry))
   )
