@@ -266,6 +266,17 @@ export const makeProviderAdapters = (
       if (problem !== null) return Effect.fail(new InvalidInput({ detail: problem }))
       const stateDir = Path.join(options.dataDir, "providers", name)
       const capabilities = capabilitiesFor(instance.driver, instance.capabilities)
+      /** What every driver of a real agent is configured with (AgentOptions). */
+      const agentOptions = () => ({
+        name,
+        capabilities,
+        stateDir,
+        command: instance.command,
+        env: instance.env,
+        model: instance.model ?? null,
+        approvals: instance.approvals,
+        allowUntestedVersion: instance.allowUntestedVersion
+      })
       switch (instance.driver) {
         case "scripted":
           return Effect.succeed(
@@ -280,32 +291,14 @@ export const makeProviderAdapters = (
           )
         case "codex":
           return Effect.succeed(
-            makeCodexAdapter({
-              name,
-              capabilities,
-              stateDir,
-              command: instance.command,
-              env: instance.env,
-              model: instance.model ?? null,
-              approvals: instance.approvals,
-              askForApproval: instance.askForApproval,
-              sandbox: instance.sandbox,
-              allowUntestedVersion: instance.allowUntestedVersion
-            })
+            makeCodexAdapter({ ...agentOptions(), askForApproval: instance.askForApproval, sandbox: instance.sandbox })
           )
         case "claude":
           return Effect.succeed(
             makeClaudeAdapter({
-              name,
-              capabilities,
-              stateDir,
-              command: instance.command,
-              env: instance.env,
-              model: instance.model ?? null,
-              approvals: instance.approvals,
+              ...agentOptions(),
               permissionMode: instance.permissionMode,
-              processIdleMs: instance.processIdleMs,
-              allowUntestedVersion: instance.allowUntestedVersion
+              processIdleMs: instance.processIdleMs
             })
           )
         case "acp":

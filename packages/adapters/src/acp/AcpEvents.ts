@@ -22,8 +22,15 @@ import type { TurnSlots } from "../agents/TurnSlot.js"
 import type * as TurnEvents from "../process/TurnEvents.js"
 import { containedPath } from "../workspace/WorkspacePath.js"
 import type { TurnAssembler } from "./AcpItems.js"
-import type { PermissionOption, PromptResult, RequestPermission } from "./AcpProtocol.js"
-import { ErrorCodes, itemUpdates, ReadTextFile, SessionUpdate, WriteTextFile } from "./AcpProtocol.js"
+import type { PermissionOption, PromptResult } from "./AcpProtocol.js"
+import {
+  ErrorCodes,
+  itemUpdates,
+  ReadTextFile,
+  RequestPermission,
+  SessionUpdate,
+  WriteTextFile
+} from "./AcpProtocol.js"
 
 /** The largest file `fs/read_text_file` hands to an agent. */
 const MAX_READ_BYTES = 16 * 1024 * 1024
@@ -59,22 +66,7 @@ export interface AcpEventsContext {
 }
 
 const decodeUpdate = Schema.decodeUnknownEither(Schema.Struct({ sessionId: Schema.String, update: SessionUpdate }))
-const decodePermission = Schema.decodeUnknownEither(
-  Schema.Struct({
-    sessionId: Schema.String,
-    toolCall: Schema.Struct({
-      toolCallId: Schema.String,
-      title: Schema.optional(Schema.NullOr(Schema.String)),
-      rawInput: Schema.optional(Schema.Unknown)
-    }),
-    options: Schema.Array(
-      Schema.Struct({
-        optionId: Schema.String,
-        kind: Schema.Literal("allow_once", "allow_always", "reject_once", "reject_always")
-      })
-    )
-  })
-)
+const decodePermission = Schema.decodeUnknownEither(RequestPermission)
 const decodeRead = Schema.decodeUnknownEither(ReadTextFile)
 const decodeWrite = Schema.decodeUnknownEither(WriteTextFile)
 
