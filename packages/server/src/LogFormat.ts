@@ -4,7 +4,7 @@
  * and span ids of the span current where the line was logged, so that a log store can
  * join it to the trace (`--log-format json`).
  */
-import { Context, FiberRefs, FiberRef, Logger, Option, Tracer } from "effect"
+import { Context, Effect, FiberRef, FiberRefs, HashSet, Layer, Logger, Option, Tracer } from "effect"
 
 export const LogFormats = ["logfmt", "json"] as const
 export type LogFormat = (typeof LogFormats)[number]
@@ -24,6 +24,16 @@ export const jsonWithTrace: Logger.Logger<unknown, string> = Logger.make((option
   }
 })
 
-/** The logger that replaces Effect's default for a command: the format chosen, to stderr. */
-export const loggerLayer = (format: LogFormat) =>
-  Logger.replace(Logger.defaultLogger, Logger.withConsoleError(format === "json" ? jsonWithTrace : Logger.logfmtLogger))
+/**
+ * The one logger of a command: the format chosen, to stderr. It takes the place of every
+ * logger set before it (`Logger.replace` would add it beside one that already replaced
+ * the default, and each line would be written twice).
+ */
+export const loggerLayer = (format: LogFormat): Layer.Layer<never> =>
+  Layer.scopedDiscard(
+    Effect.locallyScopedWith(FiberRef.currentLoggers, () =>
+      HashSet.make<Array<Logger.Logger<unknown, any>>>(
+        Logger.withConsoleError(format === "json" ? jsonWithTrace : Logger.logfmtLogger)
+      )
+    )
+  )
