@@ -19,6 +19,8 @@
  *   adapter finds the program by resolving `@skein/adapters/scripted-server` from its
  *   own file, which in the bundle is a chunk here; the small package beside the chunks
  *   answers that resolution with this file.
+ * - `../inspector/`: the inspector's page (`inspector/`, Preact), bundled for the browser;
+ *   the daemon serves it at `/inspect`.
  * - `meta.json`: which sources went into which file (esbuild's metafile), for the tests
  *   and the bench.
  *
@@ -81,6 +83,27 @@ for (const output of cli.outputFiles) {
   if (script.warnings.length > 0) throw new Error(`${output.path} does not convert to a script cleanly`)
   Fs.mkdirSync(Path.dirname(output.path), { recursive: true })
   Fs.writeFileSync(output.path, script.code)
+}
+
+// ---- the inspector's page (Preact), served at /inspect -----------------------------
+
+const inspectorDir = Path.join(root, "dist", "inspector")
+Fs.rmSync(inspectorDir, { recursive: true, force: true })
+await esbuild.build({
+  entryPoints: { app: Path.join(root, "inspector", "main.tsx") },
+  outdir: inspectorDir,
+  bundle: true,
+  minify: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  jsx: "automatic",
+  jsxImportSource: "preact",
+  absWorkingDir: repository,
+  logLevel: "warning"
+})
+for (const file of ["index.html", "style.css"]) {
+  Fs.copyFileSync(Path.join(root, "inspector", file), Path.join(inspectorDir, file))
 }
 
 // ---- the scripted provider's child program ----------------------------------------

@@ -5,3 +5,6 @@
 export const DEFAULT_HOST = "127.0.0.1"
 export const DEFAULT_PORT = 7878
 export const DEFAULT_RPC_PATH = "/rpc"
+
+/** Where the daemon serves its inspector page. */
+export const INSPECT_PATH = "/inspect"

@@ -66,13 +66,19 @@ export const tokenMatches = (expected: string, presented: string | undefined): b
 export const bearerToken = (authorization: string): string | undefined =>
   /^Bearer\s+(.+)$/i.exec(authorization.trim())?.[1]
 
-/** The token a request presents: `Authorization: Bearer T`, else the `token` query parameter. */
+/** The token a request presents: `Authorization: Bearer T`, else a `skein.token.T` WebSocket subprotocol, else the `token` query parameter. */
 export const presentedToken = (
   headers: Readonly<Record<string, string | undefined>>,
   url: string
 ): string | undefined => {
   const authorization = headers["authorization"]
   if (authorization !== undefined) return bearerToken(authorization)
+  // A page cannot set headers: the inspector offers the token as a subprotocol, `skein.token.TOKEN`.
+  const offered = headers["sec-websocket-protocol"]
+    ?.split(",")
+    .map((protocol) => protocol.trim())
+    .find((protocol) => protocol.startsWith("skein.token."))
+  if (offered !== undefined) return offered.slice("skein.token.".length)
   try {
     return new URL(url, "http://localhost").searchParams.get("token") ?? undefined
   } catch {

@@ -225,6 +225,12 @@ const tree = Command.make("tree", { ...connection, json, thread: threadArg }, (o
   client((commands) => commands.tree(o))
 )
 
+const inspect = Command.make(
+  "inspect",
+  { ...connection, open: Options.boolean("open"), thread: threadArg.pipe(Args.optional) },
+  (o) => client((commands) => commands.inspect(o))
+)
+
 const demo = Command.make("demo", { json }, (o) => server((commands) => commands.demo(o)))
 
 export const skeinCommand = Command.make("skein").pipe(
@@ -247,6 +253,7 @@ export const skeinCommand = Command.make("skein").pipe(
     mergeBack,
     rollback,
     tree,
+    inspect,
     demo
   ])
 )

@@ -7,6 +7,7 @@
  * (`CliClient`); failures are reported as `CliFailures` says.
  */
 export { call } from "./CallCommand.js"
+export { inspect } from "./InspectCommand.js"
 export { fork, mergeBack, rollback, tree } from "./LineageCommands.js"
 export { approve, interrupt, send, subagent } from "./RunCommands.js"
 export { follow, handoff, providers, show, threadNew, threads } from "./ThreadCommands.js"

@@ -343,6 +343,16 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
     examples: ["skein tree thr_…"]
   },
   {
+    path: "inspect",
+    usage: "skein inspect [THREAD] [--open]",
+    summary:
+      "The address of the daemon's inspector page (threads, lanes of provider threads, handoffs), with the token in its fragment.",
+    args: [["THREAD", "A thread to open (thr_…); without it, the list of threads."]],
+    options: [["--open", "Hand the address to the system's browser (xdg-open, open)."]],
+    client: true,
+    examples: ["skein inspect", "skein inspect thr_… --open"]
+  },
+  {
     path: "demo",
     usage: "skein demo",
     summary: "Run the seed example offline (two scripted providers, nine runs) and print the coverage table.",

@@ -54,7 +54,7 @@ export const commandHelp = (doc: CommandDoc, style: Style): string => {
 
 const groups: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   ["Talk to agents", ["thread new", "threads", "send", "show", "follow", "interrupt", "approve", "subagent"]],
-  ["Lineage", ["fork", "merge-back", "rollback", "tree", "handoff"]],
+  ["Lineage", ["fork", "merge-back", "rollback", "tree", "handoff", "inspect"]],
   ["Run Skein", ["daemon", "stdio", "acp", "providers", "demo"]],
   ["For programs", ["call"]]
 ]

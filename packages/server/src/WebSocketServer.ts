@@ -14,9 +14,10 @@ import { NodeHttpServer } from "@effect/platform-node"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { Orchestrator } from "@skein/runtime"
 import { Effect, ExecutionStrategy, Scope } from "effect"
-import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RPC_PATH } from "./Address.js"
+import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RPC_PATH, INSPECT_PATH } from "./Address.js"
 import { checkBind, type InsecureBind, isLoopbackHost, type WeakToken } from "./Auth.js"
 import { type InvalidAllowedHost, type InvalidOrigin, makeAccessPolicy } from "./Handshake.js"
+import { makeInspector } from "./Inspector.js"
 import { DEFAULT_MCP_PATH, makeMcpEndpoint } from "./mcp/McpEndpoint.js"
 import type { SubagentLimits } from "./mcp/SubagentPolicy.js"
 import { type EndpointOptions, makeWebSocketEndpoint } from "./WebSocketEndpoint.js"
@@ -73,6 +74,7 @@ export const serveWebSocket = (
     )
     const endpoint = yield* makeWebSocketEndpoint(endpointOptions)
     const tools = yield* makeMcpEndpoint({ ...endpointOptions, limits: options.subagentLimits })
+    const inspector = makeInspector(yield* makeAccessPolicy(endpointOptions))
     // Closing runs in reverse: stop accepting and drop idle keep-alives, then the
     // endpoint closes its connections and interrupts their requests, then the HTTP server closes.
     yield* Effect.addFinalizer(() =>
@@ -87,6 +89,7 @@ export const serveWebSocket = (
       if (pathname === path) return yield* endpoint
       if (pathname === DEFAULT_MCP_PATH) return yield* tools
       if (pathname === "/health") return HttpServerResponse.text("ok")
+      if (pathname === INSPECT_PATH || pathname.startsWith(`${INSPECT_PATH}/`)) return yield* inspector
       return HttpServerResponse.text(`Not found. Skein RPC is at ${path}.`, { status: 404 })
     })
     yield* server.serve(app).pipe(Scope.extend(httpScope))
