@@ -3,8 +3,8 @@
  * against a daemon (the `skein` executable): `skein inspect` gives the address with the
  * token in the fragment; the page finds a thread by its title, shows its lanes (one per
  * provider thread) and its handoffs, opens a handoff whose text holds a word planted in
- * an earlier run, follows a fork to its source, and shows a run started meanwhile
- * without a reload. A page of another origin, holding the token, still gets no socket.
+ * an earlier run, follows a fork to its source, shows a run started meanwhile without a
+ * reload, and answers a run's approval. A page of another origin, holding the token, still gets no socket.
  * Screenshots of each view go to test/dist/screenshots/inspector (ignored by git).
  */
 import type { ProviderName, ThreadId } from "@skein/domain"
@@ -24,7 +24,10 @@ const start = trackDaemons()
 /** What the page's functions use of the browser (this package compiles without the DOM's types). */
 interface Browser {
   readonly location: { readonly hash: string }
-  readonly document: { readonly querySelectorAll: (selector: string) => { readonly length: number } }
+  readonly document: {
+    readonly querySelectorAll: (selector: string) => { readonly length: number }
+    readonly querySelector: (selector: string) => { readonly textContent: string | null } | null
+  }
 }
 const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
@@ -106,6 +109,33 @@ describe("the inspector page", () => {
       await page.goto(address)
       await page.getByRole("button", { name: "Inspector PLANTED thread" }).waitFor()
       await page.screenshot({ path: Path.join(shots, "threads.png"), fullPage: true })
+
+      // A run's items, and an approval answered from the page.
+      const asking = (await client((c) =>
+        Effect.gen(function* () {
+          const thread = yield* c.thread.create({ title: "asks" })
+          yield* c.run.start({ threadId: thread.id, provider: alpha, message: "deploy? [[ask:may I deploy to PROD?]]" })
+          return thread.id
+        })
+      )) as ThreadId
+      await page.goto(address.replace(/#.*/, `#token=${encodeURIComponent(token)}&thread=${asking}&run=1`))
+      const approval = page.getByTestId("approval")
+      await approval.getByRole("button", { name: "Accept" }).click({ timeout: 15_000 })
+      await page.waitForFunction(
+        () =>
+          (globalThis as unknown as Browser).document
+            .querySelector('[data-testid="approval"]')
+            ?.textContent?.includes("accept") ?? false,
+        undefined,
+        { timeout: 10_000 }
+      )
+      expect(await approval.textContent()).toContain("may I deploy to PROD?")
+      await page.screenshot({ path: Path.join(shots, "run.png"), fullPage: true })
+      const answered = await client((c) => c.thread.get({ threadId: asking }))
+      const item = (
+        answered as { runs: ReadonlyArray<{ items: ReadonlyArray<{ type: string; status?: string }> }> }
+      ).runs[0]!.items.find((i) => i.type === "approval_request")
+      expect(item?.status).toBe("accept")
     })
     console.log(`inspector screenshots: ${shots}`)
   }, 90_000)

@@ -22,6 +22,32 @@ interface Run {
   readonly contextResolution: string
   readonly contextHandoffId: string | null
 }
+interface Item {
+  readonly id: string
+  readonly type: string
+  readonly text?: string
+  readonly name?: string
+  readonly input?: string
+  readonly output?: string | null
+  readonly command?: string
+  readonly exitCode?: number | null
+  readonly path?: string
+  readonly kind?: string
+  readonly summary?: string
+  readonly steps?: ReadonlyArray<{ readonly text: string; readonly status: string }>
+  readonly approvalId?: string
+  readonly question?: string
+  readonly status?: string
+  readonly message?: string
+  readonly description?: string
+  readonly result?: string | null
+}
+interface RunWithItems extends Run {
+  readonly message: string
+  readonly items: ReadonlyArray<Item>
+  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number }
+  readonly failure: { readonly reason: string; readonly message: string } | null
+}
 interface ProviderThread {
   readonly id: string
   readonly provider: string
@@ -51,6 +77,7 @@ interface ThreadView {
 export type Route =
   | { readonly view: "threads" }
   | { readonly view: "thread"; readonly threadId: string }
+  | { readonly view: "run"; readonly threadId: string; readonly ordinal: number }
   | { readonly view: "handoff"; readonly threadId: string; readonly handoffId: string }
 
 const nameOf = (thread: Thread) => thread.title ?? thread.id
@@ -71,6 +98,8 @@ export const App = ({ rpc, route, go }: { rpc: Rpc; route: Route; go: (route: Ro
         <Threads rpc={rpc} go={go} />
       ) : route.view === "thread" ? (
         <ThreadPage rpc={rpc} threadId={route.threadId} go={go} />
+      ) : route.view === "run" ? (
+        <RunPage rpc={rpc} route={route} go={go} />
       ) : (
         <HandoffPage rpc={rpc} route={route} go={go} />
       )}
@@ -235,7 +264,10 @@ const ThreadPage = ({ rpc, threadId, go }: { rpc: Rpc; threadId: string; go: (ro
         <ol>
           {runs.map((r) => (
             <li key={r.id} value={r.ordinal} data-testid="run">
-              {r.provider} · {r.status} · context {r.contextResolution}
+              <button class="link" onClick={() => go({ view: "run", threadId, ordinal: r.ordinal })}>
+                {r.provider} · {r.status}
+              </button>
+              <span class="meta">context {r.contextResolution}</span>
             </li>
           ))}
         </ol>
@@ -270,6 +302,137 @@ const HandoffPage = ({
       <pre class="handoff-text" data-testid="handoff-text">
         {h.summaryText}
       </pre>
+    </>
+  )
+}
+
+/** One item as a line of the run's page. */
+const ItemLine = ({ item, answer }: { item: Item; answer: (approvalId: string, decision: string) => void }) => {
+  switch (item.type) {
+    case "user_message":
+      return (
+        <p>
+          <strong>user</strong> {item.text}
+        </p>
+      )
+    case "assistant_message":
+      return (
+        <p>
+          <strong>agent</strong> {item.text}
+        </p>
+      )
+    case "reasoning":
+      return <p class="meta">hidden reasoning, kept with its provider</p>
+    case "tool_call":
+      return (
+        <p>
+          <strong>tool</strong> {item.name} <code>{item.input}</code> {item.output ? `→ ${item.output}` : ""}
+        </p>
+      )
+    case "command_execution":
+      return (
+        <p>
+          <strong>command</strong> <code>{item.command}</code> exit {String(item.exitCode)}
+        </p>
+      )
+    case "file_change":
+      return (
+        <p>
+          <strong>file</strong> {item.kind} {item.path}
+        </p>
+      )
+    case "plan":
+      return (
+        <div>
+          <strong>plan</strong>
+          <ul>
+            {(item.steps ?? []).map((step, i) => (
+              <li key={i}>
+                {step.status}: {step.text}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )
+    case "approval_request":
+      return (
+        <p data-testid="approval">
+          <strong>approval</strong> {item.question} <span class="meta">{item.status}</span>
+          {item.status === "open" && (
+            <>
+              {" "}
+              <button onClick={() => answer(item.approvalId!, "accept")}>Accept</button>{" "}
+              <button onClick={() => answer(item.approvalId!, "decline")}>Decline</button>
+            </>
+          )}
+        </p>
+      )
+    case "child_agent":
+      return (
+        <p>
+          <strong>child agent</strong> {item.description} <span class="meta">{item.status}</span>
+        </p>
+      )
+    case "handoff_context":
+      return <p class="meta">the handoff it was given ({item.text?.length ?? 0} characters)</p>
+    case "error":
+      return <p class="error">{item.message}</p>
+    default:
+      return <p class="meta">{item.type}</p>
+  }
+}
+
+const RunPage = ({
+  rpc,
+  route,
+  go
+}: {
+  rpc: Rpc
+  route: Extract<Route, { view: "run" }>
+  go: (route: Route) => void
+}) => {
+  const [answering, setAnswering] = useState<string | null>(null)
+  const loaded = useLoaded(
+    () =>
+      rpc.call<{ runs: ReadonlyArray<RunWithItems> }>("thread.get", {
+        threadId: route.threadId,
+        runs: { after: route.ordinal - 1, limit: 1 },
+        items: true
+      }),
+    [route.threadId, route.ordinal],
+    1000
+  )
+  if (loaded.error) return <p class="error">{loaded.error}</p>
+  const run = loaded.value?.runs[0]
+  if (run === undefined) return <p>Loading…</p>
+  const answer = (approvalId: string, decision: string) => {
+    setAnswering(null)
+    rpc
+      .call("approval.respond", { threadId: route.threadId, approvalId, decision })
+      .catch((error: Error) => setAnswering(error.message))
+  }
+  return (
+    <>
+      <button class="link" onClick={() => go({ view: "thread", threadId: route.threadId })}>
+        ← the thread
+      </button>
+      <h2>
+        Run {run.ordinal} on {run.provider}
+      </h2>
+      <p data-testid="run-status">
+        {run.status} · context {run.contextResolution}
+        {run.usage && ` · ${run.usage.inputTokens} tokens in, ${run.usage.outputTokens} out`}
+        {run.failure && ` · ${run.failure.reason}: ${run.failure.message}`}
+      </p>
+      {answering !== null && <p class="error">{answering}</p>}
+      <section class="panel">
+        <p>
+          <strong>user</strong> {run.message}
+        </p>
+        {run.items.map((item) => (
+          <ItemLine key={item.id} item={item} answer={answer} />
+        ))}
+      </section>
     </>
   )
 }

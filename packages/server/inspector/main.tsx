@@ -15,7 +15,9 @@ const token = params.get("token") ?? ""
 const routeOf = (fragment: URLSearchParams): Route => {
   const threadId = fragment.get("thread")
   const handoffId = fragment.get("handoff")
+  const run = Number(fragment.get("run"))
   if (threadId !== null && handoffId !== null) return { view: "handoff", threadId, handoffId }
+  if (threadId !== null && Number.isInteger(run) && run > 0) return { view: "run", threadId, ordinal: run }
   return threadId !== null ? { view: "thread", threadId } : { view: "threads" }
 }
 
@@ -24,7 +26,9 @@ const fragmentOf = (route: Route): string =>
     ? ""
     : route.view === "thread"
       ? `thread=${encodeURIComponent(route.threadId)}`
-      : `thread=${encodeURIComponent(route.threadId)}&handoff=${encodeURIComponent(route.handoffId)}`
+      : route.view === "run"
+        ? `thread=${encodeURIComponent(route.threadId)}&run=${route.ordinal}`
+        : `thread=${encodeURIComponent(route.threadId)}&handoff=${encodeURIComponent(route.handoffId)}`
 
 const Root = () => {
   const [rpc, setRpc] = useState<Rpc | { error: string } | null>(null)
