@@ -108,7 +108,12 @@ describe("the inspector page", () => {
 
       await page.goto(address)
       await page.getByRole("button", { name: "Inspector PLANTED thread" }).waitFor()
+      // The lineage graph: a node per thread, the fork's edge labelled; a node opens its thread.
+      expect(await page.getByTestId("node").count()).toBe(3)
+      expect(await page.getByTestId("lineage").textContent()).toContain("fork")
       await page.screenshot({ path: Path.join(shots, "threads.png"), fullPage: true })
+      await page.getByTestId("node").filter({ hasText: "its fork" }).click()
+      await page.getByRole("heading", { name: "its fork" }).waitFor()
 
       // A run's items, and an approval answered from the page.
       const asking = (await client((c) =>

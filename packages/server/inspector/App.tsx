@@ -6,6 +6,7 @@
  * wrote it). A thread's view refreshes itself every second.
  */
 import { useEffect, useState } from "preact/hooks"
+import { LineageGraph } from "./Lineage.js"
 import type { Rpc } from "./Rpc.js"
 
 interface Thread {
@@ -160,6 +161,12 @@ const Threads = ({ rpc, go }: { rpc: Rpc; go: (route: Route) => void }) => {
       />
       <p class="meta">{threads.length} threads</p>
       <ul class="threads">{shown.map(item)}</ul>
+      {query === "" && threads.length > 0 && threads.length <= 300 && (
+        <section class="panel">
+          <h3>Lineage</h3>
+          <LineageGraph threads={threads} open={(threadId) => go({ view: "thread", threadId })} />
+        </section>
+      )}
     </>
   )
 }
