@@ -65,6 +65,11 @@ interface Handoff {
   readonly summaryText: string
   readonly supersededBy: string | null
   readonly targetRunId: string | null
+  readonly tokenEstimate: number
+  readonly budgetTokens: number
+  readonly payload: {
+    readonly omitted: ReadonlyArray<{ readonly section: string; readonly lines: number; readonly reason: string }>
+  }
 }
 interface ThreadView {
   readonly thread: Thread
@@ -306,9 +311,25 @@ const HandoffPage = ({
         {h.strategy} · {covered(h)} · {h.status} · written by {h.createdByProvider ?? "Skein's local summariser"}
         {h.supersededBy !== null && ` · superseded by ${h.supersededBy}`}
       </p>
+      <p class="meta">
+        about {h.tokenEstimate} tokens of a budget of {h.budgetTokens}
+        {h.targetRunId !== null && ` · delivered with run ${h.targetRunId}`}
+      </p>
       <pre class="handoff-text" data-testid="handoff-text">
         {h.summaryText}
       </pre>
+      {h.payload.omitted.length > 0 && (
+        <section class="panel" data-testid="omitted">
+          <h3>Left out to fit the budget</h3>
+          <ul>
+            {h.payload.omitted.map((o, i) => (
+              <li key={i}>
+                {o.section}: {o.lines} lines ({o.reason})
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
     </>
   )
 }
