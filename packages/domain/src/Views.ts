@@ -49,7 +49,9 @@ export const ThreadPage = Schema.Struct({
   runCount: Schema.Int.pipe(Schema.nonNegative()),
   from: Schema.Int.pipe(Schema.positive()),
   to: Schema.Int.pipe(Schema.nonNegative()),
-  items: Schema.Boolean
+  items: Schema.Boolean,
+  /** The thread's last event when the page was read: `thread.events` from it brings what changed since. */
+  sequence: Schema.Int.pipe(Schema.nonNegative())
 })
 export type ThreadPage = typeof ThreadPage.Type
 

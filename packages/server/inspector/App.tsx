@@ -2,8 +2,9 @@
  * The inspector's views: the threads (a tree of roots with their forks and subagents,
  * searchable by title), a thread (its runs on one lane per provider thread, a run's cell
  * on the lane that natively served it, marked when a handoff told it the rest; its
- * handoffs, lineage and children), and a handoff (its text, strategy, covered runs, who
- * wrote it). A thread's view refreshes itself every second.
+ * handoffs, lineage and children), a run (its items; an open approval answered here) and
+ * a handoff (its text, strategy, covered runs, who wrote it, what was left out). A thread's
+ * and a run's views follow the thread's events (`thread.events`).
  */
 import { useEffect, useState } from "preact/hooks"
 import { LineageGraph } from "./Lineage.js"
@@ -77,7 +78,12 @@ interface ThreadView {
   readonly providerThreads: ReadonlyArray<ProviderThread>
   readonly handoffs: ReadonlyArray<Handoff>
   readonly children: ReadonlyArray<Thread>
-  readonly page?: { readonly runCount: number; readonly from: number; readonly to: number }
+  readonly page?: {
+    readonly runCount: number
+    readonly from: number
+    readonly to: number
+    readonly sequence: number
+  }
 }
 
 export type Route =
@@ -112,6 +118,49 @@ export const App = ({ rpc, route, go }: { rpc: Rpc; route: Route; go: (route: Ro
     </main>
   </>
 )
+
+/**
+ * A page of a thread (`thread.get` with a window), read now and again as the thread's
+ * events come (`thread.events` from the page's sequence, followed for as long as the view
+ * is open), at most four times a second however fast they come.
+ */
+const useFollowed = <A extends { readonly page?: { readonly sequence: number } }>(
+  rpc: Rpc,
+  threadId: string,
+  load: () => Promise<A>,
+  keys: ReadonlyArray<unknown>
+) => {
+  const [state, setState] = useState<{ value?: A; error?: string }>({})
+  useEffect(() => {
+    let live = true
+    let queued: ReturnType<typeof setTimeout> | undefined
+    let stop: (() => void) | undefined
+    const once = (): Promise<void> =>
+      load().then(
+        (value) => {
+          if (!live) return
+          setState({ value })
+          stop ??= rpc.stream("thread.events", { threadId, fromSequence: value.page?.sequence ?? 0 }, soon)
+        },
+        (error: Error) => {
+          if (live) setState({ error: error.message })
+        }
+      )
+    const soon = () => {
+      queued ??= setTimeout(() => {
+        queued = undefined
+        void once()
+      }, 250)
+    }
+    void once()
+    return () => {
+      live = false
+      if (queued !== undefined) clearTimeout(queued)
+      stop?.()
+    }
+  }, keys)
+  return state
+}
 
 /** Loads `load` now and every `everyMs` (if given), keeping the last answer or error. */
 const useLoaded = <A,>(load: () => Promise<A>, keys: ReadonlyArray<unknown>, everyMs?: number) => {
@@ -177,10 +226,11 @@ const Threads = ({ rpc, go }: { rpc: Rpc; go: (route: Route) => void }) => {
 }
 
 const ThreadPage = ({ rpc, threadId, go }: { rpc: Rpc; threadId: string; go: (route: Route) => void }) => {
-  const loaded = useLoaded(
+  const loaded = useFollowed(
+    rpc,
+    threadId,
     () => rpc.call<ThreadView>("thread.get", { threadId, runs: { limit: 200 }, items: false }),
-    [threadId],
-    1000
+    [threadId]
   )
   if (loaded.error) return <p class="error">{loaded.error}</p>
   const view = loaded.value
@@ -420,15 +470,16 @@ const RunPage = ({
   go: (route: Route) => void
 }) => {
   const [answering, setAnswering] = useState<string | null>(null)
-  const loaded = useLoaded(
+  const loaded = useFollowed(
+    rpc,
+    route.threadId,
     () =>
-      rpc.call<{ runs: ReadonlyArray<RunWithItems> }>("thread.get", {
+      rpc.call<{ runs: ReadonlyArray<RunWithItems>; page?: { sequence: number } }>("thread.get", {
         threadId: route.threadId,
         runs: { after: route.ordinal - 1, limit: 1 },
         items: true
       }),
-    [route.threadId, route.ordinal],
-    1000
+    [route.threadId, route.ordinal]
   )
   if (loaded.error) return <p class="error">{loaded.error}</p>
   const run = loaded.value?.runs[0]

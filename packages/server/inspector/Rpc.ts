@@ -6,6 +6,8 @@
  */
 export interface Rpc {
   readonly call: <A>(tag: string, payload: unknown) => Promise<A>
+  /** A stream method (`thread.events`): `onValues` gets each chunk; the returned function ends it. */
+  readonly stream: (tag: string, payload: unknown, onValues: (values: ReadonlyArray<unknown>) => void) => () => void
   readonly close: () => void
 }
 
@@ -26,7 +28,11 @@ export const connect = (url: string, token: string): Promise<Rpc> =>
   new Promise((resolve, reject) => {
     const socket = new WebSocket(url, ["skein", `skein.token.${token}`])
     const waiting = new Map<string, Waiting>()
+    const streams = new Map<string, (values: ReadonlyArray<unknown>) => void>()
     let next = 0
+    const send = (frame: unknown) => {
+      if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(frame))
+    }
     let open = false
     const failAll = (why: string) => {
       for (const entry of waiting.values()) entry.reject(new Error(why))
@@ -39,8 +45,16 @@ export const connect = (url: string, token: string): Promise<Rpc> =>
           new Promise<A>((res, rej) => {
             const id = String(++next)
             waiting.set(id, { resolve: res as (value: never) => void, reject: rej })
-            socket.send(JSON.stringify({ _tag: "Request", id, tag, payload, headers: [] }))
+            send({ _tag: "Request", id, tag, payload, headers: [] })
           }),
+        stream: (tag, payload, onValues) => {
+          const id = String(++next)
+          streams.set(id, onValues)
+          send({ _tag: "Request", id, tag, payload, headers: [] })
+          return () => {
+            if (streams.delete(id)) send({ _tag: "Interrupt", requestId: id })
+          }
+        },
         close: () => socket.close()
       })
     }
@@ -55,7 +69,11 @@ export const connect = (url: string, token: string): Promise<Rpc> =>
         requestId?: string
         exit?: { _tag: string; value?: unknown; cause?: unknown }
       }
-      if (frame._tag === "Exit" && frame.requestId !== undefined) {
+      if (frame._tag === "Chunk" && frame.requestId !== undefined) {
+        streams.get(frame.requestId)?.((frame as { values?: ReadonlyArray<unknown> }).values ?? [])
+      } else if (frame._tag === "Exit" && frame.requestId !== undefined && streams.has(frame.requestId)) {
+        streams.delete(frame.requestId)
+      } else if (frame._tag === "Exit" && frame.requestId !== undefined) {
         const entry = waiting.get(frame.requestId)
         waiting.delete(frame.requestId)
         if (frame.exit?._tag === "Success") entry?.resolve(frame.exit.value as never)

@@ -210,6 +210,10 @@ const pagedView = (
       (row) => pagedProviderThread(sql, threadId, row.head, from, to, what)
     )
     const children = yield* listThreadRows(sql, { parentThreadId: threadId })
+    const [last] = yield* sql.unsafe<{ readonly last: number }>(
+      "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
+      [threadId]
+    )
     const view: ThreadView = {
       thread,
       runs: runs.map((run) => toRunView(run, itemsByRun.get(run.id) ?? [])),
@@ -218,7 +222,7 @@ const pagedView = (
       handoffs,
       checkpoints,
       children,
-      page: { runCount, from, to, items }
+      page: { runCount, from, to, items, sequence: last?.last ?? 0 }
     }
     return Option.some(view)
   }).pipe(sql.withTransaction, Effect.mapError(fromSqlError(`cannot read thread ${threadId}`)))

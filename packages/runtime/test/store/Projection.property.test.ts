@@ -70,7 +70,7 @@ const pageOf = (whole: ThreadView, fold: ThreadState, window: RunWindow, items: 
     ),
     handoffs: whole.handoffs.filter((h) => h.targetRunId !== null && ids.has(h.targetRunId)),
     checkpoints: whole.checkpoints.filter((c) => inPage(c.runOrdinal)),
-    page: { runCount: fold.runCount, from, to, items }
+    page: { runCount: fold.runCount, from, to, items, sequence: fold.lastThreadSequence }
   }
 }
 
