@@ -270,6 +270,37 @@ describe("merge-back", () => {
     )
   }, 60_000)
 
+  it("transfer.list: a lineage's pending transfers until a run takes them in; bad filters refused", async () => {
+    await inTempRuntime((o) =>
+      Effect.gen(function* () {
+        const source = yield* o.createThread({ title: "source" })
+        yield* o.startRun({ threadId: source.id, provider: alpha, message: "start here", wait: true })
+        const { thread: fork, transfer: forked } = yield* o.forkThread({
+          sourceThreadId: source.id,
+          sourcePoint: "latest_stable"
+        })
+        const other = yield* o.createThread({ title: "elsewhere" })
+        yield* o.startRun({ threadId: other.id, provider: alpha, message: "x", wait: true })
+        const { transfer: elsewhere } = yield* o.forkThread({ sourceThreadId: other.id, sourcePoint: "latest_stable" })
+        const pending = (rootThreadId?: ThreadId) =>
+          Effect.map(
+            o.listTransfers(rootThreadId === undefined ? { status: "pending" } : { status: "pending", rootThreadId }),
+            (xs) => xs.map((x) => x.id)
+          )
+        expect(yield* pending(source.id)).toEqual([forked.id])
+        expect(yield* pending()).toEqual([forked.id, elsewhere.id])
+        yield* o.startRun({ threadId: fork.id, provider: beta, message: "the fork found LEMON", wait: true })
+        const merge = yield* o.mergeBack({ forkThreadId: fork.id })
+        expect(yield* pending(source.id)).toEqual([merge.id])
+        yield* o.startRun({ threadId: source.id, provider: alpha, message: "[[recall:LEMON]]", wait: true })
+        expect(yield* pending(source.id)).toEqual([])
+        const consumed = yield* o.listTransfers({ rootThreadId: source.id, status: "consumed" })
+        expect(consumed.map((x) => x.id)).toEqual([forked.id, merge.id])
+        expect(yield* tagOf(o.listTransfers({ status: "waiting" as never }))).toBe("InvalidInput")
+      })
+    )
+  }, 60_000)
+
   it("refuses a thread that is not a fork, or a fork with nothing to merge, writing nothing", async () => {
     await inTempRuntime((o) =>
       Effect.gen(function* () {

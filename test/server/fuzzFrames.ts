@@ -45,6 +45,7 @@ export const templates: Record<string, Record<string, unknown>> = {
   "thread.mergeBack": { forkThreadId: GHOST },
   "thread.rollback": { threadId: GHOST, toRunOrdinal: 0 },
   "subagent.spawn": { parentThreadId: GHOST, provider: "alpha", prompt: "help" },
+  "transfer.list": { status: "pending", rootThreadId: GHOST },
   "handoff.get": { handoffId: "hof_fuzz_ghost" },
   "approval.respond": { threadId: GHOST, approvalId: "apr_fuzz_ghost", decision: "accept" },
   "provider.list": {}

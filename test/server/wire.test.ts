@@ -111,6 +111,10 @@ describe("the wire", () => {
           expect(listed.value).toStrictEqual(
             encodedSuccess("thread.list", yield* o.listThreads({ rootThreadId: seed.id }))
           )
+          const transfers = yield* rawCall(url, "transfer.list", { rootThreadId: seed.id })
+          expect(transfers.value).toStrictEqual(
+            encodedSuccess("transfer.list", yield* o.listTransfers({ rootThreadId: seed.id }))
+          )
           const providers = yield* rawCall(url, "provider.list", undefined)
           expect(providers.value).toStrictEqual(encodedSuccess("provider.list", yield* o.listProviders))
           // A run as run.start answers it, items and all.

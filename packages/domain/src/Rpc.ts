@@ -20,7 +20,7 @@ import { ContextHandoff } from "./Handoff.js"
 import { ContextHandoffId, ThreadId } from "./Ids.js"
 import { Run } from "./Run.js"
 import { AppThread } from "./Thread.js"
-import { ContextTransfer } from "./Transfer.js"
+import { ContextTransfer, TransferStatus } from "./Transfer.js"
 import { TurnItem } from "./TurnItem.js"
 import { ProviderInstanceInfo, RollbackView, RunView, ThreadView, ThreadViewOptions } from "./Views.js"
 
@@ -61,6 +61,15 @@ export class SkeinRpcs extends RpcGroup.make(
   Rpc.make("subagent.spawn", {
     payload: SpawnSubagentFields,
     success: Schema.Struct({ thread: AppThread, run: Run }),
+    error: SkeinError
+  }),
+  /**
+   * Transfers by status (e.g. the `pending` ones, still waiting to be taken in), of every
+   * thread or of one lineage (`rootThreadId`), oldest first.
+   */
+  Rpc.make("transfer.list", {
+    payload: { status: Schema.optional(TransferStatus), rootThreadId: Schema.optional(ThreadId) },
+    success: Schema.Array(ContextTransfer),
     error: SkeinError
   }),
   Rpc.make("handoff.get", { payload: { handoffId: ContextHandoffId }, success: ContextHandoff, error: SkeinError }),

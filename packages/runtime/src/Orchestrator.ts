@@ -24,7 +24,8 @@ import type {
   ThreadView,
   ThreadViewOptions,
   TurnItem,
-  ContextHandoffId
+  ContextHandoffId,
+  TransferStatus
 } from "@skein/domain"
 import { Context } from "effect"
 import type { ToolCredentialsShape } from "./resources/ToolCredentials.js"
@@ -40,6 +41,11 @@ export interface OrchestratorShape {
     readonly parentThreadId?: ThreadId
     readonly rootThreadId?: ThreadId
   }) => Effect.Effect<ReadonlyArray<AppThread>, SkeinError>
+  /** Transfers by status, of every thread or of one lineage (`rootThreadId`), oldest first. */
+  readonly listTransfers: (filter: {
+    readonly status?: TransferStatus
+    readonly rootThreadId?: ThreadId
+  }) => Effect.Effect<ReadonlyArray<ContextTransfer>, SkeinError>
   /** Replays the thread's events after `fromSequence` (a per-thread sequence), then follows live ones. */
   readonly events: (threadId: ThreadId, fromSequence?: number) => Stream.Stream<StoredEvent, SkeinError>
   /**

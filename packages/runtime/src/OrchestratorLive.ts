@@ -195,6 +195,7 @@ export const makeOrchestrator = Effect.gen(function* () {
     getThread: (threadId, options) =>
       Effect.zipRight(checked("thread.get", { threadId, ...options }), threadView(threadId, options)),
     listThreads: (filter) => Effect.flatMap(checked("thread.list", filter), store.listThreads),
+    listTransfers: (filter) => Effect.flatMap(checked("transfer.list", filter), store.listTransfers),
     events: (threadId, fromSequence) =>
       Stream.unwrap(Effect.as(checked("thread.events", { threadId, fromSequence }), events(threadId, fromSequence))),
     follow: (threadId, fromSequence, onEvents) =>

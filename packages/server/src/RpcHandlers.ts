@@ -28,6 +28,7 @@ export const SkeinRpcHandlers = SkeinRpcs.toLayer(
       "thread.mergeBack": Effect.fn("Server.thread.mergeBack")((payload) => orchestrator.mergeBack(payload)),
       "thread.rollback": Effect.fn("Server.thread.rollback")((payload) => orchestrator.rollback(payload)),
       "subagent.spawn": Effect.fn("Server.subagent.spawn")((payload) => orchestrator.spawnSubagent(payload)),
+      "transfer.list": (payload) => orchestrator.listTransfers(defined(payload)),
       "handoff.get": ({ handoffId }) => orchestrator.getHandoff(handoffId),
       "approval.respond": (payload) => orchestrator.respondApproval(payload),
       "provider.list": Effect.fn("Server.provider.list")(() => orchestrator.listProviders),

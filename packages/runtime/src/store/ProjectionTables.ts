@@ -18,7 +18,8 @@ import {
   Run,
   TurnItem,
   StorageError,
-  type ThreadId
+  type ThreadId,
+  type TransferStatus
 } from "@skein/domain"
 import { Effect, Either, Option } from "effect"
 import * as Blobs from "./Blobs.js"
@@ -310,6 +311,31 @@ export const listThreadRows = (
         )
       )
     )
+}
+
+/**
+ * Transfers with a status (any without one), recorded in the logs of one lineage's
+ * threads (all without a root), oldest first.
+ */
+export const listTransferRows = (
+  sql: Sql,
+  filter: { readonly status?: TransferStatus | undefined; readonly rootThreadId?: ThreadId | undefined }
+): Effect.Effect<ReadonlyArray<ContextTransfer>, StorageError> => {
+  const clauses: Array<string> = []
+  const params: Array<Param> = []
+  if (filter.status !== undefined) {
+    clauses.push("x.status = ?")
+    params.push(filter.status)
+  }
+  if (filter.rootThreadId !== undefined) {
+    clauses.push("x.thread_id IN (SELECT id FROM threads WHERE root_thread_id = ?)")
+    params.push(filter.rootThreadId)
+  }
+  const where = clauses.length > 0 ? ` WHERE ${clauses.join(" AND ")}` : ""
+  return selectData(sql, `SELECT x.data AS data FROM transfers x${where} ORDER BY x.created_at, x.rowid`, params).pipe(
+    Effect.mapError(fromSqlError("cannot list transfers")),
+    Effect.flatMap((rows) => decodeAll(rows, decodeTransfer, "transfer"))
+  )
 }
 
 /** Threads whose file restore is owed (a rollback recorded it; nothing recorded it finished). */

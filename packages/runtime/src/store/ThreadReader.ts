@@ -1,20 +1,22 @@
 /**
  * Reading threads: a thread's compact state (how an actor activates) or its complete
- * one, filling a compact state on demand, the `thread.get` views, the thread list and
- * handoffs by id. Reads only; the cost of a compact load does not grow with the log.
+ * one, filling a compact state on demand, the `thread.get` views, the thread list, the
+ * transfers by status and handoffs by id. Reads only; the cost of a compact load does not grow with the log.
  */
 import type {
   AppThread,
   ContextHandoff,
   ContextHandoffId,
+  ContextTransfer,
   StorageError,
   ThreadId,
   ThreadView,
-  ThreadViewOptions
+  ThreadViewOptions,
+  TransferStatus
 } from "@skein/domain"
 import { Effect } from "effect"
 import type { Option } from "effect"
-import { handoffRow, listThreadRows } from "./ProjectionTables.js"
+import { handoffRow, listThreadRows, listTransferRows } from "./ProjectionTables.js"
 import type { Sql } from "./Sqlite.js"
 import { fillNeed } from "./StateNeeds.js"
 import { loadCompactThreadState, loadCompleteThreadState } from "./ThreadLoading.js"
@@ -23,6 +25,11 @@ import { threadView as threadViewOf } from "./ThreadViews.js"
 
 export interface ThreadFilter {
   readonly parentThreadId?: ThreadId | undefined
+  readonly rootThreadId?: ThreadId | undefined
+}
+
+export interface TransferFilter {
+  readonly status?: TransferStatus | undefined
   readonly rootThreadId?: ThreadId | undefined
 }
 
@@ -48,6 +55,8 @@ export interface ThreadReaderShape {
     options?: ThreadViewOptions
   ) => Effect.Effect<Option.Option<ThreadView>, StorageError>
   readonly listThreads: (filter: ThreadFilter) => Effect.Effect<ReadonlyArray<AppThread>, StorageError>
+  /** Transfers by status, of every thread or of one lineage, oldest first. */
+  readonly listTransfers: (filter: TransferFilter) => Effect.Effect<ReadonlyArray<ContextTransfer>, StorageError>
   readonly getHandoff: (id: ContextHandoffId) => Effect.Effect<Option.Option<ContextHandoff>, StorageError>
 }
 
@@ -87,6 +96,9 @@ export const make = (sql: Sql): ThreadReaderShape => {
       const threads = yield* listThreadRows(sql, filter)
       // A side chat is shown with its parent, not among the top-level threads.
       return filter.parentThreadId === undefined ? threads.filter((t) => !t.lineage.sideChat) : threads
+    }),
+    listTransfers: Effect.fnUntraced(function* (filter: TransferFilter) {
+      return yield* listTransferRows(sql, filter)
     }),
     getHandoff: Effect.fnUntraced(function* (id: ContextHandoffId) {
       return yield* handoffRow(sql, id)
