@@ -10,6 +10,7 @@ import {
   coverageSummary,
   driveSeed,
   HandshakeRefused,
+  laneCoverage,
   makeSkeinClient,
   seedExpectedCoverage
 } from "@skein/server"
@@ -34,6 +35,8 @@ describe("RPC over WebSocket", () => {
             "C1 (codex)  native 1,2,3,4,5,9  handoffs H2(6-8)",
             "L1 (claude) native 6,7,8  handoffs H1(1-5)"
           ])
+          // The inspector's lanes read it the seeds' way.
+          expect(laneCoverage(view).map((lane) => lane.text)).toEqual(["C1 1-5,9 + H2", "L1 6-8 + H1"])
           // A window of the runs, typed both ways: runs 4-6 with what belongs to them.
           const page = yield* client.thread.get({ threadId: thread.id, runs: { after: 3, limit: 3 }, items: false })
           expect(page.page).toMatchObject({ runCount: 9, from: 4, to: 6, items: false })

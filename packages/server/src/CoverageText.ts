@@ -44,6 +44,39 @@ export const range = (h: ContextHandoff): string =>
       ? `${h.coveredRunOrdinals.from}`
       : `${h.coveredRunOrdinals.from}-${h.coveredRunOrdinals.to}`
 
+/** Run ordinals as ranges: `[1, 2, 3, 4, 5, 9]` → `1-5,9` (sorted, repeats dropped). */
+export const ordinalRanges = (ordinals: ReadonlyArray<number>): string => {
+  const sorted = [...new Set(ordinals)].sort((a, b) => a - b)
+  const parts: Array<string> = []
+  for (let i = 0; i < sorted.length;) {
+    let j = i
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++
+    parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`)
+    i = j + 1
+  }
+  return parts.join(",")
+}
+
+/** What one provider thread holds, at a glance: its label, the runs it served natively and the handoffs that told it the rest. */
+export interface LaneCoverage {
+  readonly providerThread: ProviderThread
+  readonly label: string
+  /** `C1 1-5,9 + H2`: the label, the native runs, then each handoff's label. */
+  readonly text: string
+}
+
+/** Each provider thread's coverage the seeds' way, in creation order: `C1 1-5,9 + H2`, `L1 6-8 + H1`. */
+export const laneCoverage = (view: ThreadView): Array<LaneCoverage> => {
+  const names = labels(view)
+  return byCreation(view.providerThreads).map((pt) => {
+    const label = names.providerThreads.get(pt.id) ?? pt.id
+    const native = ordinalRanges(pt.coverage.nativeRunOrdinals)
+    const handoffs = pt.coverage.handoffIds.map((id) => names.handoffs.get(id) ?? id)
+    const text = [label, native || "-", ...handoffs.map((h) => `+ ${h}`)].join(" ")
+    return { providerThread: pt, label, text }
+  })
+}
+
 /** One line per provider thread: `C1 (codex)  native 1,2,3,4,5,9  handoffs H2(6-8)`. */
 export const coverageLines = (view: ThreadView): Array<string> => {
   const names = labels(view)
