@@ -31,23 +31,32 @@ const findAssets = (): string | undefined => {
   return undefined
 }
 
-/** The files, read once. */
+let files: ReadonlyMap<string, Uint8Array> | undefined
+
+/** The files, read at the first request for one (a daemon nobody inspects never reads them) and kept. */
 const load = (): ReadonlyMap<string, Uint8Array> => {
+  if (files !== undefined) return files
   const dir = findAssets()
-  if (dir === undefined) return new Map()
-  return new Map(Object.keys(types).map((name) => [name, Fs.readFileSync(Path.join(dir, name))]))
+  files =
+    dir === undefined
+      ? new Map()
+      : new Map(Object.keys(types).map((name) => [name, Fs.readFileSync(Path.join(dir, name))]))
+  return files
 }
 
 /** The handler of `/inspect` and the files under it, for the endpoint's access policy. */
-export const makeInspector = (policy: AccessPolicy) => {
-  const files = load()
-  return Effect.gen(function* () {
+export const makeInspector = (policy: AccessPolicy) =>
+  Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const admission = admitUpgrade({ headers: request.headers, url: request.url }, { ...policy, token: undefined })
     if (admission._tag === "Refuse") return HttpServerResponse.text(admission.reason, { status: admission.status })
     if (request.method !== "GET") return HttpServerResponse.text("Only GET here.", { status: 405 })
     const pathname = new URL(request.url, "http://localhost").pathname
-    const name = pathname === INSPECT_PATH || pathname === `${INSPECT_PATH}/` ? "index.html" : pathname.slice(9)
+    const name =
+      pathname === INSPECT_PATH || pathname === `${INSPECT_PATH}/`
+        ? "index.html"
+        : pathname.slice(INSPECT_PATH.length + 1)
+    const files = load()
     const body = files.get(name)
     if (body === undefined) {
       return HttpServerResponse.text(
@@ -68,4 +77,3 @@ export const makeInspector = (policy: AccessPolicy) => {
       }
     })
   })
-}
