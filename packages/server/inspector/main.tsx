@@ -6,7 +6,8 @@
  */
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { App, type Route } from "./App.js"
+import { App } from "./App.js"
+import type { Route } from "./Route.js"
 import { connect, type Rpc } from "./Rpc.js"
 
 const params = new URLSearchParams(location.hash.slice(1))
