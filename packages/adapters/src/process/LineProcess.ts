@@ -80,6 +80,8 @@ export interface LineProcess {
 }
 
 const STDERR_TAIL_CHARS = 4000
+/** How long an exit waits for the rest of stderr to arrive (see the "exit" handler). */
+const STDERR_DRAIN_MS = 200
 
 /** Signals the child's whole process group (it leads one); falls back to the child alone. */
 const signalGroup = (child: NodeChildProcess.ChildProcess, signal: NodeJS.Signals): void => {
@@ -148,12 +150,11 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
       const tail = stderr.trim()
       return tail.length > 0 ? `${how}; stderr: ${tail.slice(-1000)}` : how
     }
-    const describeExit = Effect.flatMap(
-      Deferred.poll(exit),
-      Option.match({
-        onNone: () => Effect.succeed(describeStatus(null)),
-        onSome: (status) => Effect.map(status, describeStatus)
-      })
+    // A child that just exited is told a moment later (its stderr drained): wait that long.
+    const describeExit = Deferred.await(exit).pipe(
+      Effect.timeout(STDERR_DRAIN_MS + 50),
+      Effect.option,
+      Effect.map((status) => describeStatus(Option.getOrNull(status)))
     )
 
     const child = yield* Effect.acquireRelease(
@@ -186,7 +187,16 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
         })
         child.stdin.on("error", () => {})
         child.on("exit", (code, signal) => {
-          Deferred.unsafeDone(exit, Exit.succeed({ code, signal }))
+          // What it wrote to stderr just before it exited may still be in the pipe: the
+          // exit is told once stderr ends, or after a moment (a process it left behind may
+          // hold the pipe open).
+          const done = () => Deferred.unsafeDone(exit, Exit.succeed({ code, signal }))
+          if (child.stderr.readableEnded) return done()
+          const timer = setTimeout(done, STDERR_DRAIN_MS)
+          child.stderr.once("close", () => {
+            clearTimeout(timer)
+            done()
+          })
         })
         child.on("close", () => {
           Deferred.unsafeDone(stdoutClosed, Exit.void)
