@@ -24,7 +24,8 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["acp", () => import("./acp.js")],
   ["acpDriver", () => import("./acpDriver.js")],
   ["telemetry", () => import("./telemetry.js")],
-  ["redesign", () => import("./redesign.js")]
+  ["redesign", () => import("./redesign.js")],
+  ["inspector", () => import("./inspector.js")]
 ]
 
 const requested = process.argv.slice(2)
