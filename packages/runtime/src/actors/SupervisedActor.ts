@@ -1,8 +1,10 @@
 /**
- * A supervised actor over a typed protocol: a `Queue` of envelopes, each with a
- * `Deferred` for its reply, served in arrival order by one worker fiber that lives in
- * the actor's scope. (A `Queue`, not a `Mailbox`: a `Mailbox` wakes its taker through
- * one more turn of the scheduler, and every command to a thread pays it.) Messages are
+ * A supervised actor over a typed protocol: a `Queue` of envelopes, each carrying its
+ * caller's resumption (`Effect.async`) as its reply, served in arrival order by one
+ * worker fiber that lives in the actor's scope. (A `Queue`, not a `Mailbox`: a `Mailbox`
+ * wakes its taker through one more turn of the scheduler, and every command to a thread
+ * pays it. A resumption, not a `Deferred`: making a `Deferred` costs some 12 µs on Node
+ * 20, most of a command's round trip; docs/decisions/0008-actor-replies.md.) Messages are
  * `@effect/rpc` definitions, so `ask(tag, payload)` is typed by the message: its
  * payload, its success, its error. Messages to one actor are
  * serialised (one handler at a time, in arrival order); different actors run in
@@ -63,7 +65,8 @@ export interface Behaviour<R extends Rpc.Any> {
 interface Envelope {
   readonly tag: string
   readonly payload: unknown
-  readonly reply: Deferred.Deferred<unknown, unknown>
+  /** Answers the caller, once (later answers, and answers to a caller gone, are dropped). */
+  readonly reply: (exit: Exit.Exit<unknown, unknown>) => void
   /** The sender's span while telemetry is on (its handler's span is its child); undefined while off. */
   readonly span: Option.Option<Tracer.AnySpan> | undefined
 }
@@ -95,16 +98,28 @@ export const make = <R extends Rpc.Any, E>(options: {
             // Taken and shut down in one step: no message comes in between and waits for ever.
             Effect.zipRight(
               Queue.shutdown(mailbox),
-              Effect.forEach(left, (envelope) => Deferred.fail(envelope.reply, options.stopped()), { discard: true })
+              Effect.sync(() => {
+                for (const envelope of left) envelope.reply(Exit.fail(options.stopped()))
+              })
             )
           )
     )
 
     const ask = (<Tag extends R["_tag"]>(tag: Tag, payload: Rpc.Payload<Message<R, Tag>>) =>
       Effect.flatMap(Telemetry.spanToCarry, (span) =>
-        Effect.flatMap(Deferred.make<unknown, unknown>(), (reply) =>
-          mailbox.unsafeOffer({ tag, payload, reply, span }) ? Deferred.await(reply) : Effect.fail(options.stopped())
-        )
+        Effect.async<unknown, unknown>((resume) => {
+          let waiting = true
+          const reply = (exit: Exit.Exit<unknown, unknown>) => {
+            if (!waiting) return
+            waiting = false
+            resume(exit)
+          }
+          if (!mailbox.unsafeOffer({ tag, payload, reply, span })) reply(Exit.fail(options.stopped()))
+          // A caller interrupted while it waits leaves its message to be served; nobody hears the reply.
+          return Effect.sync(() => {
+            waiting = false
+          })
+        })
       )) as Ask<R, E>
 
     const self: SupervisedActor<R, E> = {
@@ -128,7 +143,7 @@ export const make = <R extends Rpc.Any, E>(options: {
     /** After a defect: the caller hears of it, and the actor restarts (true), or stops. */
     const supervise = (envelope: Envelope, cause: Cause.Cause<unknown>) =>
       Effect.gen(function* () {
-        yield* Deferred.fail(envelope.reply, options.failed(envelope.tag, cause))
+        envelope.reply(Exit.fail(options.failed(envelope.tag, cause)))
         yield* Effect.logError(`${options.name}: ${envelope.tag} died; restarting from storage`, cause)
         const restarted = yield* Effect.exit(behaviour.restart(envelope.tag, cause))
         if (Exit.isSuccess(restarted)) return true
@@ -145,14 +160,13 @@ export const make = <R extends Rpc.Any, E>(options: {
         Effect.exit,
         Effect.flatMap((exit) => {
           if (Exit.isFailure(exit) && Cause.isDie(exit.cause)) return supervise(envelope, exit.cause)
-          const answered =
-            Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
-              ? Deferred.fail(envelope.reply, options.stopped())
-              : Deferred.done(envelope.reply, exit)
-          return Effect.as(answered, true)
+          envelope.reply(
+            Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? Exit.fail(options.stopped()) : exit
+          )
+          return Effect.succeed(true)
         }),
         // The worker itself interrupted mid-message (the actor stops): its caller still hears back.
-        Effect.onInterrupt(() => Deferred.fail(envelope.reply, options.stopped()))
+        Effect.onInterrupt(() => Effect.sync(() => envelope.reply(Exit.fail(options.stopped()))))
       )
 
     const afterEach =
