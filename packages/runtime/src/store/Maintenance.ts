@@ -62,7 +62,8 @@ const rebuild = (sql: Sql): Effect.Effect<void, StorageError> =>
 
 export const make = (sql: Sql): MaintenanceShape => ({
   activeRuns: Effect.withSpan(activeRunRows(sql), "EventStore.activeRuns"),
-  pendingCheckpoints: Effect.fn("EventStore.pendingCheckpoints")(function* (threadId: ThreadId | null) {
+  // Every run's checkpoint reads it: no span (docs/decisions/0006-spans-off-the-run-path.md).
+  pendingCheckpoints: Effect.fnUntraced(function* (threadId: ThreadId | null) {
     return yield* pendingCheckpointRows(sql, threadId)
   }),
   rebuildProjections: Effect.withSpan(rebuild(sql), "EventStore.rebuildProjections")
