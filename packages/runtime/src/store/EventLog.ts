@@ -24,9 +24,9 @@ import {
   maxRowsPerStatement,
   multiRowInsert,
   projectionRows,
-  projectionStatements,
-  runRow
+  projectionStatements
 } from "./ProjectionTables.js"
+import { runRow } from "./ProjectionReads.js"
 import type { DirectDb, SqliteDirectShape } from "./Sqlite.js"
 
 /** What a mutating command returned, stored so that a retry with its commandId gets the same answer. */

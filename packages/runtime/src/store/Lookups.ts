@@ -32,7 +32,7 @@ import {
   subagentsWithoutResultRows,
   threadRow,
   turnItemRow
-} from "./ProjectionTables.js"
+} from "./ProjectionReads.js"
 import type { Sql } from "./Sqlite.js"
 
 export interface LookupsShape {

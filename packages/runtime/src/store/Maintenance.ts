@@ -6,14 +6,8 @@ import type { Checkpoint, Run, StorageError, ThreadId } from "@skein/domain"
 import { Effect } from "effect"
 import { fromSqlError } from "./Codec.js"
 import { decodeEvent, encodeEvent } from "./EventCodec.js"
-import {
-  activeRunRows,
-  clearProjections,
-  pendingCheckpointRows,
-  projectionRows,
-  writeProjections,
-  type ProjectionRows
-} from "./ProjectionTables.js"
+import { clearProjections, projectionRows, writeProjections, type ProjectionRows } from "./ProjectionTables.js"
+import { activeRunRows, pendingCheckpointRows } from "./ProjectionReads.js"
 import type { Sql } from "./Sqlite.js"
 
 export interface MaintenanceShape {

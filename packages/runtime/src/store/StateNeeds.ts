@@ -15,7 +15,7 @@ import {
   decodeRun,
   decodeTransfer,
   selectData
-} from "./ProjectionTables.js"
+} from "./ProjectionReads.js"
 import type { Need, ThreadState } from "./ThreadState.js"
 import { checkpointAnswerKey, isLiveOrdinal } from "./ThreadState.js"
 import { decodeHandoffHead, groupItems, loadCompleteThreadState, selectIn, where } from "./ThreadLoading.js"

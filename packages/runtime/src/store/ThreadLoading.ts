@@ -25,8 +25,8 @@ import {
 import { Effect, Option } from "effect"
 import { headWithServedRows, servedColumns, type ServedRow, withServedRows } from "./ServedRows.js"
 import { fromSqlError, jsonDecoder } from "./Codec.js"
+import { chunks, type Param } from "./ProjectionTables.js"
 import {
-  chunks,
   decodeAll,
   decodeCheckpoint,
   decodeHandoff,
@@ -35,9 +35,8 @@ import {
   decodeRun,
   decodeThread,
   decodeTransfer,
-  selectData,
-  type Param
-} from "./ProjectionTables.js"
+  selectData
+} from "./ProjectionReads.js"
 import type { ThreadState } from "./ThreadState.js"
 import { emptyThreadState, isOpenTransfer, markRolledBack } from "./ThreadState.js"
 

@@ -16,7 +16,7 @@ import type {
 } from "@skein/domain"
 import { Effect } from "effect"
 import type { Option } from "effect"
-import { handoffRow, listThreadRows, listTransferRows } from "./ProjectionTables.js"
+import { handoffRow, listThreadRows, listTransferRows } from "./ProjectionReads.js"
 import type { Sql } from "./Sqlite.js"
 import { fillNeed } from "./StateNeeds.js"
 import { loadCompactThreadState, loadCompleteThreadState } from "./ThreadLoading.js"

@@ -37,7 +37,7 @@ import {
   outgoingTransfers,
   selectData,
   threadWithActivity
-} from "./ProjectionTables.js"
+} from "./ProjectionReads.js"
 import { servedColumns, type ServedRow } from "./ServedRows.js"
 import { currentHead, groupItems, loadCompleteThreadState } from "./ThreadLoading.js"
 

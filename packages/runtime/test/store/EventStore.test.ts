@@ -33,7 +33,7 @@ import {
 } from "./builders.js"
 import { dumpTables, storeLayer } from "./support.js"
 import { migrations as migrationList } from "../../src/store/Migrations.js"
-import { pendingCheckpointQueries } from "../../src/store/ProjectionTables.js"
+import { pendingCheckpointQueries } from "../../src/store/ProjectionReads.js"
 
 const latestMigration = Object.keys(migrationList).sort().at(-1)!
 
