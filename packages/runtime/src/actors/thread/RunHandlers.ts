@@ -4,7 +4,7 @@
  * the native thread, the summary, a failed resume, the end). The run in flight is the
  * context's `current`, written only here.
  */
-import type { CommandId, RunFailure, SkeinError, StartRunFields } from "@skein/domain"
+import type { CommandId, RunFailure, SkeinError, StartRunFields, TurnItem } from "@skein/domain"
 import {
   HandoffNotFound,
   NoActiveRun,
@@ -14,7 +14,6 @@ import {
   RunNotFound,
   StorageError
 } from "@skein/domain"
-import type { TurnItem } from "@skein/domain"
 import { Deferred, Effect, Option, Ref, Schema } from "effect"
 import { childResults } from "../../lineage/Subagents.js"
 import { loadIncoming } from "../../lineage/LineageContext.js"
@@ -34,14 +33,10 @@ import {
   planSummary
 } from "../ThreadPlanner.js"
 import { observeChildren, refuseWhileRestoring, supersede } from "./LineageHandlers.js"
-import type { QueueMemory } from "./QueuedRuns.js"
-import { cancelQueued, enqueue, findQueued, startQueued } from "./QueuedRuns.js"
-import type { LaunchContext } from "./RunLaunch.js"
-import { endOrphan, launch } from "./RunLaunch.js"
-import type { InheritedCache } from "./RunStart.js"
-import { decideStart } from "./RunStart.js"
-import type { ActiveRun, ChildrenHint, ThreadContext } from "./ThreadContext.js"
-import { currentIs } from "./ThreadContext.js"
+import { cancelQueued, enqueue, findQueued, type QueueMemory, startQueued } from "./QueuedRuns.js"
+import { endOrphan, launch, type LaunchContext } from "./RunLaunch.js"
+import { decideStart, type InheritedCache } from "./RunStart.js"
+import { type ActiveRun, type ChildrenHint, currentIs, type ThreadContext } from "./ThreadContext.js"
 
 export type RunMessages =
   | "StartRun"
