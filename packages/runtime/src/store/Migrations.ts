@@ -275,6 +275,9 @@ const queuedRuns = statements(
   )`
 )
 
+/** Transfers by status across threads (`transfer.list`: the ones still waiting), oldest first. */
+const transfersByStatus = statements(`CREATE INDEX transfers_by_status ON transfers (status, created_at)`)
+
 /** Every schema version, keyed `NNNN_name` as `Migrator.fromRecord` expects. */
 export const migrations = {
   "0001_initial": initial,
@@ -285,7 +288,8 @@ export const migrations = {
   "0006_fewer_pages_per_run": fewerPagesPerRun,
   "0007_pending_checkpoints": pendingCheckpoints,
   "0008_blobs": blobs,
-  "0009_queued_runs": queuedRuns
+  "0009_queued_runs": queuedRuns,
+  "0010_transfers_by_status": transfersByStatus
 } as const
 
 export const loader: Migrator.Loader = Migrator.fromRecord(migrations)

@@ -92,14 +92,11 @@ export const listThreadRows = (
     )
 }
 
-/**
- * Transfers with a status (any without one), recorded in the logs of one lineage's
- * threads (all without a root), oldest first.
- */
-export const listTransferRows = (
-  sql: Sql,
-  filter: { readonly status?: TransferStatus | undefined; readonly rootThreadId?: ThreadId | undefined }
-): Effect.Effect<ReadonlyArray<ContextTransfer>, StorageError> => {
+/** The query of `listTransferRows` and its parameters (a test checks it reads an index). */
+export const transferListQuery = (filter: {
+  readonly status?: TransferStatus | undefined
+  readonly rootThreadId?: ThreadId | undefined
+}): readonly [string, ReadonlyArray<Param>] => {
   const clauses: Array<string> = []
   const params: Array<Param> = []
   if (filter.status !== undefined) {
@@ -111,11 +108,21 @@ export const listTransferRows = (
     params.push(filter.rootThreadId)
   }
   const where = clauses.length > 0 ? ` WHERE ${clauses.join(" AND ")}` : ""
-  return selectData(sql, `SELECT x.data AS data FROM transfers x${where} ORDER BY x.created_at, x.rowid`, params).pipe(
+  return [`SELECT x.data AS data FROM transfers x${where} ORDER BY x.created_at, x.rowid`, params]
+}
+
+/**
+ * Transfers with a status (any without one), recorded in the logs of one lineage's
+ * threads (all without a root), oldest first.
+ */
+export const listTransferRows = (
+  sql: Sql,
+  filter: { readonly status?: TransferStatus | undefined; readonly rootThreadId?: ThreadId | undefined }
+): Effect.Effect<ReadonlyArray<ContextTransfer>, StorageError> =>
+  selectData(sql, ...transferListQuery(filter)).pipe(
     Effect.mapError(fromSqlError("cannot list transfers")),
     Effect.flatMap((rows) => decodeAll(rows, decodeTransfer, "transfer"))
   )
-}
 
 /** Threads whose file restore is owed (a rollback recorded it; nothing recorded it finished). */
 export const owedRestoreRows = (sql: Sql): Effect.Effect<ReadonlyArray<AppThread>, StorageError> =>

@@ -33,7 +33,7 @@ import {
 } from "./builders.js"
 import { dumpTables, storeLayer } from "./support.js"
 import { migrations as migrationList } from "../../src/store/Migrations.js"
-import { pendingCheckpointQueries } from "../../src/store/ProjectionReads.js"
+import { pendingCheckpointQueries, transferListQuery } from "../../src/store/ProjectionReads.js"
 
 const latestMigration = Object.keys(migrationList).sort().at(-1)!
 
@@ -181,6 +181,10 @@ describe("EventStore", () => {
           const plan = yield* sql.unsafe<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`, [...params])
           expect(plan.map((row) => row.detail).join(" ")).toMatch(/USING INDEX checkpoints_pending/)
         }
+        // The transfers still waiting, across threads, by their index too (transfer.list).
+        const [query, params] = transferListQuery({ status: "pending" })
+        const plan = yield* sql.unsafe<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`, [...params])
+        expect(plan.map((row) => row.detail).join(" ")).toMatch(/USING INDEX transfers_by_status/)
       })
     )
   )
