@@ -71,8 +71,14 @@ export const laneCoverage = (view: ThreadView): Array<LaneCoverage> => {
   return byCreation(view.providerThreads).map((pt) => {
     const label = names.providerThreads.get(pt.id) ?? pt.id
     const native = ordinalRanges(pt.coverage.nativeRunOrdinals)
-    const handoffs = pt.coverage.handoffIds.map((id) => names.handoffs.get(id) ?? id)
-    const text = [label, native || "-", ...handoffs.map((h) => `+ ${h}`)].join(" ")
+    // A window of a long thread holds the handoffs of its runs only: the others are counted.
+    const handoffs = pt.coverage.handoffIds.flatMap((id) => {
+      const name = names.handoffs.get(id)
+      return name === undefined ? [] : [`+ ${name}`]
+    })
+    const elsewhere = pt.coverage.handoffIds.length - handoffs.length
+    if (elsewhere > 0) handoffs.unshift(`+ ${elsewhere} earlier`)
+    const text = [label, native || "-", ...handoffs].join(" ")
     return { providerThread: pt, label, text }
   })
 }
