@@ -121,7 +121,7 @@ export const makeThreadActor = (
     }
     const answering = yield* Ref.make<ReadonlySet<string>>(new Set())
     const children = childrenHint()
-    const queue = queueMemory((yield* store.queue.of(threadId)).map((entry) => entry.runId))
+    const queue = queueMemory(yield* store.queue.ids(threadId))
 
     const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError>({
       name: `thread ${threadId}`,

@@ -53,10 +53,11 @@ export const queuedView = (state: ThreadState, entry: QueuedRun): Run => queuedR
 
 /** The queued run `runId`, as a run, or undefined. */
 export const findQueued = (ctx: ThreadContext, runId: RunId) =>
-  Effect.map(ctx.store.queue.of(ctx.threadId), (entries) => {
-    const entry = entries.find((e) => e.runId === runId)
-    return entry === undefined ? undefined : queuedView(ctx.cell.state(), entry)
-  })
+  Effect.map(queuedHere(ctx, runId), (entry) => (entry === undefined ? undefined : queuedView(ctx.cell.state(), entry)))
+
+/** The queued run `runId` if it waits on this thread. */
+const queuedHere = (ctx: ThreadContext, runId: RunId) =>
+  Effect.map(ctx.store.queue.entry(runId), (entry) => (entry?.threadId === ctx.threadId ? entry : undefined))
 
 /** Puts the start at the end of the thread's queue, with its receipt. */
 export const enqueue = (
@@ -108,9 +109,10 @@ export const startQueued = (
     if (queue.held()) return null
     // Busy with a run that jumped the queue (`whenBusy: interrupt`): its end drains.
     if ((yield* Ref.get(ctx.current)) !== null || activeRun(ctx.cell.state()) !== undefined) return null
-    const entries = yield* ctx.store.queue.of(ctx.threadId)
-    queue.reset(entries.map((e) => e.runId))
-    const next = entries[0]
+    // The ids only: a long queue is not read whole for every start.
+    const ids = yield* ctx.store.queue.ids(ctx.threadId)
+    queue.reset(ids)
+    const next = ids[0] === undefined ? undefined : yield* ctx.store.queue.entry(ids[0])
     if (next === undefined) return null
     const origin = { commandId: next.commandId ?? undefined, hash: null, queued: next.runId } as const
     return yield* begin(next.request, origin).pipe(
@@ -135,7 +137,7 @@ export const startQueued = (
  */
 export const cancelQueued = (ctx: ThreadContext, queue: QueueMemory, runId: RunId) =>
   Effect.gen(function* () {
-    const entry = (yield* ctx.store.queue.of(ctx.threadId)).find((e) => e.runId === runId)
+    const entry = yield* queuedHere(ctx, runId)
     if (entry === undefined) return undefined
     yield* endUnstarted(ctx, queue, entry, "interrupted", {
       reason: "user_interrupt",
