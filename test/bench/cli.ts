@@ -11,11 +11,12 @@
  * fewer runs, it is slow). Then the human commands beside `skein call` of the same
  * method, and what each command loads (`SKEIN_TRACE_LOADING`).
  */
-import { spawn, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { bin, startDaemon } from "./daemon.js"
 import { monotonicMs, percentile } from "./stats.js"
 
 const RUNS = 21
@@ -23,7 +24,6 @@ const UNBUNDLED_RUNS = 5
 const WARMUP = 2
 
 const repository = fileURLToPath(new URL("../../../", import.meta.url))
-const bin = Path.join(repository, "packages/server/bin/skein.js")
 const unbundledBin = Path.join(repository, "packages/server/dist/src/bin.js")
 const bundleDir = Path.join(repository, "packages/server/dist/bundle")
 
@@ -43,33 +43,6 @@ const time = (subject: Subject): number => {
   if (result.status !== 0) throw new Error(`${subject.label} failed (${result.status}): ${result.stderr}`)
   return ms
 }
-
-/** Starts `skein daemon --port 0` from the bundle and waits for its url. */
-const startDaemon = (home: string) =>
-  new Promise<{ readonly url: string; readonly stop: () => Promise<void> }>((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, "daemon", "--port", "0"], {
-      env: { PATH: process.env.PATH ?? "", HOME: home, SKEIN_HOME: home },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    const exited = new Promise<void>((done) => child.on("exit", () => done()))
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString()
-      const match = /^skein listening on (\S+)$/m.exec(stdout)
-      if (match !== null) {
-        resolve({
-          url: match[1]!,
-          stop: async () => {
-            if (child.exitCode === null && child.pid !== undefined) process.kill(child.pid, "SIGTERM")
-            await exited
-          }
-        })
-      }
-    })
-    void exited.then(() => reject(new Error(`the daemon exited before listening: ${stderr}`)))
-  })
 
 interface Trace {
   readonly scripts: ReadonlyArray<{ readonly file: string; readonly cache: string }>

@@ -27,14 +27,14 @@
 import type { ProviderName, ThreadId } from "@skein/domain"
 import { makeSkeinClient } from "@skein/server"
 import { Duration, Effect, Exit, Scope } from "effect"
-import { spawn, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
 import type { Browser } from "playwright-core"
 import { withChromium } from "../support/browser.js"
 import { removeDir, tempDir } from "../support/runtime.js"
+import { bin, startDaemon } from "./daemon.js"
 import { percentile } from "./stats.js"
 
 const BIG = 5000
@@ -44,8 +44,6 @@ const RATE = 20
 const STREAM_S = 10
 const GOAL_MS = 1000
 const alpha = "alpha" as ProviderName
-
-const bin = fileURLToPath(new URL("../../../packages/server/bin/skein.js", import.meta.url))
 
 /** What the page-side functions use of the browser (this package compiles without the DOM's types). */
 interface RunItem {
@@ -140,44 +138,6 @@ const installRecorder = () => {
     max: () => max
   }
 }
-
-/** Starts `skein daemon --port 0` from the bundle; its url, and a stop that ends it by PID. */
-const startDaemon = (home: string) =>
-  new Promise<{ readonly url: string; readonly stop: () => Promise<void> }>((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, "daemon", "--port", "0"], {
-      env: { PATH: process.env.PATH ?? "", HOME: home, SKEIN_HOME: home },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    const exited = new Promise<void>((done) => child.on("exit", () => done()))
-    const stop = async () => {
-      if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return
-      process.kill(child.pid, "SIGTERM")
-      const timer = setTimeout(() => {
-        if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, "SIGKILL")
-      }, 5_000)
-      await exited
-      clearTimeout(timer)
-    }
-    const timer = setTimeout(() => {
-      void stop()
-      reject(new Error(`the daemon did not listen within 20 s: ${stderr}`))
-    }, 20_000)
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString()
-      const match = /^skein listening on (\S+)$/m.exec(stdout)
-      if (match !== null) {
-        clearTimeout(timer)
-        resolve({ url: match[1]!, stop })
-      }
-    })
-    void exited.then(() => {
-      clearTimeout(timer)
-      reject(new Error(`the daemon exited before listening: ${stderr}`))
-    })
-  })
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)))
 const WIDTH = 42

@@ -62,21 +62,22 @@ export const outgoingTransfers = (
     Effect.flatMap((rows) => decodeAll(rows, decodeTransfer, `transfer from thread ${threadId}`))
   )
 
+/** ` WHERE a AND b …` of the conditions whose parameter is given (nothing when none is), and those parameters. */
+const whereOf = (
+  conditions: ReadonlyArray<readonly [string, Param | undefined]>
+): readonly [string, ReadonlyArray<Param>] => {
+  const given = conditions.filter((c): c is readonly [string, Param] => c[1] !== undefined)
+  return [given.length > 0 ? ` WHERE ${given.map(([clause]) => clause).join(" AND ")}` : "", given.map(([, p]) => p)]
+}
+
 export const listThreadRows = (
   sql: Sql,
   filter: { readonly parentThreadId?: ThreadId | undefined; readonly rootThreadId?: ThreadId | undefined }
 ): Effect.Effect<ReadonlyArray<AppThread>, StorageError> => {
-  const clauses: Array<string> = []
-  const params: Array<Param> = []
-  if (filter.parentThreadId !== undefined) {
-    clauses.push("parent_thread_id = ?")
-    params.push(filter.parentThreadId)
-  }
-  if (filter.rootThreadId !== undefined) {
-    clauses.push("root_thread_id = ?")
-    params.push(filter.rootThreadId)
-  }
-  const where = clauses.length > 0 ? ` WHERE ${clauses.join(" AND ")}` : ""
+  const [where, params] = whereOf([
+    ["parent_thread_id = ?", filter.parentThreadId],
+    ["root_thread_id = ?", filter.rootThreadId]
+  ])
   return sql
     .unsafe<DataRow & { readonly activity: string | null }>(
       `SELECT t.data AS data, (${lastRunActivity}) AS activity FROM threads t${where} ORDER BY t.created_at, t.rowid`,
@@ -97,17 +98,10 @@ export const transferListQuery = (filter: {
   readonly status?: TransferStatus | undefined
   readonly rootThreadId?: ThreadId | undefined
 }): readonly [string, ReadonlyArray<Param>] => {
-  const clauses: Array<string> = []
-  const params: Array<Param> = []
-  if (filter.status !== undefined) {
-    clauses.push("x.status = ?")
-    params.push(filter.status)
-  }
-  if (filter.rootThreadId !== undefined) {
-    clauses.push("x.thread_id IN (SELECT id FROM threads WHERE root_thread_id = ?)")
-    params.push(filter.rootThreadId)
-  }
-  const where = clauses.length > 0 ? ` WHERE ${clauses.join(" AND ")}` : ""
+  const [where, params] = whereOf([
+    ["x.status = ?", filter.status],
+    ["x.thread_id IN (SELECT id FROM threads WHERE root_thread_id = ?)", filter.rootThreadId]
+  ])
   return [`SELECT x.data AS data FROM transfers x${where} ORDER BY x.created_at, x.rowid`, params]
 }
 
