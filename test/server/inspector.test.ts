@@ -6,7 +6,8 @@
  * (by its arrow) whose text holds a word planted in an earlier run, follows a fork to its
  * source, shows a run started meanwhile without a reload, shows a fork's inheritance
  * waiting on the lineage graph's edge until the fork runs, a rolled-back run, a
- * checkpoint's changed files, and answers a run's approval. A page of another origin, holding the token, still gets no socket.
+ * checkpoint's changed files, and answers a run's approval. A page of another origin,
+ * holding the token, still gets no socket.
  * Screenshots of each view go to test/dist/screenshots/inspector (ignored by git).
  */
 import type { ProviderName, ThreadId } from "@skein/domain"

@@ -93,11 +93,14 @@ export const listThreadRows = (
     )
 }
 
-/** The query of `listTransferRows` and its parameters (a test checks it reads an index). */
-export const transferListQuery = (filter: {
+/** Which transfers `transfer.list` asks for: with a status (any without), in one lineage (all without). */
+export interface TransferFilter {
   readonly status?: TransferStatus | undefined
   readonly rootThreadId?: ThreadId | undefined
-}): readonly [string, ReadonlyArray<Param>] => {
+}
+
+/** The query of `listTransferRows` and its parameters (a test checks it reads an index). */
+export const transferListQuery = (filter: TransferFilter): readonly [string, ReadonlyArray<Param>] => {
   const [where, params] = whereOf([
     ["x.status = ?", filter.status],
     ["x.thread_id IN (SELECT id FROM threads WHERE root_thread_id = ?)", filter.rootThreadId]
@@ -111,7 +114,7 @@ export const transferListQuery = (filter: {
  */
 export const listTransferRows = (
   sql: Sql,
-  filter: { readonly status?: TransferStatus | undefined; readonly rootThreadId?: ThreadId | undefined }
+  filter: TransferFilter
 ): Effect.Effect<ReadonlyArray<ContextTransfer>, StorageError> =>
   selectData(sql, ...transferListQuery(filter)).pipe(
     Effect.mapError(fromSqlError("cannot list transfers")),

@@ -1,7 +1,8 @@
 /**
  * Reading threads: a thread's compact state (how an actor activates) or its complete
  * one, filling a compact state on demand, the `thread.get` views, the thread list, the
- * transfers by status and handoffs by id. Reads only; the cost of a compact load does not grow with the log.
+ * transfers by status and handoffs by id. Reads only; the cost of a compact load does not
+ * grow with the log.
  */
 import type {
   AppThread,
@@ -11,12 +12,11 @@ import type {
   StorageError,
   ThreadId,
   ThreadView,
-  ThreadViewOptions,
-  TransferStatus
+  ThreadViewOptions
 } from "@skein/domain"
 import { Effect } from "effect"
 import type { Option } from "effect"
-import { handoffRow, listThreadRows, listTransferRows } from "./ProjectionReads.js"
+import { handoffRow, listThreadRows, listTransferRows, type TransferFilter } from "./ProjectionReads.js"
 import type { Sql } from "./Sqlite.js"
 import { fillNeed } from "./StateNeeds.js"
 import { loadCompactThreadState, loadCompleteThreadState } from "./ThreadLoading.js"
@@ -25,11 +25,6 @@ import { threadView as threadViewOf } from "./ThreadViews.js"
 
 export interface ThreadFilter {
   readonly parentThreadId?: ThreadId | undefined
-  readonly rootThreadId?: ThreadId | undefined
-}
-
-export interface TransferFilter {
-  readonly status?: TransferStatus | undefined
   readonly rootThreadId?: ThreadId | undefined
 }
 
