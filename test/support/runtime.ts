@@ -46,15 +46,17 @@ export const runtimeLayer = (
   options: RuntimeOverrides & {
     readonly configFile?: string
     readonly dbName?: string
+    /** The database instead of a file in `dir`: a `postgresql://` URL (test/support/postgres.ts). */
+    readonly store?: string
     /** Wrap the configured adapters (to observe them, or to make one misbehave). */
     readonly mapAdapter?: (adapter: ProviderAdapter) => ProviderAdapter
     /** Instances beside the configured ones (test-only adapters). */
     readonly extraAdapters?: ReadonlyArray<ProviderAdapter>
   } = {}
 ) => {
-  const { configFile, dbName, extraAdapters, mapAdapter, ...tunables } = options
+  const { configFile, dbName, extraAdapters, mapAdapter, store, ...tunables } = options
   const registry = providerRegistryLayer({ configFile, dataDir: dir })
-  return makeRuntimeLayer({ dbPath: join(dir, dbName ?? "skein.db"), ...tunables }).pipe(
+  return makeRuntimeLayer({ dbPath: store ?? join(dir, dbName ?? "skein.db"), ...tunables }).pipe(
     Layer.provide(
       mapAdapter || extraAdapters
         ? Layer.effect(
@@ -73,10 +75,13 @@ export const runtimeLayer = (
  * The store (and the configured providers) beside a runtime on the same database file in
  * `dir`: reads while the runtime runs, or a second writer. Dispose of it when done.
  */
-export const storeOn = (dir: string): ManagedRuntime.ManagedRuntime<EventStore | ProviderRegistry, unknown> =>
+export const storeOn = (
+  dir: string,
+  store?: string
+): ManagedRuntime.ManagedRuntime<EventStore | ProviderRegistry, unknown> =>
   ManagedRuntime.make(
     Layer.mergeAll(EventStore.layer, providerRegistryLayer({ dataDir: dir })).pipe(
-      Layer.provide(Database.layer({ filename: join(dir, "skein.db") }))
+      Layer.provide(Database.layer({ filename: store ?? join(dir, "skein.db") }))
     )
   )
 

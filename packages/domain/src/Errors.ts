@@ -169,7 +169,7 @@ export class DatabaseInUse extends Schema.TaggedError<DatabaseInUse>()("Database
   pid: Schema.NullOr(Schema.Int)
 }) {
   override get message() {
-    return `The database ${this.path} is in use by another Skein${this.pid === null ? "" : ` (process ${this.pid})`}; one daemon or embedded runtime serves a database at a time. Stop that one, or give this one another --db.`
+    return `The database ${this.path} is in use by another Skein${this.pid === null ? "" : ` (process ${this.pid})`}; one daemon or embedded runtime serves a database at a time. Stop that one, or give this one another ${/^postgres(ql)?:/i.test(this.path) ? "--store" : "--db"}.`
   }
 }
 

@@ -290,7 +290,7 @@ export const orchestratorLayer: Layer.Layer<
   )
 )
 
-/** Everything a host needs: SQLite at `dbPath`, the actor runtime and the Orchestrator. */
+/** Everything a host needs: the database at `dbPath` (a SQLite file, or a `postgresql://` URL), the actor runtime and the Orchestrator. */
 export const makeRuntimeLayer = (
   options: { readonly dbPath: string } & RuntimeOverrides
 ): Layer.Layer<Orchestrator | ThreadActors, StorageError | InvalidInput | DatabaseInUse, ProviderRegistry> => {

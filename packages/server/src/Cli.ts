@@ -60,6 +60,8 @@ const allowOrigin = Options.text("allow-origin").pipe(Options.repeated)
 const allowHost = Options.text("allow-host").pipe(Options.repeated)
 const json = Options.boolean("json")
 const db = Options.text("db").pipe(Options.optional)
+/** The database as a PostgreSQL URL instead of the SQLite file (`--db`); from the environment, its password stays out of `ps`. */
+const store = Options.text("store").pipe(Options.withFallbackConfig(Config.string("SKEIN_STORE")), Options.optional)
 const config = Options.file("config").pipe(Options.optional)
 const dataDir = Options.directory("data-dir").pipe(Options.optional)
 const limit = Options.integer("limit").pipe(Options.optional)
@@ -72,6 +74,7 @@ const daemon = Command.make(
   "daemon",
   {
     db,
+    store,
     config,
     dataDir,
     host: Options.text("host").pipe(Options.withDefault(DEFAULT_HOST)),
@@ -85,11 +88,11 @@ const daemon = Command.make(
   (o) => server((commands) => commands.daemon(o))
 )
 
-const stdio = Command.make("stdio", { db, config, dataDir }, (o) => server((commands) => commands.stdio(o)))
+const stdio = Command.make("stdio", { db, store, config, dataDir }, (o) => server((commands) => commands.stdio(o)))
 
 const acpAgent = Command.make(
   "acp",
-  { db, config, dataDir, url: Options.text("url").pipe(Options.optional), token },
+  { db, store, config, dataDir, url: Options.text("url").pipe(Options.optional), token },
   (o) => server((commands) => commands.acp(o))
 )
 

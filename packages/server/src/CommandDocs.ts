@@ -56,6 +56,10 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
       ["--host HOST", "The address to bind (default 127.0.0.1). Any other needs --token."],
       ["--db FILE", "The SQLite database (default DATA_DIR/skein.db)."],
       [
+        "--store URL",
+        "A PostgreSQL database instead (postgresql://USER@HOST:PORT/DB; or SKEIN_STORE, the password then out of the process list, or PGPASSWORD); Skein creates its tables there."
+      ],
+      [
         "--config FILE",
         "Provider instances, as JSON (see the README). Default: two scripted providers, alpha and beta."
       ],
@@ -75,7 +79,11 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
         "logfmt (default) or json: one object a line on stderr, with the trace and span ids when traced."
       ]
     ],
-    examples: ["skein daemon", "skein daemon --port 0 --db ./skein.db --config providers.json"]
+    examples: [
+      "skein daemon",
+      "skein daemon --port 0 --db ./skein.db --config providers.json",
+      "SKEIN_STORE=postgresql://skein:secret@127.0.0.1:5432/skein skein daemon"
+    ]
   },
   {
     path: "stdio",
@@ -84,6 +92,10 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
       "Serve Skein's RPC on stdin/stdout, one JSON message per line, for a program that runs Skein as its child.",
     options: [
       ["--db FILE", "The SQLite database (default DATA_DIR/skein.db)."],
+      [
+        "--store URL",
+        "A PostgreSQL database instead (postgresql://USER@HOST:PORT/DB; or SKEIN_STORE, the password then out of the process list, or PGPASSWORD); Skein creates its tables there."
+      ],
       ["--config FILE", "Provider instances, as JSON. Default: two scripted providers, alpha and beta."],
       ["--data-dir DIR", "The data directory (default $SKEIN_HOME, else ~/.skein)."]
     ],
@@ -99,6 +111,10 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
     ],
     options: [
       ["--db FILE", "The SQLite database (default DATA_DIR/skein.db)."],
+      [
+        "--store URL",
+        "A PostgreSQL database instead (postgresql://USER@HOST:PORT/DB; or SKEIN_STORE, the password then out of the process list, or PGPASSWORD); Skein creates its tables there."
+      ],
       ["--config FILE", "Provider instances, as JSON. Default: two scripted providers, alpha and beta."],
       ["--data-dir DIR", "The data directory (default $SKEIN_HOME, else ~/.skein)."],
       [

@@ -1,5 +1,5 @@
 /**
- * The standalone daemon: the runtime on a SQLite file, served over WebSocket until
+ * The standalone daemon: the runtime on a SQLite file (or a PostgreSQL database), served over WebSocket until
  * the scope closes (the CLI closes it on SIGTERM/SIGINT). Closing stops accepting
  * connections, shuts the Orchestrator down (running runs end `interrupted`), then
  * releases the runtime.
@@ -10,7 +10,7 @@
  */
 import * as Path from "node:path"
 import * as Fs from "node:fs"
-import { Orchestrator } from "@skein/runtime"
+import { Database, Orchestrator } from "@skein/runtime"
 import { Context, Effect, Layer } from "effect"
 import { checkBind, checkToken } from "./Auth.js"
 import { defaultDataDir, ensureDataDir } from "./DataDir.js"
@@ -29,7 +29,8 @@ export { defaultDataDir }
 
 export const resolvePaths = (options: DaemonOptions): { readonly dataDir: string; readonly dbPath: string } => {
   const dataDir = Path.resolve(options.dataDir ?? defaultDataDir())
-  return { dataDir, dbPath: Path.resolve(options.dbPath ?? Path.join(dataDir, "skein.db")) }
+  const dbPath = options.dbPath ?? Path.join(dataDir, "skein.db")
+  return { dataDir, dbPath: Database.isUrl(dbPath) ? dbPath : Path.resolve(dbPath) }
 }
 
 /**
@@ -51,7 +52,7 @@ const start = Effect.fnUntraced(function* (options: DaemonOptions) {
     options.token === undefined
       ? yield* loadOrCreateToken(dataDir)
       : { token: yield* checkToken(options.token, options.tokenSource ?? "--token"), path: undefined }
-  yield* Effect.sync(() => Fs.mkdirSync(Path.dirname(dbPath), { recursive: true }))
+  if (!Database.isUrl(dbPath)) yield* Effect.sync(() => Fs.mkdirSync(Path.dirname(dbPath), { recursive: true }))
   const runtime = yield* Layer.build(skeinRuntimeLayer({ dbPath, dataDir, configFile: options.configFile }))
   const orchestrator = Context.get(runtime, Orchestrator)
   // Runs after the server has stopped accepting (finalizers run in reverse order).
@@ -60,7 +61,12 @@ const start = Effect.fnUntraced(function* (options: DaemonOptions) {
     Effect.provide(runtime)
   )
   /** `tokenFile`: where clients find the token, unless it was given. */
-  return { ...running, dbPath, dataDir, tokenFile: access.path }
+  return {
+    ...running,
+    dbPath: Database.isUrl(dbPath) ? Database.redact(dbPath) : dbPath,
+    dataDir,
+    tokenFile: access.path
+  }
 })
 
 export type StartedDaemon = Effect.Effect.Success<ReturnType<typeof startDaemon>>

@@ -4,6 +4,8 @@
  * adapters and SQLite.
  */
 import { stdin } from "@effect/platform-node/NodeStream"
+import { InvalidInput } from "@skein/domain"
+import { Database } from "@skein/runtime"
 import { Console, Effect, Option } from "effect"
 import { reportFailures } from "./CliFailures.js"
 import { resolvePaths, startDaemon } from "./Daemon.js"
@@ -20,8 +22,30 @@ import { makeSkeinClient } from "./Client.js"
 
 interface Paths {
   readonly db: Option.Option<string>
+  readonly store: Option.Option<string>
   readonly config: Option.Option<string>
   readonly dataDir: Option.Option<string>
+}
+
+/**
+ * The database the options name: the SQLite file of `--db`, the PostgreSQL database of
+ * `--store`, or neither (the data directory's file); both, or a `--store` that is not a
+ * `postgresql://` URL, refused before anything is opened.
+ */
+const databaseOf = (o: Paths): Effect.Effect<string | undefined, InvalidInput> => {
+  if (Option.isSome(o.db) && Option.isSome(o.store)) {
+    return Effect.fail(
+      new InvalidInput({ detail: "give --db (a SQLite file) or --store (a postgresql:// URL), not both" })
+    )
+  }
+  if (Option.isSome(o.store) && !Database.isUrl(o.store.value)) {
+    return Effect.fail(
+      new InvalidInput({
+        detail: `--store takes a postgresql://user:password@host:port/database URL, not ${JSON.stringify(o.store.value)}; a SQLite file goes to --db`
+      })
+    )
+  }
+  return Effect.succeed(Option.getOrUndefined(Option.orElse(o.store, () => o.db)))
 }
 
 export const daemon = (
@@ -40,6 +64,7 @@ export const daemon = (
       // Options first: a daemon refused for one leaves its database untouched.
       yield* Effect.forEach(o.allowHost, normaliseAllowedHost)
       yield* Effect.forEach(o.allowOrigin, normaliseOrigin)
+      const database = yield* databaseOf(o)
       const running = yield* startDaemon({
         host: o.host,
         port: o.port,
@@ -47,7 +72,7 @@ export const daemon = (
         tokenSource: "--token (or SKEIN_TOKEN)",
         allowedOrigins: o.allowOrigin,
         allowedHosts: o.allowHost,
-        dbPath: Option.getOrUndefined(o.db),
+        dbPath: database,
         dataDir: Option.getOrUndefined(o.dataDir),
         configFile: Option.getOrUndefined(o.config),
         maxFrameBytes: Option.getOrUndefined(o.maxFrameBytes)
@@ -63,7 +88,7 @@ export const daemon = (
 export const stdio = (o: Paths) =>
   Effect.gen(function* () {
     const { dataDir: dir, dbPath } = resolvePaths({
-      dbPath: Option.getOrUndefined(o.db),
+      dbPath: yield* databaseOf(o),
       dataDir: Option.getOrUndefined(o.dataDir)
     })
     yield* ensureDataDir(dir)
@@ -89,7 +114,7 @@ export const acp = (o: Paths & { readonly url: Option.Option<string>; readonly t
       )
     }
     const { dataDir: dir, dbPath } = resolvePaths({
-      dbPath: Option.getOrUndefined(o.db),
+      dbPath: yield* databaseOf(o),
       dataDir: Option.getOrUndefined(o.dataDir)
     })
     yield* ensureDataDir(dir)

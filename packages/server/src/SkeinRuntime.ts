@@ -1,7 +1,8 @@
 /**
  * The runtime with its provider registry, wired the way the daemon, the demo and an
- * embedding host use it: SQLite at `dbPath`, providers from `configFile` (default:
- * the scripted instances alpha and beta), provider data under `dataDir`. A runtime
+ * embedding host use it: the database at `dbPath` (a SQLite file or a `postgresql://`
+ * URL), providers from `configFile` (default: the scripted instances alpha and beta),
+ * provider data under `dataDir`. A runtime
  * with no provider instance could run nothing: it refuses to start.
  */
 import { loadConfigOrDefaults, registryLayerOf } from "@skein/adapters"

@@ -6,7 +6,7 @@
  * of both: five copies of a 1 MiB message. So the JSON the store writes (log payloads,
  * projection `data` and `head` columns) holds each string of `BLOB_MIN_CHARS` or more
  * as a reference, `"\u0000blob:<sha256>"`, and the string itself once, in the `blobs`
- * table, keyed by its hash. Every row read through SqliteDirect comes back with its
+ * table, keyed by its hash. Every row read through StoreDb comes back with its
  * references replaced by their strings (`expandRows`), so readers see the JSON as it
  * was before.
  *
@@ -83,17 +83,34 @@ export const expand = (json: string, lookup: (hash: string) => string | undefine
  */
 const JSON_COLUMNS = ["payload", "data", "head"] as const
 
-/** Replaces, in place, the JSON columns of `rows` that hold references with the JSON they stand for. */
-export const expandRows = <A>(rows: Array<A>, lookup: (hash: string) => string | undefined): Array<A> => {
+/** Calls `visit` with each JSON column of `rows` that holds references (its record, column and value). */
+const eachMarked = (
+  rows: ReadonlyArray<unknown>,
+  visit: (record: Record<string, unknown>, column: string, value: string) => void
+) => {
   for (const row of rows) {
     if (typeof row !== "object" || row === null) continue
     const record = row as Record<string, unknown>
     for (const column of JSON_COLUMNS) {
       const value = record[column]
-      if (typeof value === "string" && value.charCodeAt(0) === REFERS_CODE) {
-        record[column] = expand(value.slice(1), lookup)
-      }
+      if (typeof value === "string" && value.charCodeAt(0) === REFERS_CODE) visit(record, column, value)
     }
   }
+}
+
+/** The hashes the JSON columns of `rows` refer to (none for rows that hold no reference). */
+export const referencedHashes = (rows: ReadonlyArray<unknown>): ReadonlyArray<string> => {
+  const hashes = new Set<string>()
+  eachMarked(rows, (_record, _column, value) => {
+    for (const match of value.matchAll(REFERENCE)) hashes.add(match[1]!)
+  })
+  return [...hashes]
+}
+
+/** Replaces, in place, the JSON columns of `rows` that hold references with the JSON they stand for. */
+export const expandRows = <A>(rows: Array<A>, lookup: (hash: string) => string | undefined): Array<A> => {
+  eachMarked(rows, (record, column, value) => {
+    record[column] = expand(value.slice(1), lookup)
+  })
   return rows
 }

@@ -1,6 +1,7 @@
 /**
- * The SQLite database: one connection (WAL, see Sqlite.ts), with every migration
- * applied before the layer is ready.
+ * The store's database, migrated before the layer is ready: a SQLite file (one
+ * connection in WAL mode, Sqlite.ts), or a PostgreSQL database named by a
+ * `postgresql://` URL (a pool, Postgres.ts) that several Skein processes may share.
  */
 import { chmodSync, closeSync, mkdirSync, openSync, statSync } from "node:fs"
 import { dirname } from "node:path"
@@ -9,12 +10,14 @@ import * as Migrator from "@effect/sql/Migrator"
 import { type DatabaseInUse, StorageError } from "@skein/domain"
 import { Cause, Effect, Layer } from "effect"
 import * as DatabaseLock from "./DatabaseLock.js"
-import { loader, migrations } from "./Migrations.js"
+import { loaderFor, migrations } from "./Migrations.js"
+import * as Postgres from "./Postgres.js"
+import * as PostgresLock from "./PostgresLock.js"
 import * as Sqlite from "./Sqlite.js"
-import type { SqliteDirect } from "./Sqlite.js"
+import type { Dialect, StoreDb } from "./StoreDb.js"
 
 export interface DatabaseOptions {
-  /** A file path, or `:memory:` for a private in-memory database (tests). */
+  /** A file path, `:memory:` for a private in-memory database (tests), or a `postgresql://` URL. */
   readonly filename: string
 }
 
@@ -107,28 +110,78 @@ export const STORE_FORMAT_VERSION = 3
 
 const latestMigration = Object.keys(migrations).sort().at(-1)!
 
+/** Where a dialect keeps the store's format, and whether the migrations' table exists. */
+interface FormatStore {
+  readonly read: Effect.Effect<number, unknown, SqlClient.SqlClient>
+  readonly write: Effect.Effect<void, unknown, SqlClient.SqlClient>
+  readonly migrated: Effect.Effect<boolean, unknown, SqlClient.SqlClient>
+}
+
+/** SQLite: the format in the file's `user_version`. */
+const sqliteFormat: FormatStore = {
+  read: Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql.unsafe<{ readonly user_version: number }>("PRAGMA user_version"),
+      (rows) => rows[0]?.user_version ?? 0
+    )
+  ),
+  write: Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`PRAGMA user_version = ${STORE_FORMAT_VERSION}`)),
+  migrated: Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql.unsafe("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'effect_sql_migrations'"),
+      (rows) => rows.length > 0
+    )
+  )
+}
+
+/** PostgreSQL: the format in a one-row table of its own. */
+const postgresFormat: FormatStore = {
+  read: Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.flatMap(
+      sql.unsafe<{ readonly t: string | null }>("SELECT to_regclass('skein_store')::text AS t"),
+      ([row]) =>
+        row?.t === null || row?.t === undefined
+          ? Effect.succeed(0)
+          : Effect.map(
+              sql.unsafe<{ readonly format: number }>("SELECT format FROM skein_store"),
+              (rows) => rows[0]?.format ?? 0
+            )
+    )
+  ),
+  write: Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.withTransaction(
+      Effect.all([
+        sql.unsafe("CREATE TABLE IF NOT EXISTS skein_store (format INTEGER NOT NULL)"),
+        sql.unsafe("DELETE FROM skein_store"),
+        sql.unsafe(`INSERT INTO skein_store (format) VALUES (${STORE_FORMAT_VERSION})`)
+      ])
+    )
+  ),
+  migrated: Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql.unsafe<{ readonly t: string | null }>("SELECT to_regclass('effect_sql_migrations')::text AS t"),
+      (rows) => rows[0]?.t !== null && rows[0]?.t !== undefined
+    )
+  )
+}
+
 /**
  * Refuses a database that a newer Skein wrote (a migration or a format this one does
  * not know), before migrating or writing anything; records this format otherwise.
  */
-const compatibility = (filename: string) => {
+const compatibility = (where: string, format: FormatStore) => {
   const newer = (what: string) =>
     new StorageError({
-      detail: `database ${filename} was written by a newer version of Skein (${what}). Upgrade Skein, or give it another database file`,
+      detail: `database ${where} was written by a newer version of Skein (${what}). Upgrade Skein, or give it another database`,
       startup: true
     })
   const check = Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const [{ user_version: format } = { user_version: 0 }] = yield* sql.unsafe<{ readonly user_version: number }>(
-      "PRAGMA user_version"
-    )
-    if (format > STORE_FORMAT_VERSION) {
-      return yield* newer(`its store format is ${format}; this Skein reads up to ${STORE_FORMAT_VERSION}`)
+    const found = yield* format.read
+    if (found > STORE_FORMAT_VERSION) {
+      return yield* newer(`its store format is ${found}; this Skein reads up to ${STORE_FORMAT_VERSION}`)
     }
-    const tables = yield* sql.unsafe<{ readonly name: string }>(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'effect_sql_migrations'"
-    )
-    if (tables.length === 0) return
+    if (!(yield* format.migrated)) return
     const applied = yield* sql.unsafe<{ readonly migration_id: number; readonly name: string }>(
       "SELECT migration_id, name FROM effect_sql_migrations ORDER BY migration_id DESC LIMIT 1"
     )
@@ -138,50 +191,74 @@ const compatibility = (filename: string) => {
       return yield* newer(`its schema is at migration ${id}_${last.name}; this Skein knows up to ${latestMigration}`)
     }
   })
-  const record = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.unsafe(`PRAGMA user_version = ${STORE_FORMAT_VERSION}`)
+  return { check: Layer.effectDiscard(check), record: Layer.effectDiscard(format.write) }
+}
+
+/** Fails with a StorageError naming the database when it cannot be opened or migrated. */
+const named =
+  (where: string) =>
+  <ROut, E, RIn>(layer: Layer.Layer<ROut, E, RIn>): Layer.Layer<ROut, StorageError, RIn> =>
+    layer.pipe(
+      Layer.catchAllCause((cause) => {
+        const error = Cause.squash(cause)
+        return Layer.fail(
+          error instanceof StorageError
+            ? error
+            : new StorageError({
+                detail: `cannot open or migrate database ${where}: ${describe(error)}`,
+                startup: true
+              })
+        )
+      })
+    )
+
+/** `client` migrated to the latest schema: refuse a newer database, migrate, then record this format. */
+const migrated = <E>(
+  client: Layer.Layer<SqlClient.SqlClient | StoreDb, E>,
+  where: string,
+  dialect: Dialect,
+  format: FormatStore
+) => {
+  const { check, record } = compatibility(where, format)
+  const migrate = record.pipe(
+    Layer.provide(Layer.effectDiscard(Migrator.make({})({ loader: loaderFor(dialect) })).pipe(Layer.provide(check)))
   )
-  return { check: Layer.effectDiscard(check), record: Layer.effectDiscard(record) }
+  return Layer.provideMerge(migrate, client)
 }
 
 /**
- * SqlClient and SqliteDirect over `options.filename`, migrated to the latest schema.
- * Fails with a StorageError naming the file when it cannot be opened or migrated.
+ * SqlClient and StoreDb over `options.filename` (a SQLite file, or a `postgresql://`
+ * URL), migrated to the latest schema. Fails with a StorageError naming the database
+ * when it cannot be opened or migrated.
  */
-const layer = (options: DatabaseOptions): Layer.Layer<SqlClient.SqlClient | SqliteDirect, StorageError> => {
+const layer = (options: DatabaseOptions): Layer.Layer<SqlClient.SqlClient | StoreDb, StorageError> => {
+  if (Postgres.isUrl(options.filename)) {
+    const where = Postgres.redact(options.filename)
+    return named(where)(migrated(Postgres.layer(options.filename), where, "postgresql", postgresFormat))
+  }
   const client = Sqlite.layer(options.filename).pipe(Layer.provide(prepareFile(options.filename)))
-  const { check, record } = compatibility(options.filename)
-  // In order: refuse a newer database, migrate, then record this format.
-  const migrate = record.pipe(
-    Layer.provide(Layer.effectDiscard(Migrator.make({})({ loader })).pipe(Layer.provide(check)))
-  )
-  return Layer.provideMerge(Layer.merge(pragmas, migrate), client).pipe(
-    Layer.catchAllCause((cause) => {
-      const error = Cause.squash(cause)
-      return Layer.fail(
-        error instanceof StorageError
-          ? error
-          : new StorageError({
-              detail: `cannot open or migrate database ${options.filename}: ${describe(error)}`,
-              startup: true
-            })
-      )
-    })
+  return named(options.filename)(
+    Layer.provideMerge(pragmas, migrated(client, options.filename, "sqlite", sqliteFormat))
   )
 }
 
 /**
  * The database as a runtime holds it: `layer`, with the database's lock held while it
- * is open (DatabaseLock.ts), so that a second runtime on the same file is refused.
+ * is open, so that a second runtime on the same database is refused: a SQLite file's
+ * lock file (DatabaseLock.ts), a PostgreSQL database's advisory lock (PostgresLock.ts).
  * Tools that only read beside a runtime use `layer`.
  */
-const locked = (
-  options: DatabaseOptions
-): Layer.Layer<SqlClient.SqlClient | SqliteDirect, StorageError | DatabaseInUse> =>
-  // Locked before the file is opened, released after it is closed.
-  layer(options).pipe(
-    Layer.provide(Layer.scopedDiscard(DatabaseLock.hold(options.filename, Sqlite.isMemory(options.filename))))
-  )
+const locked = (options: DatabaseOptions): Layer.Layer<SqlClient.SqlClient | StoreDb, StorageError | DatabaseInUse> =>
+  Postgres.isUrl(options.filename)
+    ? Layer.provideMerge(Layer.scopedDiscard(PostgresLock.hold(options.filename)), layer(options))
+    : // Locked before the file is opened, released after it is closed.
+      layer(options).pipe(
+        Layer.provide(Layer.scopedDiscard(DatabaseLock.hold(options.filename, Sqlite.isMemory(options.filename))))
+      )
 
-/** `Database.layer({ filename })`: the migrated SQLite database; `Database.locked`: one runtime's. */
-export const Database = { layer, locked } as const
+/**
+ * `Database.layer({ filename })`: the migrated database; `Database.locked`: one
+ * runtime's; `Database.isUrl(location)`: whether a location names a PostgreSQL database
+ * (else it is a SQLite file); `Database.redact(url)`: the URL without its password.
+ */
+export const Database = { layer, locked, isUrl: Postgres.isUrl, redact: Postgres.redact } as const

@@ -27,7 +27,7 @@ import {
   projectionStatements
 } from "./ProjectionTables.js"
 import { runRow } from "./ProjectionReads.js"
-import type { DirectDb, SqliteDirectShape } from "./Sqlite.js"
+import type { StoreDbShape, TxDb } from "./StoreDb.js"
 
 /** What a mutating command returned, stored so that a retry with its commandId gets the same answer. */
 export interface CommandReceipt {
@@ -172,21 +172,22 @@ const prepare = (input: AppendInput, createdAt: string): Either.Either<Prepared,
 }
 
 /**
- * The append's one transaction, run synchronously (see Sqlite.ts): the fence on the
- * sequence, the events, their projection rows, the receipt.
+ * The append's one transaction (see StoreDb.ts): the fence on the sequence, the
+ * events, their projection rows, the receipt.
  */
-const insertEvents = (
-  db: DirectDb,
+function* insertEvents(
+  db: TxDb,
   abort: (error: StorageError | SequenceConflict) => never,
   { input, forms, resultJson, createdAt }: Prepared
-): ReadonlyArray<StoredEvent> => {
+) {
   const { threadId } = input
   const commandId = input.commandId ?? input.receipt?.commandId ?? null
+  yield* db.lockThread(threadId)
   const last =
-    db.all<{ readonly last: number }>(
+    (yield* db.all<{ readonly last: number }>(
       "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
       [threadId]
-    )[0]?.last ?? 0
+    ))[0]?.last ?? 0
   if (input.expectedSequence !== undefined && input.expectedSequence !== last) {
     abort(new SequenceConflict({ threadId, expected: input.expectedSequence, actual: last }))
   }
@@ -202,32 +203,31 @@ const insertEvents = (
   for (let i = 0; i < input.events.length; i++) {
     params.push(threadId, last + i + 1, input.events[i]!._tag, forms[i]!.payload, commandId, createdAt)
   }
-  const sequences: Array<number> = []
+  const sequences: Array<number> = new Array(input.events.length)
   const width = eventColumns.length
   for (const [index, chunk] of chunks(input.events, maxRowsPerStatement).entries()) {
     const offset = index * maxRowsPerStatement * width
-    const { lastInsertRowid } = db.run(
-      multiRowInsert("events", eventColumns, chunk.length),
+    const inserted = yield* db.all<{ readonly sequence: number; readonly thread_sequence: number }>(
+      multiRowInsert("events", eventColumns, chunk.length, " RETURNING sequence, thread_sequence"),
       chunk.length === input.events.length ? params : params.slice(offset, offset + chunk.length * width)
     )
-    // One INSERT under the write lock gives its rows consecutive sequences, in VALUES order.
-    for (let i = chunk.length - 1; i >= 0; i--) sequences.push(lastInsertRowid - i)
+    for (const row of inserted) sequences[row.thread_sequence - last - 1] = row.sequence
   }
   if (input.dequeue !== undefined) {
-    const { changes } = db.run("DELETE FROM queued_runs WHERE run_id = ? AND thread_id = ?", [input.dequeue, threadId])
-    if (changes !== 1)
+    const taken = yield* db.all("DELETE FROM queued_runs WHERE run_id = ? AND thread_id = ? RETURNING run_id", [
+      input.dequeue,
+      threadId
+    ])
+    if (taken.length !== 1)
       abort(new StorageError({ detail: `run ${input.dequeue} is no longer queued on thread ${threadId}` }))
   }
-  for (const [text, rowParams] of projectionStatements(projectionRows(threadId, forms))) db.run(text, rowParams)
+  for (const [text, rowParams] of projectionStatements(projectionRows(threadId, forms))) yield* db.run(text, rowParams)
   if (input.receipt !== undefined) {
     const { commandId: receiptId, method, payloadHash } = input.receipt
-    db.run("INSERT INTO receipts (command_id, method, payload_hash, result, created_at) VALUES (?, ?, ?, ?, ?)", [
-      receiptId,
-      method,
-      payloadHash,
-      resultJson,
-      createdAt
-    ])
+    yield* db.run(
+      "INSERT INTO receipts (command_id, method, payload_hash, result, created_at) VALUES (?, ?, ?, ?, ?)",
+      [receiptId, method, payloadHash, resultJson, createdAt]
+    )
   }
   return input.events.map((event, i): StoredEvent => ({
     sequence: sequences[i]!,
@@ -239,7 +239,7 @@ const insertEvents = (
   }))
 }
 
-export const make = (direct: SqliteDirectShape, followers: Followers) =>
+export const make = (direct: StoreDbShape, followers: Followers) =>
   Effect.map(Effect.clock, (clock): EventLogShape => {
     const sql = direct.sql
 

@@ -1,7 +1,7 @@
 /**
  * The event store's one face: the log (EventLog.ts: append, receipts, reads, live
  * following), thread reads (ThreadReader.ts), lookups by key (Lookups.ts) and
- * maintenance (Maintenance.ts) and the runs queued (RunQueue.ts), over one SQLite connection. Each role is its own module;
+ * maintenance (Maintenance.ts) and the runs queued (RunQueue.ts), over one connection (StoreDb.ts). Each role is its own module;
  * this one only wires them, so that consumers keep one service with every member.
  */
 import { Context, Effect, Layer } from "effect"
@@ -10,7 +10,7 @@ import * as Followers from "./Followers.js"
 import * as Lookups from "./Lookups.js"
 import * as Maintenance from "./Maintenance.js"
 import * as RunQueue from "./RunQueue.js"
-import { SqliteDirect } from "./Sqlite.js"
+import { StoreDb } from "./StoreDb.js"
 import * as ThreadReader from "./ThreadReader.js"
 
 export type { AppendInput, CommandReceipt, EventLogShape, StoredReceipt } from "./EventLog.js"
@@ -28,7 +28,7 @@ export interface EventStoreShape
 }
 
 const make = Effect.gen(function* () {
-  const direct = yield* SqliteDirect
+  const direct = yield* StoreDb
   const log = yield* EventLog.make(direct, Followers.make())
   return EventStore.of({
     ...log,
@@ -40,5 +40,5 @@ const make = Effect.gen(function* () {
 })
 
 export class EventStore extends Context.Tag("@skein/runtime/EventStore")<EventStore, EventStoreShape>() {
-  static readonly layer: Layer.Layer<EventStore, never, SqliteDirect> = Layer.scoped(EventStore, make)
+  static readonly layer: Layer.Layer<EventStore, never, StoreDb> = Layer.scoped(EventStore, make)
 }

@@ -33,7 +33,7 @@ import {
   threadRow,
   turnItemRow
 } from "./ProjectionReads.js"
-import type { Sql } from "./Sqlite.js"
+import type { Sql } from "./StoreDb.js"
 
 export interface LookupsShape {
   readonly thread: (threadId: ThreadId) => Effect.Effect<Option.Option<AppThread>, StorageError>

@@ -8,7 +8,7 @@ import { fromSqlError } from "./Codec.js"
 import { decodeEvent, encodeEvent } from "./EventCodec.js"
 import { clearProjections, projectionRows, writeProjections, type ProjectionRows } from "./ProjectionTables.js"
 import { activeRunRows, pendingCheckpointRows } from "./ProjectionReads.js"
-import type { Sql } from "./Sqlite.js"
+import type { Sql } from "./StoreDb.js"
 
 export interface MaintenanceShape {
   /** Runs that are queued or running (after a crash: the ones to end as interrupted). */

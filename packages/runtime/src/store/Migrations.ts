@@ -12,11 +12,18 @@
  * JSON columns are declared TEXT (SQLite stores JSON as text; a `JSON` type name would
  * get NUMERIC affinity and turn `"42"` into an integer).
  *
- * A new version is a new entry `NNNN_name` in `migrations`; never edit a shipped one.
+ * On PostgreSQL (a newer store) the first migration creates the whole schema as the
+ * SQLite migrations leave it (PostgresSchema.ts); the later ones, up to the version
+ * that schema is, have nothing to do there. Both dialects count the same versions.
+ *
+ * A new version is a new entry `NNNN_name` in `migrations`, with its statements for
+ * each dialect; never edit a shipped one.
  */
 import * as Migrator from "@effect/sql/Migrator"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import * as PostgresSchema from "./PostgresSchema.js"
+import type { Dialect } from "./StoreDb.js"
 
 const statements = (...sqls: ReadonlyArray<string>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(sqls, (text) => sql.unsafe(text), { discard: true }))
@@ -292,7 +299,25 @@ export const migrations = {
   "0010_transfers_by_status": transfersByStatus
 } as const
 
-export const loader: Migrator.Loader = Migrator.fromRecord(migrations)
+/** The same versions on PostgreSQL: the first creates the schema the others arrive at. */
+const postgresMigrations: Record<keyof typeof migrations, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
+  "0001_initial": statements(...PostgresSchema.schema),
+  "0002_checkpoints_by_run": Effect.void,
+  "0003_provider_thread_runs": Effect.void,
+  "0004_compact_threads": Effect.void,
+  "0005_turn_items_by_run": Effect.void,
+  "0006_fewer_pages_per_run": Effect.void,
+  "0007_pending_checkpoints": Effect.void,
+  "0008_blobs": Effect.void,
+  "0009_queued_runs": Effect.void,
+  "0010_transfers_by_status": Effect.void
+}
+
+/** The migrations for the dialect, for `Migrator.make`. */
+export const loaderFor = (dialect: Dialect): Migrator.Loader =>
+  Migrator.fromRecord(dialect === "sqlite" ? migrations : postgresMigrations)
+
+export const loader: Migrator.Loader = loaderFor("sqlite")
 
 /** The projection tables, in the order `rebuildProjections` clears them. */
 export const projectionTables = [

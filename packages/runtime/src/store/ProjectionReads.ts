@@ -3,7 +3,8 @@
  * owed restores, active runs, pending checkpoints) and single rows by key, whose cost
  * does not grow with the thread's length. Writing them is ProjectionTables.ts.
  */
-import type { Sql } from "./Sqlite.js"
+import * as Json from "./JsonSql.js"
+import type { Dialect, Sql } from "./StoreDb.js"
 import {
   AppThread,
   Checkpoint,
@@ -80,7 +81,7 @@ export const listThreadRows = (
   ])
   return sql
     .unsafe<DataRow & { readonly activity: string | null }>(
-      `SELECT t.data AS data, (${lastRunActivity}) AS activity FROM threads t${where} ORDER BY t.created_at, t.rowid`,
+      `SELECT t.data AS data, (${lastRunActivity(sql.dialect)}) AS activity FROM threads t${where} ORDER BY t.created_at, t.rowid`,
       params
     )
     .pipe(
@@ -123,14 +124,20 @@ export const listTransferRows = (
 
 /** Threads whose file restore is owed (a rollback recorded it; nothing recorded it finished). */
 export const owedRestoreRows = (sql: Sql): Effect.Effect<ReadonlyArray<AppThread>, StorageError> =>
-  selectData(sql, "SELECT data FROM threads WHERE json_extract(data, '$.restore.status') = 'owed'", []).pipe(
+  selectData(
+    sql,
+    `SELECT data FROM threads WHERE ${Json.field(sql.dialect, "data", "restore.status")} = 'owed'`,
+    []
+  ).pipe(
     Effect.mapError(fromSqlError("cannot list owed restores")),
     Effect.flatMap((rows) => decodeAll(rows, decodeThread, "thread"))
   )
 
 /** The timestamps of a thread's last run (a JSON array), for a query over `threads t`. */
-const lastRunActivity = `SELECT json_array(json_extract(r.data, '$.createdAt'), json_extract(r.data, '$.startedAt'),
-  json_extract(r.data, '$.completedAt'), json_extract(r.data, '$.rolledBackAt'))
+const lastRunActivity = (dialect: Dialect) => `SELECT ${Json.array(
+  dialect,
+  ["createdAt", "startedAt", "completedAt", "rolledBackAt"].map((path) => Json.field(dialect, "r.data", path))
+)}
   FROM runs r WHERE r.thread_id = t.id ORDER BY r.ordinal DESC LIMIT 1`
 
 const activityOf = (json: string | null): ReadonlyArray<string | null | undefined> =>
@@ -140,7 +147,7 @@ const activityOf = (json: string | null): ReadonlyArray<string | null | undefine
 export const threadWithActivity = (sql: Sql, threadId: ThreadId, thread: AppThread) =>
   sql
     .unsafe<{ readonly activity: string | null }>(
-      `SELECT (${lastRunActivity}) AS activity FROM threads t WHERE t.id = ?`,
+      `SELECT (${lastRunActivity(sql.dialect)}) AS activity FROM threads t WHERE t.id = ?`,
       [threadId]
     )
     .pipe(Effect.map((rows) => withActivity(thread, activityOf(rows[0]?.activity ?? null))))
@@ -305,7 +312,7 @@ export const approvalRequestRows = (
   selectData(
     sql,
     `SELECT i.data AS data FROM turn_items i JOIN runs r ON r.thread_id = i.thread_id AND r.id = i.run_id
-     WHERE i.thread_id = ? AND i.type = 'approval_request' AND json_extract(i.data, '$.approvalId') = ?
+     WHERE i.thread_id = ? AND i.type = 'approval_request' AND ${Json.field(sql.dialect, "i.data", "approvalId")} = ?
      ORDER BY r.ordinal DESC, i.seq, i.rowid`,
     [threadId, approvalId]
   ).pipe(
@@ -322,8 +329,8 @@ export const subagentsWithoutResultRows = (
     sql,
     `SELECT t.data AS data FROM threads t
      WHERE t.parent_thread_id = ?
-       AND json_extract(t.data, '$.lineage.relationshipToParent') = 'subagent'
-       AND COALESCE(json_extract(t.data, '$.lineage.observeOnly'), 0) = 0
+       AND ${Json.field(sql.dialect, "t.data", "lineage.relationshipToParent")} = 'subagent'
+       AND NOT (${Json.isTrue(sql.dialect, "t.data", "lineage.observeOnly")})
        AND NOT EXISTS (SELECT 1 FROM transfers x
                        WHERE x.thread_id = ? AND x.type = 'subagent_result' AND x.source_thread_id = t.id)
      ORDER BY t.created_at, t.rowid`,
@@ -340,10 +347,10 @@ export const subagentsWithoutResultRows = (
 export const previousGitCommitRow = (sql: Sql, threadId: ThreadId): Effect.Effect<string | null, StorageError> =>
   sql
     .unsafe<{ readonly commit: string | null }>(
-      `SELECT json_extract(c.data, '$.commitSha') AS "commit" FROM checkpoints c
+      `SELECT ${Json.field(sql.dialect, "c.data", "commitSha")} AS "commit" FROM checkpoints c
        JOIN runs r ON r.thread_id = c.thread_id AND r.ordinal = c.run_ordinal
        WHERE c.thread_id = ? AND r.status <> 'rolled_back'
-         AND json_extract(c.data, '$.kind') = 'git' AND json_extract(c.data, '$.commitSha') IS NOT NULL
+         AND ${Json.field(sql.dialect, "c.data", "kind")} = 'git' AND ${Json.field(sql.dialect, "c.data", "commitSha")} IS NOT NULL
        ORDER BY c.run_ordinal DESC, c.rowid ASC LIMIT 1`,
       [threadId]
     )
@@ -357,7 +364,7 @@ export const gitCheckpointOfOrdinalRow = (sql: Sql, threadId: ThreadId, ordinal:
   oneRow(
     sql,
     `SELECT data FROM checkpoints WHERE thread_id = ? AND run_ordinal = ? AND status = 'ready'
-       AND json_extract(data, '$.kind') = 'git' AND json_extract(data, '$.commitSha') IS NOT NULL
+       AND ${Json.field(sql.dialect, "data", "kind")} = 'git' AND ${Json.field(sql.dialect, "data", "commitSha")} IS NOT NULL
      ORDER BY rowid LIMIT 1`,
     [threadId, ordinal],
     decodeCheckpoint,

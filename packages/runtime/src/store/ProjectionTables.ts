@@ -8,7 +8,7 @@
  * by id, all within the thread whose log recorded them). An upsert keeps the row's rowid,
  * so reading in rowid order gives the fold's insertion order.
  */
-import type { Sql } from "./Sqlite.js"
+import type { Sql } from "./StoreDb.js"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import * as Blobs from "./Blobs.js"

@@ -11,7 +11,7 @@ import { StorageError } from "@skein/domain"
 import { Effect, Schema } from "effect"
 import { fromSqlError } from "./Codec.js"
 import type { CommandReceipt } from "./EventLog.js"
-import type { SqliteDirectShape } from "./Sqlite.js"
+import type { StoreDbShape } from "./StoreDb.js"
 
 /** What a queued start asked for: `run.start`'s fields that decide the run. */
 export const QueuedRequest = Schema.Struct({
@@ -98,7 +98,7 @@ const toQueued = (row: Row, position: number): Effect.Effect<QueuedRun, StorageE
       })
 }
 
-export const make = (direct: SqliteDirectShape): RunQueueShape => {
+export const make = (direct: StoreDbShape): RunQueueShape => {
   const { sql } = direct
   const of = (threadId: ThreadId) =>
     sql
@@ -113,26 +113,27 @@ export const make = (direct: SqliteDirectShape): RunQueueShape => {
   return {
     enqueue: (entry) =>
       direct
-        .transaction<number, never>((db) => {
+        .transaction<number, never>(function* (db) {
+          yield* db.lockThread(entry.threadId)
           const position =
-            db.all<{ readonly n: number }>(
+            (yield* db.all<{ readonly n: number }>(
               "SELECT COALESCE(MAX(position), 0) + 1 AS n FROM queued_runs WHERE thread_id = ?",
               [entry.threadId]
-            )[0]?.n ?? 1
-          db.run(
+            ))[0]?.n ?? 1
+          yield* db.run(
             "INSERT INTO queued_runs (run_id, thread_id, position, request, command_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             [entry.runId, entry.threadId, position, JSON.stringify(entry.request), entry.commandId, entry.createdAt]
           )
           if (entry.receipt !== undefined) {
             const { commandId, method, payloadHash, result } = entry.receipt
-            db.run(
+            yield* db.run(
               "INSERT INTO receipts (command_id, method, payload_hash, result, created_at) VALUES (?, ?, ?, ?, ?)",
               [commandId, method, payloadHash, JSON.stringify(result), entry.createdAt]
             )
           }
-          return db.all<{ readonly n: number }>("SELECT COUNT(*) AS n FROM queued_runs WHERE thread_id = ?", [
+          return (yield* db.all<{ readonly n: number }>("SELECT COUNT(*) AS n FROM queued_runs WHERE thread_id = ?", [
             entry.threadId
-          ])[0]!.n
+          ]))[0]!.n
         })
         .pipe(
           Effect.mapError(fromSqlError(`cannot queue a run on thread ${entry.threadId}`)),

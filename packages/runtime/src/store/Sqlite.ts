@@ -4,30 +4,28 @@
  *
  * - `SqlClient` (`@effect/sql`), for migrations and whoever wants its statements.
  *   Statements are prepared once and kept.
- * - `SqliteDirect`, for the store: `transaction`, a function run synchronously inside
- *   one SQLite transaction (an append), and `sql`, single statements and
- *   `withTransaction` (reads, views). better-sqlite3 is synchronous, so a statement
- *   costs what SQLite costs; through `SqlClient` each statement also builds a span,
- *   compiles, and goes through a prepared-statement cache, several times the price of
- *   the statement itself.
+ * - `StoreDb` (StoreDb.ts), for the store: `transaction`, a write's body run
+ *   synchronously inside one SQLite transaction (an append), and `sql`, single
+ *   statements and `withTransaction` (reads, views). better-sqlite3 is synchronous, so a
+ *   statement costs what SQLite costs; through `SqlClient` each statement also builds a
+ *   span, compiles, and goes through a prepared-statement cache, several times the
+ *   price of the statement itself.
  *
- * Both take the same lock, a one-permit semaphore: a direct transaction never runs
+ * Both take the same lock, a one-permit semaphore: a store transaction never runs
  * inside a `SqlClient` transaction or between its statements, and the other way round.
- * So a direct transaction must not be started from inside a `SqlClient` transaction (it
+ * So a store transaction must not be started from inside a `SqlClient` transaction (it
  * would wait for the lock that transaction holds). A section that never yields (a
- * direct transaction, one statement) runs within the call when the lock is free.
+ * store transaction, one statement) runs within the call when the lock is free. One
+ * connection writes, so `lockThread` has nothing to do.
  *
- * A file database also gets a WalCheckpointer: each direct transaction reports its
+ * A file database also gets a WalCheckpointer: each store transaction reports its
  * commit, and a worker thread keeps the WAL copied into the database.
  *
- * Rows read through `SqliteDirect` come back with the store's references to long
- * strings replaced by the strings (Blobs.ts); through `SqlClient`, as stored.
- *
  * A file database is also watched for being deleted or replaced under the connection
- * (which would go on writing into a file nobody can open again): before each direct
+ * (which would go on writing into a file nobody can open again): before each store
  * transaction, the path's device and inode are compared with the file opened (one
  * `stat`, a few microseconds), and once more when the connection closes. Once they
- * differ, every direct transaction fails, what the connection holds is saved beside
+ * differ, every store transaction fails, what the connection holds is saved beside
  * the path (`VACUUM INTO`), and a warning says so, once.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
@@ -40,6 +38,7 @@ import { Context, Effect, Layer, Option, Runtime, Stream } from "effect"
 import { closeSync, openSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import * as Blobs from "./Blobs.js"
+import { abort, Abort, type Sql, StoreDb, type StoreDbShape, type TxBody, type TxStep, txDb } from "./StoreDb.js"
 import * as WalCheckpointer from "./WalCheckpointer.js"
 
 /** The few better-sqlite3 calls used here (the package ships no types). */
@@ -54,51 +53,6 @@ interface RawDatabase {
   prepare(text: string): RawStatement
   transaction<F extends (...args: Array<any>) => unknown>(fn: F): F & { readonly immediate: F }
   close(): void
-}
-
-/** What a direct transaction sees: prepared statements, run synchronously. */
-export interface DirectDb {
-  /** Rows of a query. */
-  readonly all: <A = Record<string, unknown>>(sql: string, params?: ReadonlyArray<unknown>) => ReadonlyArray<A>
-  /** Runs a statement: the rows it changed and the last rowid it inserted. */
-  readonly run: (
-    sql: string,
-    params?: ReadonlyArray<unknown>
-  ) => { readonly changes: number; readonly lastInsertRowid: number }
-}
-
-/** The part of `SqlClient` the store uses, run on the connection directly. */
-export interface Sql {
-  /** Runs one statement: the rows of a query, none for anything else. */
-  readonly unsafe: <A extends object = Record<string, unknown>>(
-    sql: string,
-    params?: ReadonlyArray<unknown>
-  ) => Effect.Effect<ReadonlyArray<A>, SqlError>
-  /** `SqlClient`'s transaction: statements of `sql.unsafe` inside it run in it. */
-  readonly withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
-}
-
-export interface SqliteDirectShape {
-  readonly sql: Sql
-  /**
-   * Runs `f` inside one SQLite transaction, holding the connection: committed if `f`
-   * returns, rolled back if it throws. `abort(error)` rolls back and fails with `error`;
-   * anything else thrown fails with a SqlError. `committed` runs right after the commit,
-   * still holding the connection, so that what it publishes goes out in commit order.
-   */
-  readonly transaction: <A, E = never>(
-    f: (db: DirectDb, abort: (error: E) => never) => A,
-    committed?: (result: A) => void
-  ) => Effect.Effect<A, E | SqlError>
-  /** The background WAL checkpointer's progress (null for an in-memory database). */
-  readonly checkpoints: () => WalCheckpointer.WalCheckpointerStatus | null
-}
-
-export class SqliteDirect extends Context.Tag("@skein/runtime/SqliteDirect")<SqliteDirect, SqliteDirectShape>() {}
-
-/** How `abort` leaves a transaction: its error, past better-sqlite3's rollback. */
-class Abort {
-  constructor(readonly error: unknown) {}
 }
 
 /** Prepared statements by text; a long-running process with many shapes stays bounded. */
@@ -297,29 +251,24 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     /** A long string the store keeps once (Blobs.ts), by its hash. */
     const blob = (hash: string): string | undefined =>
       (prepare("SELECT text FROM blobs WHERE hash = ?").all(hash)[0] as { readonly text: string } | undefined)?.text
-    const direct: DirectDb = {
-      all: <A>(sql: string, params: ReadonlyArray<unknown> = []) =>
-        Blobs.expandRows(prepare(sql).all(...params), blob) as ReadonlyArray<A>,
-      run: (sql, params = []) => {
-        const result = prepare(sql).run(...params)
-        return { changes: result.changes, lastInsertRowid: Number(result.lastInsertRowid) }
-      }
-    }
+    /** One statement of a write's body, run now. */
+    const step = (next: TxStep): unknown =>
+      next._tag === "lockThread" ? undefined : Blobs.expandRows(rows(prepare(next.sql), next.params), blob)
     /** better-sqlite3 builds a transaction function's wrappers on each `transaction()`: built once here. */
     const inTransaction = db.transaction(<A>(body: () => A): A => body()) as <A>(body: () => A) => A
-    const abort = (error: unknown): never => {
-      throw new Abort(error)
+    const runBody = <A, E>(body: TxBody<A, E>): A => {
+      const steps = body(txDb, abort)
+      let next = steps.next()
+      while (next.done !== true) next = steps.next(step(next.value))
+      return next.value
     }
-    const transaction: SqliteDirectShape["transaction"] = <A, E>(
-      f: (db: DirectDb, abort: (error: E) => never) => A,
-      committed?: (result: A) => void
-    ) =>
+    const transaction: StoreDbShape["transaction"] = <A, E>(body: TxBody<A, E>, committed?: (result: A) => void) =>
       locked((): Effect.Effect<A, E | SqlError> => {
         const lost = watch?.check() ?? null
         if (lost !== null) return Effect.fail(new SqlError({ message: lost }))
         let result: A
         try {
-          result = inTransaction(() => f(direct, abort))
+          result = inTransaction(() => runBody(body))
         } catch (cause) {
           if (cause instanceof Abort) return Effect.fail(cause.error as E)
           return Effect.fail(new SqlError({ cause, message: "Failed to run a transaction" }))
@@ -335,6 +284,7 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
         () => Blobs.expandRows(rows(prepare(sql), params), blob) as ReadonlyArray<A>
       )
     const sql: Sql = {
+      dialect: "sqlite",
       // Inside a `withTransaction`, its fiber holds the lock already.
       unsafe: <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
         Effect.contextWithEffect((context: Context.Context<never>) =>
@@ -347,16 +297,16 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     }
 
     const checkpoints = () => checkpointer?.status() ?? null
-    return { client, direct: { sql, transaction, checkpoints } satisfies SqliteDirectShape }
+    return { client, store: { sql, transaction, checkpoints } satisfies StoreDbShape }
   })
 
-/** `SqlClient` and `SqliteDirect` over one connection to `filename` (`:memory:` for a private one). */
+/** `SqlClient` and `StoreDb` over one connection to `filename` (`:memory:` for a private one). */
 export const layer = (
   filename: string,
   checkpointing: WalCheckpointer.WalCheckpointerOptions = WalCheckpointer.defaultOptions
-): Layer.Layer<Client.SqlClient | SqliteDirect, SqlError> =>
+): Layer.Layer<Client.SqlClient | StoreDb, SqlError> =>
   Layer.scopedContext(
-    Effect.map(make(filename, checkpointing), ({ client, direct }) =>
-      Context.make(Client.SqlClient, client).pipe(Context.add(SqliteDirect, direct))
+    Effect.map(make(filename, checkpointing), ({ client, store }) =>
+      Context.make(Client.SqlClient, client).pipe(Context.add(StoreDb, store))
     )
   ).pipe(Layer.provide(Reactivity.layer))

@@ -2,7 +2,7 @@
  * What a compact thread state lacks for a question, read into it (`fillNeed`; see
  * ThreadState's `Need`): a range of runs, handoffs, items, the whole thread.
  */
-import type { Sql } from "./Sqlite.js"
+import type { Sql } from "./StoreDb.js"
 import { StorageError, handoffHead, providerThreadHead, type RunId, type TurnItem } from "@skein/domain"
 import { Effect, Option } from "effect"
 import { fromSqlError } from "./Codec.js"

@@ -11,7 +11,7 @@
  * the open transfers, and the active run's items. Rows come in rowid order (an upsert
  * keeps the rowid), which is the order a fold of the log inserts them in.
  */
-import type { Sql } from "./Sqlite.js"
+import type { Sql } from "./StoreDb.js"
 import {
   ContextHandoffHead,
   ProviderThreadHead,

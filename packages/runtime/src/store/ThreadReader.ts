@@ -17,7 +17,7 @@ import type {
 import { Effect } from "effect"
 import type { Option } from "effect"
 import { handoffRow, listThreadRows, listTransferRows, type TransferFilter } from "./ProjectionReads.js"
-import type { Sql } from "./Sqlite.js"
+import type { Sql } from "./StoreDb.js"
 import { fillNeed } from "./StateNeeds.js"
 import { loadCompactThreadState, loadCompleteThreadState } from "./ThreadLoading.js"
 import { NotLoaded, type ThreadState } from "./ThreadState.js"

@@ -10,7 +10,8 @@
  * this thread, and its children. Each is what the whole view holds, restricted to the
  * page (`test/runtime/longThreads.test.ts` compares them).
  */
-import type { Sql } from "./Sqlite.js"
+import * as Json from "./JsonSql.js"
+import type { Dialect, Sql } from "./StoreDb.js"
 import type {
   AppThread,
   ContextTransfer,
@@ -75,21 +76,39 @@ export const windowOf = (
   return { from: Math.max(1, to - window.limit + 1), to }
 }
 
+/** A provider thread's native run ordinals within a page, in its record's order (the JSON read in SQL, JsonSql.ts). */
+const nativeOrdinalsIn: Record<Dialect, string> = {
+  sqlite: `SELECT j.value AS value FROM provider_threads p, json_each(p.data, '$.coverage.nativeRunOrdinals') j
+    WHERE p.thread_id = ? AND p.id = ? AND j.value BETWEEN ? AND ? ORDER BY j.key`,
+  postgresql: `SELECT j.value::integer AS value
+    FROM provider_threads p, json_array_elements_text(p.data::json -> 'coverage' -> 'nativeRunOrdinals') WITH ORDINALITY j(value, key)
+    WHERE p.thread_id = ? AND p.id = ? AND j.value::integer BETWEEN ? AND ? ORDER BY j.key`
+}
+
+/** A provider thread's native turns within a page, in its record's order. */
+const nativeTurnsIn: Record<Dialect, string> = {
+  sqlite: `SELECT json_extract(j.value, '$.runOrdinal') AS ordinal, json_extract(j.value, '$.turnRef') AS turn_ref
+    FROM provider_threads p, json_each(p.data, '$.nativeTurns') j
+    WHERE p.thread_id = ? AND p.id = ? AND json_extract(j.value, '$.runOrdinal') BETWEEN ? AND ? ORDER BY j.key`,
+  postgresql: `SELECT (j.value ->> 'runOrdinal')::integer AS ordinal, j.value ->> 'turnRef' AS turn_ref
+    FROM provider_threads p, json_array_elements(p.data::json -> 'nativeTurns') WITH ORDINALITY j(value, key)
+    WHERE p.thread_id = ? AND p.id = ? AND (j.value ->> 'runOrdinal')::integer BETWEEN ? AND ? ORDER BY j.key`
+}
+
 /** A provider thread as a page shows it: its head (rows past its snapshot applied) and its per-run lists within the page. */
 const pagedProviderThread = (sql: Sql, threadId: ThreadId, headJson: string, from: number, to: number, what: string) =>
   Effect.gen(function* () {
     const { head, snapshot } = yield* currentHead(sql, threadId, headJson, what)
     const last = snapshot.lastRunOrdinal ?? 0
-    // The record's lists within the page (SQLite reads the JSON), then the runs served since.
-    const native = yield* sql.unsafe<{ readonly value: number }>(
-      `SELECT j.value AS value FROM provider_threads p, json_each(p.data, '$.coverage.nativeRunOrdinals') j
-       WHERE p.thread_id = ? AND p.id = ? AND j.value BETWEEN ? AND ? ORDER BY j.key`,
-      [threadId, head.id, from, to]
-    )
+    // The record's lists within the page (the database reads the JSON), then the runs served since.
+    const native = yield* sql.unsafe<{ readonly value: number }>(nativeOrdinalsIn[sql.dialect], [
+      threadId,
+      head.id,
+      from,
+      to
+    ])
     const turns = yield* sql.unsafe<{ readonly ordinal: number; readonly turn_ref: string }>(
-      `SELECT json_extract(j.value, '$.runOrdinal') AS ordinal, json_extract(j.value, '$.turnRef') AS turn_ref
-       FROM provider_threads p, json_each(p.data, '$.nativeTurns') j
-       WHERE p.thread_id = ? AND p.id = ? AND json_extract(j.value, '$.runOrdinal') BETWEEN ? AND ? ORDER BY j.key`,
+      nativeTurnsIn[sql.dialect],
       [threadId, head.id, from, to]
     )
     const newer = yield* sql.unsafe<ServedRow>(
@@ -178,8 +197,8 @@ const pagedView = (
       yield* selectData(
         sql,
         `SELECT data FROM transfers WHERE thread_id = ?
-           AND (json_extract(data, '$.consumedByRunId') IS NULL
-                OR json_extract(data, '$.consumedByRunId') IN (SELECT id FROM runs WHERE thread_id = ? AND ordinal BETWEEN ? AND ?))
+           AND (${Json.field(sql.dialect, "data", "consumedByRunId")} IS NULL
+                OR ${Json.field(sql.dialect, "data", "consumedByRunId")} IN (SELECT id FROM runs WHERE thread_id = ? AND ordinal BETWEEN ? AND ?))
          ORDER BY rowid`,
         [threadId, ...range]
       ),

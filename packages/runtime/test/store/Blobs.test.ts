@@ -94,7 +94,7 @@ describe("the store keeps a long message once", () => {
     Effect.gen(function* () {
       const store = yield* EventStore
       yield* store.append({ threadId: t, events: log })
-      // SqlClient returns rows as stored (SqliteDirect, which the store reads through, expands them).
+      // SqlClient returns rows as stored (StoreDb, which the store reads through, expands them).
       expect(yield* holders(run.message)).toEqual([{ name: "blobs", n: 1 }])
       // A row that refers to blobs begins with a tab, still JSON to SQLite; the others as before.
       const sql = yield* SqlClient

@@ -9,6 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Deferred, Effect, Fiber } from "effect"
 import * as Sqlite from "../../src/store/Sqlite.js"
+import { StoreDb } from "../../src/store/StoreDb.js"
 
 /** A `SqlClient` transaction holding the connection until `release` is done. */
 const holdConnection = (release: Deferred.Deferred<void>, held: Deferred.Deferred<void>) =>
@@ -20,18 +21,32 @@ const holdConnection = (release: Deferred.Deferred<void>, held: Deferred.Deferre
 describe("the connection's lock", () => {
   it.effect("runs a section at once when the lock is free, and waits its turn when it is held", () =>
     Effect.gen(function* () {
-      const direct = yield* Sqlite.SqliteDirect
+      const direct = yield* StoreDb
       const order: Array<string> = []
       // Free: the transaction runs within the call (runSync would fail on any wait).
-      expect(Effect.runSync(direct.transaction(() => "free"))).toBe("free")
+      expect(
+        Effect.runSync(
+          direct.transaction(function* () {
+            return "free"
+          })
+        )
+      ).toBe("free")
 
       // Held across a wait: sections queue behind the holder, in the order they asked.
       const release = yield* Deferred.make<void>()
       const held = yield* Deferred.make<void>()
       const holder = yield* Effect.fork(holdConnection(release, held))
       yield* Deferred.await(held)
-      const first = yield* Effect.fork(direct.transaction(() => order.push("first")))
-      const second = yield* Effect.fork(direct.transaction(() => order.push("second")))
+      const first = yield* Effect.fork(
+        direct.transaction(function* () {
+          return order.push("first")
+        })
+      )
+      const second = yield* Effect.fork(
+        direct.transaction(function* () {
+          return order.push("second")
+        })
+      )
       yield* Effect.yieldNow()
       expect(order).toEqual([])
       yield* Deferred.succeed(release, undefined)
@@ -40,28 +55,48 @@ describe("the connection's lock", () => {
       yield* Fiber.join(second)
       expect(order).toEqual(["first", "second"])
       // Everyone let go: free again.
-      expect(Effect.runSync(direct.transaction(() => "free"))).toBe("free")
+      expect(
+        Effect.runSync(
+          direct.transaction(function* () {
+            return "free"
+          })
+        )
+      ).toBe("free")
     }).pipe(Effect.provide(Sqlite.layer(":memory:")))
   )
 
   it.effect("a waiter that is interrupted, and a scoped hold, leave the lock free", () =>
     Effect.gen(function* () {
-      const direct = yield* Sqlite.SqliteDirect
+      const direct = yield* StoreDb
       const release = yield* Deferred.make<void>()
       const held = yield* Deferred.make<void>()
       const holder = yield* Effect.fork(holdConnection(release, held))
       yield* Deferred.await(held)
       let ran = false
-      const waiter = yield* Effect.fork(direct.transaction(() => void (ran = true)))
+      const waiter = yield* Effect.fork(
+        direct.transaction(function* () {
+          ran = true
+        })
+      )
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(waiter)
       expect(ran).toBe(false)
-      const next = yield* Effect.fork(direct.transaction(() => "next"))
+      const next = yield* Effect.fork(
+        direct.transaction(function* () {
+          return "next"
+        })
+      )
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(holder)
       expect(yield* Fiber.join(next)).toBe("next")
       expect(ran).toBe(false)
-      expect(Effect.runSync(direct.transaction(() => "free"))).toBe("free")
+      expect(
+        Effect.runSync(
+          direct.transaction(function* () {
+            return "free"
+          })
+        )
+      ).toBe("free")
 
       // A hold interrupted while it waits for the connection gives up its place.
       const release2 = yield* Deferred.make<void>()
@@ -75,7 +110,13 @@ describe("the connection's lock", () => {
       yield* Fiber.interrupt(blocked)
       yield* Deferred.succeed(release2, undefined)
       yield* Fiber.join(holder2)
-      expect(Effect.runSync(direct.transaction(() => "free"))).toBe("free")
+      expect(
+        Effect.runSync(
+          direct.transaction(function* () {
+            return "free"
+          })
+        )
+      ).toBe("free")
     }).pipe(Effect.provide(Sqlite.layer(":memory:")))
   )
 })
@@ -84,7 +125,7 @@ describe("the connection's two faces share the lock", () => {
   it.effect("a direct transaction waits for a SqlClient transaction between its statements", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const direct = yield* Sqlite.SqliteDirect
+      const direct = yield* StoreDb
       yield* sql.unsafe("CREATE TABLE log (n INTEGER NOT NULL)")
       const between = yield* Deferred.make<void>()
       const resume = yield* Deferred.make<void>()
@@ -100,7 +141,9 @@ describe("the connection's two faces share the lock", () => {
       const published: Array<number> = []
       const writer = yield* Effect.fork(
         direct.transaction(
-          (db) => db.run("INSERT INTO log (n) VALUES (3)").changes,
+          function* (db) {
+            return (yield* db.all("INSERT INTO log (n) VALUES (3) RETURNING n")).length
+          },
           () => void published.push(3)
         )
       )

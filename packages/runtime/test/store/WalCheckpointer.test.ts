@@ -11,6 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import Database from "better-sqlite3"
 import * as Sqlite from "../../src/store/Sqlite.js"
+import { StoreDb, type StoreDbShape } from "../../src/store/StoreDb.js"
 import * as WalCheckpointer from "../../src/store/WalCheckpointer.js"
 import type { WalCheckpointerOptions } from "../../src/store/WalCheckpointer.js"
 
@@ -23,24 +24,28 @@ const ROW = "x".repeat(2000)
 const withDatabase = <A>(
   options: WalCheckpointerOptions,
   { burst, commits, pauseMs }: { commits: number; burst: number; pauseMs: number },
-  after: (db: Sqlite.SqliteDirectShape, file: string) => Effect.Effect<A>
+  after: (db: StoreDbShape, file: string) => Effect.Effect<A>
 ) =>
   Effect.gen(function* () {
     const dir = mkdtempSync(join(tmpdir(), "skein-wal-test-"))
     const file = join(dir, "wal.db")
     try {
       const result = yield* Effect.gen(function* () {
-        const db = yield* Sqlite.SqliteDirect
-        yield* db.transaction((d) => d.run("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)"))
+        const db = yield* StoreDb
+        yield* db.transaction(function* (d) {
+          yield* d.run("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
+        })
         for (let i = 0; i < commits; i++) {
-          yield* db.transaction((d) => d.run("INSERT INTO t (body) VALUES (?)", [ROW]))
+          yield* db.transaction(function* (d) {
+            yield* d.run("INSERT INTO t (body) VALUES (?)", [ROW])
+          })
           if (i % burst === burst - 1) yield* Effect.sleep(pauseMs)
         }
         return yield* after(db, file)
       }).pipe(Effect.provide(Layer.orDie(Sqlite.layer(file, options))), Effect.scoped)
       // Reopened: every committed row is there.
       const rows = yield* Effect.gen(function* () {
-        const db = yield* Sqlite.SqliteDirect
+        const db = yield* StoreDb
         return yield* db.sql.unsafe<{ n: number }>("SELECT count(*) AS n FROM t")
       }).pipe(Effect.provide(Layer.orDie(Sqlite.layer(file, options))), Effect.scoped)
       expect(rows[0]?.n).toBe(commits)
@@ -145,7 +150,11 @@ describe("WalCheckpointer", () => {
         yield* Effect.sleep("50 millis")
         expect(db.checkpoints()).toEqual({ completed, restarts: 1, failed: null })
         // The next commit appends to the WAL as it is: it does not start it over again.
-        yield* Effect.orDie(db.transaction((d) => d.run("CREATE TABLE u (x)")))
+        yield* Effect.orDie(
+          db.transaction(function* (d) {
+            yield* d.run("CREATE TABLE u (x)")
+          })
+        )
         expect(walSequence(file)).toBe(before + 1)
       })
     )
@@ -205,8 +214,10 @@ describe("WalCheckpointer", () => {
 
   it.live("has nothing to do for an in-memory database", () =>
     Effect.gen(function* () {
-      const db = yield* Sqlite.SqliteDirect
-      yield* db.transaction((d) => d.run("CREATE TABLE t (x)"))
+      const db = yield* StoreDb
+      yield* db.transaction(function* (d) {
+        yield* d.run("CREATE TABLE t (x)")
+      })
       expect(db.checkpoints()).toBeNull()
     }).pipe(Effect.provide(Layer.orDie(Sqlite.layer(":memory:"))), Effect.scoped)
   )

@@ -1,0 +1,134 @@
+/**
+ * The PostgreSQL connection: a pool (`@effect/sql-pg`) behind the store's face
+ * (StoreDb.ts), for one database that several Skein processes may share.
+ *
+ * - Statements are written with `?` for parameters, as for SQLite; each is rewritten
+ *   once to PostgreSQL's `$1, $2 …` and kept.
+ * - 64-bit integers and numerics come back as numbers, as SQLite gives them (the log's
+ *   sequences stay far below 2^53).
+ * - A write's body (`transaction`) runs statement by statement inside one PostgreSQL
+ *   transaction on one pooled connection; `lockThread` takes a transaction-scoped
+ *   advisory lock on the thread, so that two processes appending to one thread take
+ *   turns and the second reads the sequence the first wrote (the expected-sequence
+ *   fence then refuses a stale writer instead of a unique-key error).
+ * - Rows come back with the store's references to long strings replaced (Blobs.ts),
+ *   the strings read in one query per statement that needs them.
+ *
+ * `committed` runs right after the commit. Writes to one thread come from its one
+ * actor, one after another, so its followers hear its commits in order.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import type * as Client from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import { Duration, Effect, Layer, Redacted } from "effect"
+import Pg from "pg"
+import * as Blobs from "./Blobs.js"
+import { abort, Abort, type Sql, StoreDb, type StoreDbShape, type TxBody, type TxStep, txDb } from "./StoreDb.js"
+
+/** Whether `location` names a PostgreSQL database rather than a SQLite file. */
+export const isUrl = (location: string): boolean => /^postgres(ql)?:\/\//i.test(location)
+
+/** The URL as it may be shown: without its password. */
+export const redact = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    return parsed.toString()
+  } catch {
+    return "postgresql://(unparsable URL)"
+  }
+}
+
+/** 64-bit integers (int8) and numerics as numbers; every other type as `pg` parses it. */
+const INT8 = 20
+const NUMERIC = 1700
+const types: Pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8 || oid === NUMERIC
+      ? (value: string) => Number(value)
+      : Pg.types.getTypeParser(oid, format as "text")) as Pg.CustomTypesConfig["getTypeParser"]
+}
+
+/** `?` placeholders rewritten to `$n`, outside quoted text. */
+const rewritten = new Map<string, string>()
+export const placeholders = (text: string): string => {
+  let out = rewritten.get(text)
+  if (out !== undefined) return out
+  let n = 0
+  let quote: string | null = null
+  out = ""
+  for (const char of text) {
+    if (quote !== null) {
+      if (char === quote) quote = null
+      out += char
+    } else if (char === "'" || char === '"') {
+      quote = char
+      out += char
+    } else out += char === "?" ? `$${++n}` : char
+  }
+  if (rewritten.size >= 1024) rewritten.delete(rewritten.keys().next().value!)
+  rewritten.set(text, out)
+  return out
+}
+
+const make = Effect.gen(function* () {
+  const client = yield* PgClient.PgClient
+
+  const query = <A extends object>(text: string, params: ReadonlyArray<unknown>) =>
+    client.unsafe<A>(placeholders(text), params as Array<never>)
+
+  /** `rows` with their references to long strings replaced: one read of the strings they name. */
+  const expanded = <A extends object>(rows: ReadonlyArray<A>): Effect.Effect<ReadonlyArray<A>, SqlError> => {
+    const hashes = Blobs.referencedHashes(rows)
+    if (hashes.length === 0) return Effect.succeed(rows)
+    return Effect.map(query<Blobs.Blob>("SELECT hash, text FROM blobs WHERE hash = ANY(?)", [hashes]), (found) => {
+      const byHash = new Map(found.map((blob) => [blob.hash, blob.text]))
+      return Blobs.expandRows([...rows], (hash) => byHash.get(hash))
+    })
+  }
+
+  const unsafe: Sql["unsafe"] = <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
+    Effect.flatMap(query<A>(text, params), expanded)
+
+  const step = (next: TxStep): Effect.Effect<unknown, SqlError> =>
+    next._tag === "lockThread"
+      ? query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [next.threadId])
+      : unsafe(next.sql, next.params)
+
+  const transaction: StoreDbShape["transaction"] = <A, E>(body: TxBody<A, E>, committed?: (result: A) => void) =>
+    Effect.suspend(() => {
+      const steps = body(txDb, abort)
+      const go = (input: unknown): Effect.Effect<A, E | SqlError> => {
+        let next: IteratorResult<TxStep, A>
+        try {
+          next = steps.next(input)
+        } catch (cause) {
+          if (cause instanceof Abort) return Effect.fail(cause.error as E)
+          return Effect.fail(new SqlError({ cause, message: "Failed to run a transaction" }))
+        }
+        return next.done === true ? Effect.succeed(next.value) : Effect.flatMap(step(next.value), go)
+      }
+      return go(undefined)
+    }).pipe(
+      client.withTransaction,
+      Effect.tap((result) => Effect.sync(() => committed?.(result)))
+    )
+
+  const sql: Sql = { dialect: "postgresql", unsafe, withTransaction: client.withTransaction }
+  return { sql, transaction, checkpoints: () => null } satisfies StoreDbShape
+})
+
+/** `SqlClient` and `StoreDb` over a pool of connections to the database at `url`. */
+export const layer = (url: string): Layer.Layer<Client.SqlClient | StoreDb, SqlError> =>
+  Layer.effect(StoreDb, make).pipe(
+    Layer.provideMerge(
+      PgClient.layer({
+        url: Redacted.make(url),
+        types,
+        applicationName: "skein",
+        connectTimeout: Duration.seconds(10)
+      })
+    ),
+    Layer.provide(Reactivity.layer)
+  )

@@ -1,0 +1,95 @@
+/**
+ * The store's connection, whichever database holds it: SQLite (Sqlite.ts, one file, the
+ * default) or PostgreSQL (Postgres.ts, shared by several Skein processes). The store's
+ * modules speak only to this face.
+ *
+ * - `sql`: single statements and `withTransaction` (reads, views). Statements are
+ *   written once, in the SQL both databases take, with `?` for parameters; the few
+ *   that must differ ask `sql.dialect`.
+ * - `transaction`: a write (an append, a queued run), written as a generator of its
+ *   statements (`yield* db.all(…)`), so that the same body runs synchronously inside one
+ *   SQLite transaction and statement by statement inside one PostgreSQL transaction.
+ *   `abort(error)` rolls back and fails with `error`; anything else thrown fails with a
+ *   SqlError. `lockThread` serialises the writers of one thread across processes (a
+ *   no-op where one connection writes anyway).
+ *
+ * Rows read through either come back with the store's references to long strings
+ * replaced by the strings (Blobs.ts); through `SqlClient`, as stored.
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Effect } from "effect"
+import { Context } from "effect"
+import type * as WalCheckpointer from "./WalCheckpointer.js"
+
+export type Dialect = "sqlite" | "postgresql"
+
+/** The part of `SqlClient` the store uses. */
+export interface Sql {
+  readonly dialect: Dialect
+  /** Runs one statement: the rows of a query (or of `RETURNING`), none for anything else. */
+  readonly unsafe: <A extends object = Record<string, unknown>>(
+    sql: string,
+    params?: ReadonlyArray<unknown>
+  ) => Effect.Effect<ReadonlyArray<A>, SqlError>
+  /** `SqlClient`'s transaction: statements of `sql.unsafe` inside it run in it. */
+  readonly withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+}
+
+/** One statement a write's body asks for. */
+export type TxStep =
+  | { readonly _tag: "statement"; readonly sql: string; readonly params: ReadonlyArray<unknown> }
+  | { readonly _tag: "lockThread"; readonly threadId: string }
+
+/** A write's statements: `yield*` each, for its rows. */
+export interface TxDb {
+  /** Rows of a query, or of a statement's `RETURNING`. */
+  readonly all: <A = Record<string, unknown>>(
+    sql: string,
+    params?: ReadonlyArray<unknown>
+  ) => Generator<TxStep, ReadonlyArray<A>, unknown>
+  /** Runs a statement (its rows, if any, are dropped). */
+  readonly run: (sql: string, params?: ReadonlyArray<unknown>) => Generator<TxStep, void, unknown>
+  /** Holds the thread's write lock until the transaction ends. */
+  readonly lockThread: (threadId: string) => Generator<TxStep, void, unknown>
+}
+
+/** The body of a write: its statements in order, then its result. */
+export type TxBody<A, E> = (db: TxDb, abort: (error: E) => never) => Generator<TxStep, A, unknown>
+
+export const txDb: TxDb = {
+  all: function* <A>(sql: string, params: ReadonlyArray<unknown> = []) {
+    return (yield { _tag: "statement", sql, params }) as ReadonlyArray<A>
+  },
+  run: function* (sql: string, params: ReadonlyArray<unknown> = []) {
+    yield { _tag: "statement", sql, params }
+  },
+  lockThread: function* (threadId: string) {
+    yield { _tag: "lockThread", threadId }
+  }
+}
+
+/** How `abort` leaves a body: its error, past the database's rollback. */
+export class Abort {
+  constructor(readonly error: unknown) {}
+}
+
+export const abort = (error: unknown): never => {
+  throw new Abort(error)
+}
+
+export interface StoreDbShape {
+  readonly sql: Sql
+  /**
+   * Runs `body` inside one transaction: committed if it returns, rolled back if it
+   * throws. `committed` runs right after the commit, before anything else is written
+   * by this process, so that what it publishes goes out in commit order.
+   */
+  readonly transaction: <A, E = never>(
+    body: TxBody<A, E>,
+    committed?: (result: A) => void
+  ) => Effect.Effect<A, E | SqlError>
+  /** The background WAL checkpointer's progress (null but for a SQLite file). */
+  readonly checkpoints: () => WalCheckpointer.WalCheckpointerStatus | null
+}
+
+export class StoreDb extends Context.Tag("@skein/runtime/StoreDb")<StoreDb, StoreDbShape>() {}

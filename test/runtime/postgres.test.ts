@@ -1,0 +1,282 @@
+/**
+ * The store on PostgreSQL (a real server, test/support/postgres.ts): the same runtime
+ * as on SQLite, over a `postgresql://` URL. A thread's life (runs, an approval, a
+ * handoff between providers, a fork and its merge-back, a subagent, a rollback, a queued
+ * run, long strings), read back by a fresh runtime and after the projections are
+ * rebuilt; receipts; the expected-sequence fence between two processes' writers; one
+ * runtime per database; and the schema the same as SQLite's.
+ */
+import { SqlClient } from "@effect/sql"
+import type { CommandId, ProviderName, StoredEvent, ThreadId, ThreadView } from "@skein/domain"
+import { ThreadUpdated } from "@skein/domain"
+import { describe, expect, it } from "@effect/vitest"
+import { Database, EventStore } from "@skein/runtime"
+import { Effect, Either, Layer, ManagedRuntime } from "effect"
+import { usePostgres } from "../support/postgres.js"
+import { inTempRuntime, removeDir, runtimeLayer, storeOn, tempDir, withRuntime } from "../support/runtime.js"
+
+const alpha = "alpha" as ProviderName
+const beta = "beta" as ProviderName
+
+const pg = usePostgres()
+
+/** What a view says, without what differs between two reads of the same state. */
+const comparable = (view: ThreadView) => JSON.parse(JSON.stringify(view)) as unknown
+
+describe("the store on PostgreSQL", () => {
+  it("keeps a thread's whole life: read back by a fresh runtime, and the same after a rebuild", async () => {
+    const dir = tempDir()
+    try {
+      const long = `${"a long message ".repeat(1000)}end`
+      const ids = await withRuntime(
+        dir,
+        (o) =>
+          Effect.gen(function* () {
+            const thread = yield* o.createThread({ title: "on postgres", workspace: dir })
+            const one = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "hello", wait: true })
+            expect(one.status).toBe("completed")
+            // An approval, answered.
+            const asking = yield* o.startRun({
+              threadId: thread.id,
+              provider: alpha,
+              message: "[[ask:May I?]]",
+              commandId: "cmd_pg_ask" as CommandId
+            })
+            const approval = yield* Effect.retry(
+              Effect.flatMap(o.getThread(thread.id), (view) => {
+                const item = view.runs.find((r) => r.id === asking.id)?.items.find((i) => i.type === "approval_request")
+                return item === undefined ? Effect.fail("not yet") : Effect.succeed(item)
+              }),
+              { times: 200 }
+            )
+            yield* o.respondApproval({ threadId: thread.id, approvalId: approval.approvalId!, decision: "accept" })
+            // Another provider: a handoff carries the context over.
+            const three = yield* o.startRun({ threadId: thread.id, provider: beta, message: long, wait: true })
+            expect(three.status).toBe("completed")
+            const { thread: fork } = yield* o.forkThread({ sourceThreadId: thread.id, sourcePoint: "latest_stable" })
+            yield* o.startRun({ threadId: fork.id, provider: alpha, message: "on the fork", wait: true })
+            yield* o.mergeBack({ forkThreadId: fork.id })
+            const { thread: child } = yield* o.spawnSubagent({
+              parentThreadId: thread.id,
+              provider: beta,
+              prompt: "help"
+            })
+            yield* o.startRun({ threadId: thread.id, provider: alpha, message: "four", wait: true })
+            yield* o.rollback({ threadId: thread.id, toRunOrdinal: 3 })
+            return { thread: thread.id, fork: fork.id, child: child.id }
+          }),
+        { store: pg.url() }
+      )
+      const views = await withRuntime(
+        dir,
+        (o) =>
+          Effect.gen(function* () {
+            const main = yield* o.getThread(ids.thread)
+            expect(main.runs.map((r) => [r.ordinal, r.status])).toEqual([
+              [1, "completed"],
+              [2, "completed"],
+              [3, "completed"],
+              [4, "rolled_back"]
+            ])
+            expect(main.runs[2]!.message).toBe(long)
+            expect(main.runs[1]!.items.find((i) => i.type === "approval_request")).toMatchObject({ status: "accept" })
+            expect(main.handoffs.length).toBeGreaterThan(0)
+            expect(main.children.map((c) => c.id).sort()).toEqual([ids.fork, ids.child].sort())
+            // The fresh runtime goes on where the first stopped.
+            const five = yield* o.startRun({ threadId: ids.thread, provider: beta, message: "five", wait: true })
+            expect([five.ordinal, five.status]).toEqual([5, "completed"])
+            // The receipt answers a retry as the first time, from the database.
+            const again = yield* o.startRun({
+              threadId: ids.thread,
+              provider: alpha,
+              message: "[[ask:May I?]]",
+              commandId: "cmd_pg_ask" as CommandId
+            })
+            expect(again.ordinal).toBe(2)
+            return yield* Effect.all([ids.thread, ids.fork, ids.child].map((id) => o.getThread(id as ThreadId)))
+          }),
+        { store: pg.url() }
+      )
+      const store = storeOn(dir, pg.url())
+      try {
+        await store.runPromise(Effect.flatMap(EventStore, (s) => s.rebuildProjections))
+      } finally {
+        await store.dispose()
+      }
+      const rebuilt = await withRuntime(
+        dir,
+        (o) => Effect.all([ids.thread, ids.fork, ids.child].map((id) => o.getThread(id as ThreadId))),
+        { store: pg.url() }
+      )
+      expect(rebuilt.map(comparable)).toEqual(views.map(comparable))
+    } finally {
+      removeDir(dir)
+    }
+  })
+
+  it("queues a run behind a running one and starts it after", async () => {
+    await inTempRuntime(
+      (o) =>
+        Effect.gen(function* () {
+          const thread = yield* o.createThread({})
+          const slow = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "[[sleep:300]] slow" })
+          const queued = yield* o.startRun({ threadId: thread.id, provider: alpha, message: "next", whenBusy: "queue" })
+          expect(queued.status).toBe("queued")
+          yield* Effect.retry(
+            Effect.flatMap(o.getThread(thread.id), (view) =>
+              view.runs.every((r) => r.status === "completed") && view.runs.length === 2
+                ? Effect.void
+                : Effect.fail("not yet")
+            ),
+            { times: 300 }
+          )
+          expect(slow.ordinal).toBe(1)
+        }),
+      { store: pg.url() }
+    )
+  })
+
+  it("two processes' writers on one thread: the stale one is refused, and sequences stay gap-free", async () => {
+    const dir = tempDir()
+    const [first, second] = [storeOn(dir, pg.url()), storeOn(dir, pg.url())]
+    try {
+      const thread = await withRuntime(dir, (o) => o.createThread({ title: "fence" }), { store: pg.url() })
+      const threadId = thread.id
+      const update = (title: string) => new ThreadUpdated({ thread: { ...thread, title } })
+      // Both saw sequence 1 and append at once: exactly one wins.
+      const race = await Promise.all(
+        [first, second].map((store, i) =>
+          store.runPromise(
+            Effect.either(
+              Effect.flatMap(EventStore, (s) =>
+                s.append({ threadId, events: [update(`writer ${i}`)], expectedSequence: 1 })
+              )
+            )
+          )
+        )
+      )
+      expect(race.filter(Either.isRight)).toHaveLength(1)
+      expect(race.filter(Either.isLeft).map((l) => (l as Either.Left<{ _tag: string }, unknown>).left._tag)).toEqual([
+        "SequenceConflict"
+      ])
+      // Without a fence, 20 appends from both at once: one thread sequence each, no gap.
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 === 0 ? first : second).runPromise(
+            Effect.flatMap(EventStore, (s) => s.append({ threadId, events: [update(`burst ${i}`)] }))
+          )
+        )
+      )
+      const events = await first.runPromise(Effect.flatMap(EventStore, (s) => s.readEvents(threadId, 0, 100)))
+      expect(events.map((e: StoredEvent) => e.threadSequence)).toEqual(Array.from({ length: 22 }, (_, i) => i + 1))
+    } finally {
+      await first.dispose()
+      await second.dispose()
+      removeDir(dir)
+    }
+  })
+
+  it("serves one runtime at a time: a second is refused while the first is open", async () => {
+    const dir = tempDir()
+    try {
+      const opened = ManagedRuntime.make(runtimeLayer(dir, { store: pg.url() }))
+      await opened.runtime()
+      const refused = await Effect.runPromise(
+        Effect.either(Layer.launch(Database.locked({ filename: pg.url() })).pipe(Effect.timeout("20 seconds")))
+      )
+      expect(Either.isLeft(refused) && refused.left._tag).toBe("DatabaseInUse")
+      const message = Either.isLeft(refused) ? (refused.left as Error).message : ""
+      expect(message).toContain(`process ${process.pid}`)
+      expect(message).not.toContain(new URL(pg.url()).password)
+      await opened.dispose()
+      // Closed: the next one opens.
+      const next = ManagedRuntime.make(runtimeLayer(dir, { store: pg.url() }))
+      await next.runtime()
+      await next.dispose()
+    } finally {
+      removeDir(dir)
+    }
+  })
+
+  it("has the schema the SQLite migrations arrive at", async () => {
+    const sqlite = await Effect.runPromise(
+      Effect.scoped(Effect.provide(describeSchema("sqlite"), Database.layer({ filename: ":memory:" })))
+    )
+    const postgres = await Effect.runPromise(
+      Effect.scoped(Effect.provide(describeSchema("postgresql"), Database.layer({ filename: pg.url() })))
+    )
+    expect(Object.keys(sqlite).length).toBeGreaterThan(10)
+    expect(postgres).toEqual(sqlite)
+  })
+})
+
+/** Tables (but the bookkeeping ones) with their columns, key, unique column sets and index names. */
+const describeSchema = (dialect: "sqlite" | "postgresql") =>
+  // Through SqlClient, which takes each database's own SQL (PostgreSQL's parameters are $1 …).
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const out: Record<string, unknown> = {}
+    const skip = new Set(["effect_sql_migrations", "sqlite_sequence", "skein_store"])
+    if (dialect === "sqlite") {
+      const tables = yield* sql.unsafe<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
+      for (const { name } of tables.filter((t) => !skip.has(t.name))) {
+        const columns = yield* sql.unsafe<{ name: string; pk: number }>(`PRAGMA table_info(${name})`)
+        const indexes = yield* sql.unsafe<{ name: string; unique: number; origin: string }>(
+          `PRAGMA index_list(${name})`
+        )
+        const uniques: Array<string> = []
+        for (const index of indexes.filter((i) => i.unique === 1 && i.origin === "u")) {
+          const cols = yield* sql.unsafe<{ name: string }>(`PRAGMA index_info(${index.name})`)
+          uniques.push(cols.map((c) => c.name).join(","))
+        }
+        out[name] = {
+          columns: columns.map((c) => c.name).sort(),
+          key: columns
+            .filter((c) => c.pk > 0)
+            .sort((a, b) => a.pk - b.pk)
+            .map((c) => c.name),
+          unique: uniques.sort(),
+          indexes: indexes
+            .filter((i) => i.origin === "c")
+            .map((i) => i.name)
+            .sort()
+        }
+      }
+    } else {
+      const tables = yield* sql.unsafe<{ name: string }>(
+        "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'"
+      )
+      for (const { name } of tables.filter((t) => !skip.has(t.name))) {
+        const columns = yield* sql.unsafe<{ name: string }>(
+          "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1",
+          [name]
+        )
+        const constraints = yield* sql.unsafe<{ type: string; cols: string }>(
+          `SELECT c.contype AS type, string_agg(a.attname, ',' ORDER BY k.ord) AS cols
+           FROM pg_constraint c CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY k(attnum, ord)
+           JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
+           WHERE c.conrelid = $1::regclass AND c.contype IN ('p', 'u') GROUP BY c.oid, c.contype`,
+          [name]
+        )
+        const indexes = yield* sql.unsafe<{ name: string }>(
+          `SELECT i.relname AS name FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+           WHERE x.indrelid = $1::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)`,
+          [name]
+        )
+        out[name] = {
+          // `rowid` is SQLite's own column there.
+          columns: columns
+            .map((c) => c.name)
+            .filter((c) => c !== "rowid")
+            .sort(),
+          key: constraints.find((c) => c.type === "p")?.cols.split(",") ?? [],
+          unique: constraints
+            .filter((c) => c.type === "u")
+            .map((c) => c.cols)
+            .sort(),
+          indexes: indexes.map((i) => i.name).sort()
+        }
+      }
+    }
+    return out
+  })
