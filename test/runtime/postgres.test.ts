@@ -3,15 +3,16 @@
  * as on SQLite, over a `postgresql://` URL. A thread's life (runs, an approval, a
  * handoff between providers, a fork and its merge-back, a subagent, a rollback, a queued
  * run, long strings), read back by a fresh runtime and after the projections are
- * rebuilt; receipts; the expected-sequence fence between two processes' writers; one
- * runtime per database; and the schema the same as SQLite's.
+ * rebuilt; receipts; the expected-sequence fence between two processes' writers; a
+ * follower in another process told every commit; one runtime per database; and the
+ * schema the same as SQLite's.
  */
 import { SqlClient } from "@effect/sql"
 import type { CommandId, ProviderName, StoredEvent, ThreadId, ThreadView } from "@skein/domain"
 import { ThreadUpdated } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
-import { Database, EventStore } from "@skein/runtime"
-import { Effect, Either, Layer, ManagedRuntime } from "effect"
+import { Database, EventStore, Orchestrator } from "@skein/runtime"
+import { Effect, Either, Layer, ManagedRuntime, Stream } from "effect"
 import { usePostgres } from "../support/postgres.js"
 import { inTempRuntime, removeDir, runtimeLayer, storeOn, tempDir, withRuntime } from "../support/runtime.js"
 
@@ -172,6 +173,45 @@ describe("the store on PostgreSQL", () => {
     } finally {
       await first.dispose()
       await second.dispose()
+      removeDir(dir)
+    }
+  })
+
+  it("tells a follower in another process every event written elsewhere, in order, and a run's end", async () => {
+    const dir = tempDir()
+    const writer = ManagedRuntime.make(runtimeLayer(dir, { store: pg.url() }))
+    const reader = storeOn(dir, pg.url())
+    try {
+      const o = await writer.runPromise(Orchestrator)
+      const thread = await writer.runPromise(o.createThread({ title: "followed" }))
+      const seen: Array<StoredEvent> = []
+      const following = reader.runPromise(
+        Effect.flatMap(EventStore, (s) =>
+          s.events(thread.id, 0).pipe(
+            Stream.tap((event) => Effect.sync(() => void seen.push(event))),
+            Stream.filter((event) => event.event._tag === "RunEnded"),
+            Stream.take(3),
+            Stream.runDrain,
+            Effect.timeout("30 seconds")
+          )
+        )
+      )
+      const started = await writer.runPromise(o.startRun({ threadId: thread.id, provider: alpha, message: "one" }))
+      const ended = await reader.runPromise(
+        Effect.flatMap(EventStore, (s) => s.awaitRunEnd(thread.id, started.id)).pipe(Effect.timeout("30 seconds"))
+      )
+      expect(ended.status).toBe("completed")
+      for (const message of ["two", "three"]) {
+        await writer.runPromise(o.startRun({ threadId: thread.id, provider: beta, message, wait: true }))
+      }
+      await following
+      const stored = await reader.runPromise(Effect.flatMap(EventStore, (s) => s.readEvents(thread.id, 0, 1000)))
+      // The follower saw the log as it is: every event once, in order, up to the third run's end.
+      expect(seen.map((e) => e.threadSequence)).toEqual(stored.slice(0, seen.length).map((e) => e.threadSequence))
+      expect(seen.map((e) => e.threadSequence)).toEqual(seen.map((_, i) => i + 1))
+    } finally {
+      await reader.dispose()
+      await writer.dispose()
       removeDir(dir)
     }
   })

@@ -27,6 +27,7 @@ import {
   projectionStatements
 } from "./ProjectionTables.js"
 import { runRow } from "./ProjectionReads.js"
+import * as RemoteCommits from "./RemoteCommits.js"
 import type { StoreDbShape, TxDb } from "./StoreDb.js"
 
 /** What a mutating command returned, stored so that a retry with its commandId gets the same answer. */
@@ -229,6 +230,7 @@ function* insertEvents(
       [receiptId, method, payloadHash, resultJson, createdAt]
     )
   }
+  if (input.events.length > 0) yield* db.announce({ threadId, first: last + 1, last: last + input.events.length })
   return input.events.map((event, i): StoredEvent => ({
     sequence: sequences[i]!,
     threadId,
@@ -240,7 +242,8 @@ function* insertEvents(
 }
 
 export const make = (direct: StoreDbShape, followers: Followers) =>
-  Effect.map(Effect.clock, (clock): EventLogShape => {
+  Effect.gen(function* () {
+    const clock = yield* Effect.clock
     const sql = direct.sql
 
     const append = Effect.fnUntraced(function* (input: AppendInput) {
@@ -357,5 +360,15 @@ export const make = (direct: StoreDbShape, followers: Followers) =>
         { bufferSize: "unbounded" }
       )
 
-    return { append, receipt, readEvents, events, follow, watching: followers.watching, awaitRunEnd }
+    // Other processes' commits on a shared database reach this one's followers too.
+    yield* RemoteCommits.follow(direct, readEvents, followers)
+    return {
+      append,
+      receipt,
+      readEvents,
+      events,
+      follow,
+      watching: followers.watching,
+      awaitRunEnd
+    } satisfies EventLogShape
   })

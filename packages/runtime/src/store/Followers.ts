@@ -1,8 +1,9 @@
 /**
  * Live followers of the log, by thread: plain callbacks told of each commit of their
  * thread. A commit notifies only its own thread's followers, synchronously and in commit
- * order (the log calls `notify` while it still holds the connection); a follower that
- * throws is reported and does not stop the others.
+ * order (the log calls `notify` right after the commit); a follower that throws is
+ * reported and does not stop the others. Commits of other processes sharing the
+ * database reach them too (RemoteCommits.ts), after the last sequence told (`told`).
  */
 import type { StoredEvent, ThreadId } from "@skein/domain"
 import { Effect } from "effect"
@@ -16,6 +17,12 @@ export interface Followers {
   readonly notify: (threadId: ThreadId, stored: ReadonlyArray<StoredEvent>) => void
   /** Follows the thread until the scope closes. */
   readonly listen: (threadId: ThreadId, listener: Listener) => Effect.Effect<void, never, Scope.Scope>
+  /** The threads someone follows now. */
+  readonly followed: () => ReadonlyArray<ThreadId>
+  /** Whether someone follows the thread now. */
+  readonly isFollowed: (threadId: ThreadId) => boolean
+  /** The last thread sequence told to the thread's followers (0 when none yet). */
+  readonly told: (threadId: ThreadId) => number
   /** Follows the thread while `effect` runs, without a scope. */
   readonly watching: <A, E, R>(
     threadId: ThreadId,
@@ -26,8 +33,11 @@ export interface Followers {
 
 export const make = (): Followers => {
   const listeners = new Map<ThreadId, Set<Listener>>()
+  const told = new Map<ThreadId, number>()
   const notify = (threadId: ThreadId, stored: ReadonlyArray<StoredEvent>) => {
     if (stored.length === 0) return
+    const last = stored[stored.length - 1]!.threadSequence
+    if (last > (told.get(threadId) ?? 0)) told.set(threadId, last)
     for (const listener of listeners.get(threadId) ?? []) {
       try {
         listener(stored)
@@ -45,10 +55,16 @@ export const make = (): Followers => {
   const remove = (threadId: ThreadId, listener: Listener) => (set: Set<Listener>) =>
     Effect.sync(() => {
       set.delete(listener)
-      if (set.size === 0 && listeners.get(threadId) === set) listeners.delete(threadId)
+      if (set.size === 0 && listeners.get(threadId) === set) {
+        listeners.delete(threadId)
+        told.delete(threadId)
+      }
     })
   return {
     notify,
+    followed: () => [...listeners.keys()],
+    isFollowed: (threadId) => listeners.has(threadId),
+    told: (threadId) => told.get(threadId) ?? 0,
     listen: (threadId, listener) =>
       Effect.asVoid(Effect.acquireRelease(add(threadId, listener), remove(threadId, listener))),
     watching: (threadId, listener, effect) =>

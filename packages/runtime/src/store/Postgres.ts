@@ -15,16 +15,28 @@
  *   the strings read in one query per statement that needs them.
  *
  * `committed` runs right after the commit. Writes to one thread come from its one
- * actor, one after another, so its followers hear its commits in order.
+ * actor, one after another, so its followers hear its commits in order. Each append
+ * also announces its commit (`NOTIFY`, sent by the server at the commit), which the
+ * other processes on the database hear through `announced` (`LISTEN`).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import type * as Client from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, Layer, Redacted } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
 import Pg from "pg"
 import * as Blobs from "./Blobs.js"
-import { abort, Abort, type Sql, StoreDb, type StoreDbShape, type TxBody, type TxStep, txDb } from "./StoreDb.js"
+import {
+  abort,
+  Abort,
+  type Commit,
+  type Sql,
+  StoreDb,
+  type StoreDbShape,
+  type TxBody,
+  type TxStep,
+  txDb
+} from "./StoreDb.js"
 
 /** Whether `location` names a PostgreSQL database rather than a SQLite file. */
 export const isUrl = (location: string): boolean => /^postgres(ql)?:\/\//i.test(location)
@@ -72,6 +84,21 @@ export const placeholders = (text: string): string => {
   return out
 }
 
+/** The channel appends announce their commits on. */
+const CHANNEL = "skein_commits"
+
+const isCommit = Schema.is(Schema.Struct({ threadId: Schema.String, first: Schema.Int, last: Schema.Int }))
+
+/** A notice's commit, or none for a notice that is not one. */
+const commitOf = (payload: string): Option.Option<Commit> => {
+  try {
+    const value: unknown = JSON.parse(payload)
+    return isCommit(value) ? Option.some(value) : Option.none()
+  } catch {
+    return Option.none()
+  }
+}
+
 const make = Effect.gen(function* () {
   const client = yield* PgClient.PgClient
 
@@ -91,10 +118,17 @@ const make = Effect.gen(function* () {
   const unsafe: Sql["unsafe"] = <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
     Effect.flatMap(query<A>(text, params), expanded)
 
-  const step = (next: TxStep): Effect.Effect<unknown, SqlError> =>
-    next._tag === "lockThread"
-      ? query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [next.threadId])
-      : unsafe(next.sql, next.params)
+  const step = (next: TxStep): Effect.Effect<unknown, SqlError> => {
+    switch (next._tag) {
+      case "statement":
+        return unsafe(next.sql, next.params)
+      case "lockThread":
+        return query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [next.threadId])
+      case "announce":
+        // Sent by the server at the commit, and not at all on a rollback.
+        return query("SELECT pg_notify(?, ?)", [CHANNEL, JSON.stringify(next.commit)])
+    }
+  }
 
   const transaction: StoreDbShape["transaction"] = <A, E>(body: TxBody<A, E>, committed?: (result: A) => void) =>
     Effect.suspend(() => {
@@ -115,8 +149,10 @@ const make = Effect.gen(function* () {
       Effect.tap((result) => Effect.sync(() => committed?.(result)))
     )
 
+  const announced = client.listen(CHANNEL).pipe(Stream.filterMap(commitOf))
+
   const sql: Sql = { dialect: "postgresql", unsafe, withTransaction: client.withTransaction }
-  return { sql, transaction, checkpoints: () => null } satisfies StoreDbShape
+  return { sql, transaction, checkpoints: () => null, announced } satisfies StoreDbShape
 })
 
 /** `SqlClient` and `StoreDb` over a pool of connections to the database at `url`. */

@@ -16,7 +16,7 @@
  * So a store transaction must not be started from inside a `SqlClient` transaction (it
  * would wait for the lock that transaction holds). A section that never yields (a
  * store transaction, one statement) runs within the call when the lock is free. One
- * connection writes, so `lockThread` has nothing to do.
+ * connection writes, so `lockThread` and `announce` have nothing to do.
  *
  * A file database also gets a WalCheckpointer: each store transaction reports its
  * commit, and a worker thread keeps the WAL copied into the database.
@@ -253,7 +253,7 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       (prepare("SELECT text FROM blobs WHERE hash = ?").all(hash)[0] as { readonly text: string } | undefined)?.text
     /** One statement of a write's body, run now. */
     const step = (next: TxStep): unknown =>
-      next._tag === "lockThread" ? undefined : Blobs.expandRows(rows(prepare(next.sql), next.params), blob)
+      next._tag === "statement" ? Blobs.expandRows(rows(prepare(next.sql), next.params), blob) : undefined
     /** better-sqlite3 builds a transaction function's wrappers on each `transaction()`: built once here. */
     const inTransaction = db.transaction(<A>(body: () => A): A => body()) as <A>(body: () => A) => A
     const runBody = <A, E>(body: TxBody<A, E>): A => {
@@ -297,7 +297,7 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     }
 
     const checkpoints = () => checkpointer?.status() ?? null
-    return { client, store: { sql, transaction, checkpoints } satisfies StoreDbShape }
+    return { client, store: { sql, transaction, checkpoints, announced: null } satisfies StoreDbShape }
   })
 
 /** `SqlClient` and `StoreDb` over one connection to `filename` (`:memory:` for a private one). */

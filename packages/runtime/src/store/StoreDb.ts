@@ -10,14 +10,15 @@
  *   statements (`yield* db.all(…)`), so that the same body runs synchronously inside one
  *   SQLite transaction and statement by statement inside one PostgreSQL transaction.
  *   `abort(error)` rolls back and fails with `error`; anything else thrown fails with a
- *   SqlError. `lockThread` serialises the writers of one thread across processes (a
- *   no-op where one connection writes anyway).
+ *   SqlError. `lockThread` serialises the writers of one thread across processes, and
+ *   `announce` tells the other processes of the commit (both no-ops where one process
+ *   writes).
  *
  * Rows read through either come back with the store's references to long strings
  * replaced by the strings (Blobs.ts); through `SqlClient`, as stored.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import type { Effect } from "effect"
+import type { Effect, Stream } from "effect"
 import { Context } from "effect"
 import type * as WalCheckpointer from "./WalCheckpointer.js"
 
@@ -39,6 +40,7 @@ export interface Sql {
 export type TxStep =
   | { readonly _tag: "statement"; readonly sql: string; readonly params: ReadonlyArray<unknown> }
   | { readonly _tag: "lockThread"; readonly threadId: string }
+  | { readonly _tag: "announce"; readonly commit: Commit }
 
 /** A write's statements: `yield*` each, for its rows. */
 export interface TxDb {
@@ -51,6 +53,15 @@ export interface TxDb {
   readonly run: (sql: string, params?: ReadonlyArray<unknown>) => Generator<TxStep, void, unknown>
   /** Holds the thread's write lock until the transaction ends. */
   readonly lockThread: (threadId: string) => Generator<TxStep, void, unknown>
+  /** Tells the other processes on the database of this commit, once it is made. */
+  readonly announce: (commit: Commit) => Generator<TxStep, void, unknown>
+}
+
+/** What an append committed: the thread and its range of thread sequences. */
+export interface Commit {
+  readonly threadId: string
+  readonly first: number
+  readonly last: number
 }
 
 /** The body of a write: its statements in order, then its result. */
@@ -65,6 +76,9 @@ export const txDb: TxDb = {
   },
   lockThread: function* (threadId: string) {
     yield { _tag: "lockThread", threadId }
+  },
+  announce: function* (commit: Commit) {
+    yield { _tag: "announce", commit }
   }
 }
 
@@ -90,6 +104,12 @@ export interface StoreDbShape {
   ) => Effect.Effect<A, E | SqlError>
   /** The background WAL checkpointer's progress (null but for a SQLite file). */
   readonly checkpoints: () => WalCheckpointer.WalCheckpointerStatus | null
+  /**
+   * The commits other processes announce on a shared database, as they commit (null
+   * where one process writes). A dropped notice is made up for by the next one of the
+   * same thread, which names where its commit begins.
+   */
+  readonly announced: Stream.Stream<Commit, SqlError> | null
 }
 
 export class StoreDb extends Context.Tag("@skein/runtime/StoreDb")<StoreDb, StoreDbShape>() {}
