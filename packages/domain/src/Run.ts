@@ -10,7 +10,8 @@ export const isTerminalRunStatus = (status: RunStatus): boolean => terminalRunSt
 /**
  * Why a run did not complete. `provider_timeout`: a provider call passed its deadline;
  * `provider_defect`: the adapter died with a defect; `runtime_error`: Skein itself
- * failed while driving the run (the message says where).
+ * failed while driving the run (the message says where); `runner_lost`: in a cluster,
+ * the process that held the thread died, and the thread moved to another one.
  */
 export const RunFailureReason = Schema.Literal(
   "provider_error",
@@ -20,6 +21,7 @@ export const RunFailureReason = Schema.Literal(
   "runtime_error",
   "user_interrupt",
   "runtime_restart",
+  "runner_lost",
   "shutdown",
   "unsupported_context",
   "resume_failed"

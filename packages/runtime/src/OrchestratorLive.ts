@@ -1,10 +1,10 @@
 /**
- * The local runtime: the Orchestrator over thread actors, provider sessions and the
- * SQLite event store. `makeRuntimeLayer` is what a host (or the daemon) provides.
+ * The runtime: the Orchestrator over thread actors, provider sessions and the event
+ * store (SQLite or PostgreSQL), alone or as one runner of a cluster. `makeRuntimeLayer`
+ * is what a host (or the daemon) provides.
  */
 import type {
   AppThread,
-  InvalidInput,
   ProviderInstanceInfo,
   SkeinError,
   StoredEvent,
@@ -15,6 +15,7 @@ import { defaultAutonomy, ThreadId as ThreadIdSchema } from "@skein/domain"
 import {
   type DatabaseInUse,
   HandoffNotFound,
+  InvalidInput,
   ProviderRegistry,
   StorageError,
   ThreadCreated,
@@ -32,6 +33,9 @@ import { checked } from "./InputCheck.js"
 import { Orchestrator } from "./Orchestrator.js"
 import type { OrchestratorShape } from "./Orchestrator.js"
 import { recoverInterruptedRuns } from "./Recovery.js"
+import * as ClusterThreads from "./cluster/ClusterThreads.js"
+import * as Runner from "./cluster/Runner.js"
+import type { ClusterOptions } from "./cluster/Runner.js"
 import { makeRestores } from "./Restores.js"
 import { RuntimeConfig } from "./RuntimeConfig.js"
 import * as ToolCredentials from "./resources/ToolCredentials.js"
@@ -259,46 +263,88 @@ const traced = <Args extends Array<any>, A, E, R>(
     return yield* f(...args)
   })
 
+/**
+ * The orchestrator over an EventStore and a ProviderRegistry, its thread actors from
+ * `actors`. `recover`: on a database this process alone serves, runs a crash left in
+ * flight end interrupted and owed file restores finish first (in a cluster a thread is
+ * recovered where it starts, cluster/ClusterThreads.ts).
+ */
+const orchestratorWith = <E, R>(actors: Layer.Layer<ThreadActors, E, R>, recover: boolean) =>
+  Layer.scoped(
+    Orchestrator,
+    Effect.gen(function* () {
+      if (recover) yield* recoverInterruptedRuns
+      const orchestrator = yield* makeOrchestrator
+      // File restores a crash left owed are finished before any command is taken.
+      if (recover) yield* orchestrator.recoverRestores
+      // Runs queued before the stop: their threads' actors start them once idle.
+      yield* orchestrator.resumeQueues
+      // Runs still in flight when the runtime closes end `interrupted`, not orphaned.
+      yield* Effect.addFinalizer(() => orchestrator.shutdown)
+      return orchestrator
+    })
+  ).pipe(
+    Layer.provideMerge(actors),
+    Layer.provide(ProviderSessions.layer),
+    Layer.provideMerge(ToolCredentials.layer),
+    Layer.provide(
+      Layer.unwrapEffect(
+        Effect.map(RuntimeConfig, ({ checkpoints }) =>
+          WorkspaceCheckpoints.layerWith({ maxFileBytes: checkpoints.maxFileBytes, keepRuns: checkpoints.keepRuns })
+        )
+      )
+    )
+  )
+
 /** The orchestrator over an EventStore and a ProviderRegistry; recovers interrupted runs first. */
 export const orchestratorLayer: Layer.Layer<
   Orchestrator | ThreadActors | ToolCredentials.ToolCredentials,
   StorageError,
   EventStore | ProviderRegistry | RuntimeConfig
-> = Layer.scoped(
-  Orchestrator,
-  Effect.gen(function* () {
-    yield* recoverInterruptedRuns
-    const orchestrator = yield* makeOrchestrator
-    // File restores a crash left owed are finished before any command is taken.
-    yield* orchestrator.recoverRestores
-    // Runs queued before the stop: their threads' actors start them once idle.
-    yield* orchestrator.resumeQueues
-    // Runs still in flight when the runtime closes end `interrupted`, not orphaned.
-    yield* Effect.addFinalizer(() => orchestrator.shutdown)
-    return orchestrator
-  })
-).pipe(
-  Layer.provideMerge(ThreadActors.local),
-  Layer.provide(ProviderSessions.layer),
-  Layer.provideMerge(ToolCredentials.layer),
-  Layer.provide(
-    Layer.unwrapEffect(
-      Effect.map(RuntimeConfig, ({ checkpoints }) =>
-        WorkspaceCheckpoints.layerWith({ maxFileBytes: checkpoints.maxFileBytes, keepRuns: checkpoints.keepRuns })
+> = orchestratorWith(ThreadActors.local, true)
+
+/**
+ * Everything a host needs: the database at `dbPath` (a SQLite file, or a
+ * `postgresql://` URL), the actor runtime and the Orchestrator. With `cluster`, this
+ * process is one runner of a cluster on that PostgreSQL database (cluster/Runner.ts).
+ */
+export const makeRuntimeLayer = (
+  options: { readonly dbPath: string; readonly cluster?: ClusterOptions | undefined } & RuntimeOverrides
+): Layer.Layer<Orchestrator | ThreadActors, StorageError | InvalidInput | DatabaseInUse, ProviderRegistry> => {
+  const { dbPath, cluster, ...tunables } = options
+  // The options are checked first: options out of range leave no database behind.
+  if (cluster === undefined) {
+    return orchestratorLayer.pipe(
+      Layer.provide(EventStore.layer),
+      Layer.provide(Database.locked({ filename: dbPath })),
+      Layer.provide(RuntimeConfig.layer(tunables))
+    )
+  }
+  if (!Database.isUrl(dbPath)) {
+    return Layer.fail(
+      new InvalidInput({ detail: "a cluster keeps its threads in PostgreSQL: give its postgresql:// URL, not a file" })
+    )
+  }
+  const database = Database.layer({ filename: dbPath })
+  const actors = ClusterThreads.layer.pipe(
+    Layer.provide(
+      Runner.layer(cluster).pipe(
+        Layer.mapError(
+          (error) => new StorageError({ detail: `cannot join the cluster: ${describeCause(error)}`, startup: true })
+        )
       )
     )
   )
-)
-
-/** Everything a host needs: the database at `dbPath` (a SQLite file, or a `postgresql://` URL), the actor runtime and the Orchestrator. */
-export const makeRuntimeLayer = (
-  options: { readonly dbPath: string } & RuntimeOverrides
-): Layer.Layer<Orchestrator | ThreadActors, StorageError | InvalidInput | DatabaseInUse, ProviderRegistry> => {
-  const { dbPath, ...tunables } = options
-  // The options are checked first: options out of range leave no database behind.
-  return orchestratorLayer.pipe(
+  return orchestratorWith(actors, false).pipe(
     Layer.provide(EventStore.layer),
-    Layer.provide(Database.locked({ filename: dbPath })),
+    Layer.provide(database),
     Layer.provide(RuntimeConfig.layer(tunables))
   )
 }
+
+const describeCause = (error: unknown): string =>
+  error instanceof Error
+    ? error.message
+    : typeof error === "object" && error !== null && "_tag" in error
+      ? String((error as { _tag: unknown })._tag)
+      : String(error)

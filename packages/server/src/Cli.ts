@@ -83,6 +83,10 @@ const daemon = Command.make(
     allowOrigin,
     allowHost,
     maxFrameBytes: Options.integer("max-frame-bytes").pipe(Options.optional),
+    cluster: Options.boolean("cluster"),
+    runnerHost: Options.text("runner-host").pipe(Options.withDefault(DEFAULT_HOST)),
+    runnerPort: Options.integer("runner-port").pipe(Options.optional),
+    leaseMs: Options.integer("lease-ms").pipe(Options.optional),
     logFormat: Options.choice("log-format", LogFormats).pipe(Options.withDefault("logfmt" as const))
   },
   (o) => server((commands) => commands.daemon(o))

@@ -59,6 +59,13 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
         "--store URL",
         "A PostgreSQL database instead (postgresql://USER@HOST:PORT/DB; or SKEIN_STORE, the password then out of the process list, or PGPASSWORD); Skein creates its tables there."
       ],
+      ["--cluster", "Join a cluster: this daemon becomes one of the runners sharing the --store database's threads."],
+      ["--runner-host HOST", "With --cluster: the address the other runners reach this one at (default 127.0.0.1)."],
+      ["--runner-port N", "With --cluster: the port for the other runners (default: a free one)."],
+      [
+        "--lease-ms N",
+        "With --cluster: how long a dead runner's threads wait before another takes them (default 35000)."
+      ],
       [
         "--config FILE",
         "Provider instances, as JSON (see the README). Default: two scripted providers, alpha and beta."

@@ -10,7 +10,7 @@
  */
 import * as Path from "node:path"
 import * as Fs from "node:fs"
-import { Database, Orchestrator } from "@skein/runtime"
+import { type ClusterOptions, Database, Orchestrator } from "@skein/runtime"
 import { Context, Effect, Layer } from "effect"
 import { checkBind, checkToken } from "./Auth.js"
 import { defaultDataDir, ensureDataDir } from "./DataDir.js"
@@ -21,6 +21,8 @@ import { DEFAULT_HOST, type RunningServer, serveWebSocket, type WebSocketServerO
 
 export interface DaemonOptions extends WebSocketServerOptions {
   readonly dbPath?: string | undefined
+  /** This daemon as one runner of a cluster on its PostgreSQL database. */
+  readonly cluster?: ClusterOptions | undefined
   readonly dataDir?: string | undefined
   readonly configFile?: string | undefined
 }
@@ -53,7 +55,9 @@ const start = Effect.fnUntraced(function* (options: DaemonOptions) {
       ? yield* loadOrCreateToken(dataDir)
       : { token: yield* checkToken(options.token, options.tokenSource ?? "--token"), path: undefined }
   if (!Database.isUrl(dbPath)) yield* Effect.sync(() => Fs.mkdirSync(Path.dirname(dbPath), { recursive: true }))
-  const runtime = yield* Layer.build(skeinRuntimeLayer({ dbPath, dataDir, configFile: options.configFile }))
+  const runtime = yield* Layer.build(
+    skeinRuntimeLayer({ dbPath, dataDir, configFile: options.configFile, cluster: options.cluster })
+  )
   const orchestrator = Context.get(runtime, Orchestrator)
   // Runs after the server has stopped accepting (finalizers run in reverse order).
   yield* Effect.addFinalizer(() => orchestrator.shutdown)

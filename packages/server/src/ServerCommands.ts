@@ -5,7 +5,8 @@
  */
 import { stdin } from "@effect/platform-node/NodeStream"
 import { InvalidInput } from "@skein/domain"
-import { Database } from "@skein/runtime"
+import { type ClusterOptions, Database } from "@skein/runtime"
+import * as Net from "node:net"
 import { Console, Effect, Option } from "effect"
 import { reportFailures } from "./CliFailures.js"
 import { resolvePaths, startDaemon } from "./Daemon.js"
@@ -48,6 +49,59 @@ const databaseOf = (o: Paths): Effect.Effect<string | undefined, InvalidInput> =
   return Effect.succeed(Option.getOrUndefined(Option.orElse(o.store, () => o.db)))
 }
 
+/**
+ * `--cluster`: this daemon as a runner, reached by the others at `--runner-host` and
+ * `--runner-port` (a free port when not given); it needs a PostgreSQL `--store`.
+ */
+const clusterOf = (
+  o: {
+    readonly cluster: boolean
+    readonly runnerHost: string
+    readonly runnerPort: Option.Option<number>
+    readonly leaseMs: Option.Option<number>
+  },
+  database: string | undefined
+): Effect.Effect<ClusterOptions | undefined, InvalidInput> =>
+  Effect.gen(function* () {
+    if (!o.cluster) {
+      if (Option.isSome(o.runnerPort) || Option.isSome(o.leaseMs)) {
+        return yield* new InvalidInput({ detail: "--runner-port and --lease-ms go with --cluster" })
+      }
+      return undefined
+    }
+    if (database === undefined || !Database.isUrl(database)) {
+      return yield* new InvalidInput({
+        detail: "--cluster needs the PostgreSQL database the runners share: --store postgresql://… (or SKEIN_STORE)"
+      })
+    }
+    const lease = Option.getOrUndefined(o.leaseMs)
+    if (lease !== undefined && !(lease >= 1000 && lease <= 600_000)) {
+      return yield* new InvalidInput({ detail: `--lease-ms must be between 1000 and 600000, not ${lease}` })
+    }
+    const port = Option.getOrUndefined(o.runnerPort)
+    if (port !== undefined && !(Number.isInteger(port) && port >= 1 && port <= 65535)) {
+      return yield* new InvalidInput({ detail: `--runner-port must be a port number (1-65535), not ${port}` })
+    }
+    return {
+      host: o.runnerHost,
+      port: port ?? (yield* freePort(o.runnerHost)),
+      leaseMs: lease
+    }
+  })
+
+/** A port nothing listens on at `host` right now. */
+const freePort = (host: string): Effect.Effect<number, InvalidInput> =>
+  Effect.async((resume) => {
+    const server = Net.createServer()
+    server.once("error", (error) =>
+      resume(Effect.fail(new InvalidInput({ detail: `cannot listen on --runner-host ${host}: ${error.message}` })))
+    )
+    server.listen(0, host, () => {
+      const { port } = server.address() as Net.AddressInfo
+      server.close(() => resume(Effect.succeed(port)))
+    })
+  })
+
 export const daemon = (
   o: Paths & {
     readonly host: string
@@ -57,6 +111,10 @@ export const daemon = (
     readonly allowHost: ReadonlyArray<string>
     readonly maxFrameBytes: Option.Option<number>
     readonly logFormat: LogFormat
+    readonly cluster: boolean
+    readonly runnerHost: string
+    readonly runnerPort: Option.Option<number>
+    readonly leaseMs: Option.Option<number>
   }
 ) =>
   Effect.scoped(
@@ -65,7 +123,9 @@ export const daemon = (
       yield* Effect.forEach(o.allowHost, normaliseAllowedHost)
       yield* Effect.forEach(o.allowOrigin, normaliseOrigin)
       const database = yield* databaseOf(o)
+      const cluster = yield* clusterOf(o, database)
       const running = yield* startDaemon({
+        cluster,
         host: o.host,
         port: o.port,
         token: Option.getOrUndefined(o.token),

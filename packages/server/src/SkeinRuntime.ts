@@ -2,12 +2,12 @@
  * The runtime with its provider registry, wired the way the daemon, the demo and an
  * embedding host use it: the database at `dbPath` (a SQLite file or a `postgresql://`
  * URL), providers from `configFile` (default: the scripted instances alpha and beta),
- * provider data under `dataDir`. A runtime
- * with no provider instance could run nothing: it refuses to start.
+ * provider data under `dataDir`, alone or as a runner of a cluster. A runtime with no
+ * provider instance could run nothing: it refuses to start.
  */
 import { loadConfigOrDefaults, registryLayerOf } from "@skein/adapters"
 import type { DatabaseInUse, InvalidInput, StorageError } from "@skein/domain"
-import { makeRuntimeLayer, Orchestrator } from "@skein/runtime"
+import { type ClusterOptions, makeRuntimeLayer, Orchestrator } from "@skein/runtime"
 import { Context, Effect, Layer, Schema } from "effect"
 
 export interface SkeinRuntimeOptions {
@@ -15,6 +15,8 @@ export interface SkeinRuntimeOptions {
   readonly dataDir: string
   readonly configFile?: string | undefined
   readonly passivateAfterMs?: number | undefined
+  /** This process as one runner of a cluster on the PostgreSQL database `dbPath` names. */
+  readonly cluster?: ClusterOptions | undefined
 }
 
 export class NoProviders extends Schema.TaggedError<NoProviders>()("NoProviders", {
@@ -32,6 +34,7 @@ export const skeinRuntimeLayer = (
     Effect.map(loadConfigOrDefaults(options.configFile), (config) =>
       makeRuntimeLayer({
         dbPath: options.dbPath,
+        cluster: options.cluster,
         workspaceRoots: config.workspaceRoots ?? null,
         ...(config.checkpoints === undefined ? {} : { checkpoints: config.checkpoints }),
         ...(options.passivateAfterMs === undefined ? {} : { passivateAfterMs: options.passivateAfterMs })

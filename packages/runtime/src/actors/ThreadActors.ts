@@ -5,10 +5,12 @@
  * from storage, kept while anyone (a caller, a run in flight) holds it, and
  * passivated after an idle period. An actor that stops for good (its restart after a
  * defect failed) is dropped, so the next use activates a fresh one from storage.
- * A cluster-backed implementation can replace this service without touching the actor.
+ * In a cluster, the service reaches the actors through the cluster, and each runner
+ * keeps its own threads' actors in such a registry (cluster/ClusterThreads.ts).
  */
 import type { AppThread, Run, SkeinError, ThreadId } from "@skein/domain"
 import { Context, Duration, Effect, Layer } from "effect"
+import type { Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import type { SpawnInput } from "../lineage/Spawn.js"
 import { spawnSubagent } from "../lineage/Spawn.js"
@@ -32,53 +34,70 @@ export interface ThreadActorsShape {
   readonly spawnSubagent: (
     input: SpawnInput
   ) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
+  /** Closes the thread's actor here, if it is active (the thread moved elsewhere). */
+  readonly release: (threadId: ThreadId) => Effect.Effect<void>
 }
 
-export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<ThreadActors, ThreadActorsShape>() {
-  static local: Layer.Layer<ThreadActors, never, EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints> =
-    Layer.scoped(
-      ThreadActors,
+/** What the local registry needs, as a layer requires it. */
+type LocalNeeds = EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints
+
+/**
+ * The local registry. `reach`, when given, is how a thread's actor reaches another
+ * thread (a subagent's start and its result's way back): through the cluster, where the
+ * other thread may live elsewhere; by default, this registry.
+ */
+export const makeLocal = (
+  reach?: ThreadActorsShape["use"]
+): Effect.Effect<ThreadActorsShape, never, Scope.Scope | LocalNeeds> =>
+  Effect.gen(function* () {
+    const config = yield* RuntimeConfig
+    const store = yield* EventStore
+    const sessions = yield* ProviderSessions
+    const scope = yield* Effect.scope
+    // eslint-disable-next-line prefer-const
+    let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
+    const retain = (threadId: ThreadId) => Effect.orDie(actors.get(threadId)).pipe(Effect.asVoid)
+    const use: ThreadActorsShape["use"] = (threadId, f) => actors.use(threadId, f)
+    const other = reach ?? use
+    const spawn = (input: SpawnInput) =>
+      spawnSubagent(
+        {
+          store,
+          childSpawned: (parentId) => actors.peek(parentId)?.childSpawned(),
+          providerExists: (name) => Effect.asVoid(sessions.adapter(name)),
+          startRun: ({ message, model, provider, threadId }) =>
+            other(threadId, (actor) =>
+              actor.ask("StartRun", { threadId, provider, message, ...(model === undefined ? {} : { model }) })
+            ),
+          recordResult: (parentId, transfer) =>
+            other(parentId, (actor) => actor.ask("RecordTransfer", { transfer, receipt: null })),
+          scope
+        },
+        input
+      )
+    /** Drops the thread's actor once it has stopped for good, so the next use starts again from storage. */
+    const dropWhenDone = (threadId: ThreadId, actor: ThreadActor) =>
+      Effect.zipRight(
+        actor.done,
+        Effect.suspend(() => (actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void))
+      )
+    const activate = (threadId: ThreadId) =>
       Effect.gen(function* () {
-        const config = yield* RuntimeConfig
-        const store = yield* EventStore
-        const sessions = yield* ProviderSessions
-        const scope = yield* Effect.scope
-        // eslint-disable-next-line prefer-const
-        let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
-        const retain = (threadId: ThreadId) => Effect.orDie(actors.get(threadId)).pipe(Effect.asVoid)
-        const use: ThreadActorsShape["use"] = (threadId, f) => actors.use(threadId, f)
-        const spawn = (input: SpawnInput) =>
-          spawnSubagent(
-            {
-              store,
-              childSpawned: (parentId) => actors.peek(parentId)?.childSpawned(),
-              providerExists: (name) => Effect.asVoid(sessions.adapter(name)),
-              startRun: ({ message, model, provider, threadId }) =>
-                use(threadId, (actor) =>
-                  actor.ask("StartRun", { threadId, provider, message, ...(model === undefined ? {} : { model }) })
-                ),
-              recordResult: (parentId, transfer) =>
-                use(parentId, (actor) => actor.ask("RecordTransfer", { transfer, receipt: null })),
-              scope
-            },
-            input
-          )
-        /** Drops the thread's actor once it has stopped for good, so the next use starts again from storage. */
-        const dropWhenDone = (threadId: ThreadId, actor: ThreadActor) =>
-          Effect.zipRight(
-            actor.done,
-            Effect.suspend(() => (actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void))
-          )
-        const activate = (threadId: ThreadId) =>
-          Effect.gen(function* () {
-            const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
-            yield* Telemetry.countThreadAlive
-            // In the layer's scope: the actor's own closes when it is dropped.
-            yield* Effect.forkIn(Effect.interruptible(dropWhenDone(threadId, actor)), scope)
-            return actor
-          })
-        actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
-        return { use, activeThreads: actors.keys, spawnSubagent: spawn } satisfies ThreadActorsShape
+        const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
+        yield* Telemetry.countThreadAlive
+        // In the layer's scope: the actor's own closes when it is dropped.
+        yield* Effect.forkIn(Effect.interruptible(dropWhenDone(threadId, actor)), scope)
+        return actor
       })
-    )
+    actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
+    return {
+      use,
+      activeThreads: actors.keys,
+      spawnSubagent: spawn,
+      release: (threadId) => actors.invalidate(threadId)
+    } satisfies ThreadActorsShape
+  })
+
+export class ThreadActors extends Context.Tag("@skein/runtime/ThreadActors")<ThreadActors, ThreadActorsShape>() {
+  static local: Layer.Layer<ThreadActors, never, LocalNeeds> = Layer.scoped(ThreadActors, makeLocal())
 }

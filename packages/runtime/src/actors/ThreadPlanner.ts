@@ -896,13 +896,17 @@ export const planCheckpointTaken = (
 }
 
 /** After a crash or restart: the run that was in flight ends `interrupted`, its provider thread goes idle. */
-export const planRecovery = (state: ThreadState, now: string): ReadonlyArray<ThreadEvent> => {
+export const planRecovery = (
+  state: ThreadState,
+  now: string,
+  failure: RunFailure = { reason: "runtime_restart", message: "Skein stopped while this run was in flight" }
+): ReadonlyArray<ThreadEvent> => {
   const run = activeRun(state)
   if (run === undefined) return []
   return planFinish(state, {
     runId: run.id,
     outcome: "interrupted",
-    failure: { reason: "runtime_restart", message: "Skein stopped while this run was in flight" },
+    failure,
     turnRef: null,
     now
   })

@@ -103,10 +103,11 @@ export const WAL_SIZE_LIMIT = 4 * 1024 * 1024
 
 /**
  * The version of what this Skein writes into a database beyond its tables (the event
- * types in the log): kept in SQLite's `user_version`. A Skein that adds an event type
- * raises it, so that an older one refuses the file instead of misreading it.
+ * types in the log, and the values they hold): kept in SQLite's `user_version`. A Skein
+ * that adds an event type, or a value an older one cannot read (4: the run failure
+ * `runner_lost`), raises it, so that an older one refuses the file instead of misreading it.
  */
-export const STORE_FORMAT_VERSION = 3
+export const STORE_FORMAT_VERSION = 4
 
 const latestMigration = Object.keys(migrations).sort().at(-1)!
 

@@ -1,0 +1,131 @@
+/**
+ * Thread actors across a cluster of Skein processes sharing one PostgreSQL database
+ * (`@effect/cluster`, its shard and message storage in that database).
+ *
+ * - Every thread is an entity (ThreadEntity.ts), placed on one runner by its id. The
+ *   runner keeps the thread's actor in its own registry (ThreadActors' `makeLocal`),
+ *   with the agents the actor drives; what reaches another thread goes through the
+ *   cluster.
+ * - `ThreadActors` here hands callers a stand-in for the actor whose messages travel to
+ *   the thread's entity, wherever it lives, so the Orchestrator is the same on every
+ *   process and any daemon serves any request.
+ * - When a thread's entity starts on a runner, a run its log still shows in flight was
+ *   left by a runner that died (its shards came here once their lease ran out): it ends
+ *   `interrupted`, reason `runner_lost`, before the actor loads. A runner that only
+ *   seems dead and writes on is refused by the log's expected-sequence fence.
+ * - When the entity leaves a runner (its shard moved, or the runner stops), the actor
+ *   there closes.
+ */
+import { Entity } from "@effect/cluster"
+import type { Sharding } from "@effect/cluster/Sharding"
+import { type SkeinError, StorageError, type ThreadId } from "@skein/domain"
+import { Effect, Layer, Option } from "effect"
+import type { ThreadActor } from "../actors/ThreadActor.js"
+import { makeLocal, ThreadActors, type ThreadActorsShape } from "../actors/ThreadActors.js"
+import { planRecovery } from "../actors/ThreadPlanner.js"
+import type { ThreadAsk } from "../actors/ThreadProtocol.js"
+import { threadRpcs } from "../actors/ThreadProtocol.js"
+import { EventStore } from "../store/EventStore.js"
+import { ThreadEntity } from "./ThreadEntity.js"
+
+/** The messages a client sends after the checkpoint gate (ThreadActor's `askSettled`). */
+const SETTLED = new Set(["StartRun", "Rollback"])
+
+/** The cluster's own failures: the message could not be stored or delivered. */
+const CLUSTER_ERRORS = new Set(["MailboxFull", "AlreadyProcessingMessage", "PersistenceError"])
+
+/** A reply's error as the runtime's own: the thread's, or a StorageError saying what the cluster could not do. */
+const undelivered =
+  (threadId: ThreadId, tag: string) =>
+  (error: { readonly _tag: string; readonly message?: string }): SkeinError =>
+    CLUSTER_ERRORS.has(error._tag)
+      ? new StorageError({
+          detail: `the cluster could not deliver ${tag} to thread ${threadId} (${error._tag}${error.message ? `: ${error.message}` : ""})`
+        })
+      : (error as SkeinError)
+
+/** A run left in flight by a runner that died ends `interrupted` before the thread's actor loads here. */
+const recoverLost = (threadId: ThreadId) =>
+  Effect.gen(function* () {
+    const store = yield* EventStore
+    const state = yield* store.loadThread(threadId)
+    if (Option.isNone(state)) return
+    const now = new Date().toISOString()
+    const events = yield* store.demand(state.value, () =>
+      planRecovery(state.value, now, {
+        reason: "runner_lost",
+        message: "the Skein process that held this thread stopped while this run was in flight; the thread moved"
+      })
+    )
+    if (events.length === 0) return
+    yield* store.append({ threadId, events, expectedSequence: state.value.lastThreadSequence })
+    yield* Effect.logInfo(`thread ${threadId}: a run left by a lost runner ended interrupted`)
+  })
+
+/** The thread's entity on this runner: its messages to the actor in `hosted`. */
+const entityLayer = (hosted: ThreadActorsShape) =>
+  ThreadEntity.toLayer(
+    Effect.gen(function* () {
+      const address = yield* Entity.CurrentAddress
+      const threadId = address.entityId as string as ThreadId
+      // A run in flight here already (an actor that outlived an earlier entity) is not lost.
+      if (!(yield* hosted.activeThreads).includes(threadId)) yield* Effect.orDie(recoverLost(threadId))
+      yield* Effect.addFinalizer(() => hosted.release(threadId))
+      const onActor = <A>(f: (actor: ThreadActor) => Effect.Effect<A, SkeinError>) => hosted.use(threadId, f)
+      const handlers: Record<string, (request: { readonly payload: unknown }) => Effect.Effect<unknown, SkeinError>> =
+        {}
+      for (const rpc of threadRpcs) {
+        const tag = rpc._tag
+        handlers[tag] = ({ payload }) =>
+          onActor((actor) => (SETTLED.has(tag) ? actor.askSettled : actor.ask)(tag as never, payload as never))
+      }
+      handlers["Steer"] = ({ payload }) => onActor((actor) => actor.steer(payload as never))
+      handlers["Respond"] = ({ payload }) => onActor((actor) => actor.respondApproval(payload as never))
+      handlers["ChildSpawned"] = () => onActor((actor) => Effect.sync(() => actor.childSpawned()))
+      return handlers as never
+    }),
+    // The actor passivates on its own; the entity stays, so its start means a move.
+    { maxIdleTime: "365 days" }
+  )
+
+/**
+ * ThreadActors over the cluster, and this runner's share of the threads: every message
+ * goes to the thread's entity, wherever the cluster placed it.
+ */
+export const layer: Layer.Layer<
+  ThreadActors,
+  never,
+  Sharding | EventStore | Layer.Layer.Context<typeof ThreadActors.local>
+> = Layer.scopedContext(
+  Effect.gen(function* () {
+    const clientFor = yield* ThreadEntity.client
+    const proxy = (threadId: ThreadId): ThreadActor => {
+      const client = clientFor(threadId) as unknown as Record<
+        string,
+        (payload: unknown) => Effect.Effect<unknown, { readonly _tag: string }>
+      >
+      const send = (tag: string, payload: unknown) => Effect.mapError(client[tag]!(payload), undelivered(threadId, tag))
+      const ask = ((tag: string, payload: unknown) => send(tag, payload)) as ThreadAsk
+      return {
+        threadId,
+        ask,
+        askSettled: ask,
+        steer: (command: unknown) => send("Steer", command),
+        respondApproval: (command: unknown) => send("Respond", command),
+        childSpawned: () => void Effect.runFork(Effect.ignore(send("ChildSpawned", undefined))),
+        // Where the actor lives, it settles and stops on its own.
+        settled: Effect.void,
+        done: Effect.never
+      } as unknown as ThreadActor
+    }
+    const use: ThreadActorsShape["use"] = (threadId, f) => f(proxy(threadId))
+    const hosted = yield* makeLocal(use)
+    yield* Layer.buildWithScope(entityLayer(hosted), yield* Effect.scope)
+    return ThreadActors.context({
+      use,
+      activeThreads: hosted.activeThreads,
+      spawnSubagent: hosted.spawnSubagent,
+      release: hosted.release
+    })
+  })
+)
