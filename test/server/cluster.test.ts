@@ -9,6 +9,7 @@
 import { describe, expect, it } from "vitest"
 import { descendants } from "../agents/support.js"
 import { usePostgres } from "../support/postgres.js"
+import { isAlive } from "../support/runtime.js"
 import { childEnv, type DaemonProcess, runSkein, tempDir, trackDaemons } from "./support.js"
 
 const start = trackDaemons()
@@ -98,15 +99,7 @@ describe("a cluster of daemons", () => {
     ])
     expect(after.runs[1]!.failure?.reason).toBe("runner_lost")
     // The dead runner's agent went with it.
-    const alive = (pid: number) => {
-      try {
-        process.kill(pid, 0)
-        return true
-      } catch {
-        return false
-      }
-    }
-    for (let i = 0; i < 50 && agents.some(alive); i++) await new Promise((r) => setTimeout(r, 100))
-    expect(agents.filter(alive)).toEqual([])
+    for (let i = 0; i < 50 && agents.some(isAlive); i++) await new Promise((r) => setTimeout(r, 100))
+    expect(agents.filter(isAlive)).toEqual([])
   }, 120_000)
 })
