@@ -1,7 +1,7 @@
 /**
- * A daemon for the benches that need one: `skein daemon --port 0` from the bundle in a
- * home of the bench's own, its url once it listens, and a stop that ends it by PID
- * (SIGTERM, then SIGKILL after 5 s).
+ * A daemon for the benches that need one: `skein daemon --port 0 ARGS` from the bundle in
+ * a home of the bench's own, its url once it listens, its pid, and a stop that ends it by
+ * PID (SIGTERM, then SIGKILL after 5 s), or a SIGKILL at once (`kill`).
  */
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -9,10 +9,15 @@ import { fileURLToPath } from "node:url"
 /** The bundled `skein` executable. */
 export const bin = fileURLToPath(new URL("../../../packages/server/bin/skein.js", import.meta.url))
 
-/** Starts `skein daemon --port 0` from the bundle; its url, and a stop that ends it by PID. */
-export const startDaemon = (home: string) =>
-  new Promise<{ readonly url: string; readonly stop: () => Promise<void> }>((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, "daemon", "--port", "0"], {
+/** Starts `skein daemon --port 0 ARGS` from the bundle; its url and pid, and a stop and a kill by PID. */
+export const startDaemon = (home: string, args: ReadonlyArray<string> = []) =>
+  new Promise<{
+    readonly url: string
+    readonly pid: number
+    readonly stop: () => Promise<void>
+    readonly kill: () => Promise<void>
+  }>((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, "daemon", "--port", "0", ...args], {
       env: { PATH: process.env.PATH ?? "", HOME: home, SKEIN_HOME: home },
       stdio: ["ignore", "pipe", "pipe"]
     })
@@ -38,7 +43,11 @@ export const startDaemon = (home: string) =>
       const match = /^skein listening on (\S+)$/m.exec(stdout)
       if (match !== null) {
         clearTimeout(timer)
-        resolve({ url: match[1]!, stop })
+        const kill = async () => {
+          if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, "SIGKILL")
+          await exited
+        }
+        resolve({ url: match[1]!, pid: child.pid!, stop, kill })
       }
     })
     void exited.then(() => {

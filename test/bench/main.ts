@@ -25,7 +25,8 @@ const suites: ReadonlyArray<[string, () => Promise<{ run: () => Promise<void> }>
   ["acpDriver", () => import("./acpDriver.js")],
   ["telemetry", () => import("./telemetry.js")],
   ["redesign", () => import("./redesign.js")],
-  ["inspector", () => import("./inspector.js")]
+  ["inspector", () => import("./inspector.js")],
+  ["cluster", () => import("./cluster.js")]
 ]
 
 const requested = process.argv.slice(2)

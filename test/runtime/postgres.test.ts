@@ -13,7 +13,7 @@ import { ThreadUpdated } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Database, EventStore, Orchestrator } from "@skein/runtime"
 import { Effect, Either, Layer, ManagedRuntime, Stream } from "effect"
-import { usePostgres } from "../support/postgres.js"
+import { usePostgres } from "../support/usePostgres.js"
 import { inTempRuntime, removeDir, runtimeLayer, storeOn, tempDir, withRuntime } from "../support/runtime.js"
 
 const alpha = "alpha" as ProviderName

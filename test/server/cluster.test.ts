@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { descendants } from "../agents/support.js"
-import { usePostgres } from "../support/postgres.js"
+import { usePostgres } from "../support/usePostgres.js"
 import { isAlive } from "../support/runtime.js"
 import { childEnv, type DaemonProcess, runSkein, tempDir, trackDaemons } from "./support.js"
 

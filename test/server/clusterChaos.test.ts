@@ -14,7 +14,7 @@ import { makeSkeinClient } from "@skein/server"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { descendants } from "../agents/support.js"
-import { usePostgres } from "../support/postgres.js"
+import { usePostgres } from "../support/usePostgres.js"
 import { isAlive } from "../support/runtime.js"
 import { childEnv, type DaemonProcess, tempDir, tokenIn, trackDaemons } from "./support.js"
 

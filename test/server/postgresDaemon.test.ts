@@ -7,7 +7,7 @@
  * refused before anything is opened.
  */
 import { describe, expect, it } from "vitest"
-import { usePostgres } from "../support/postgres.js"
+import { usePostgres } from "../support/usePostgres.js"
 import { childEnv, runSkein, tempDir, trackDaemons } from "./support.js"
 
 const start = trackDaemons()
@@ -49,6 +49,24 @@ describe("skein daemon --store", () => {
     )
     const thread = JSON.parse(view.stdout) as { thread: { title: string }; runs: Array<{ status: string }> }
     expect([thread.thread.title, thread.runs.map((r) => r.status)]).toEqual(["in postgres", ["completed"]])
+  })
+
+  it("a cluster's runner refuses a database a daemon alone serves, and the other way round", async () => {
+    const home = tempDir("skein-pgdaemon-")
+    const alone = await start(["--port", "0", "--store", pg.url()], childEnv(home))
+    const runner = await runSkein(["daemon", "--port", "0", "--store", pg.url(), "--cluster"], childEnv(home))
+    expect([runner.code, lastJsonLine(runner.stderr)]).toMatchObject([
+      1,
+      { _tag: "DatabaseInUse", pid: alone.child.pid }
+    ])
+    alone.child.kill("SIGTERM")
+    await alone.exited
+    const clustered = await start(["--port", "0", "--store", pg.url(), "--cluster"], childEnv(home))
+    const second = await runSkein(["daemon", "--port", "0", "--store", pg.url()], childEnv(home))
+    expect([second.code, lastJsonLine(second.stderr)]).toMatchObject([
+      1,
+      { _tag: "DatabaseInUse", pid: clustered.child.pid }
+    ])
   })
 
   it("refuses --db with --store, and a --store that is not a postgresql:// URL", async () => {

@@ -17,7 +17,6 @@ import * as Fs from "node:fs"
 import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { afterAll, beforeAll } from "vitest"
 
 export interface TestPostgres {
   /** `postgresql://…` of a database nobody else uses. */
@@ -158,24 +157,4 @@ const embedded = async (): Promise<TestPostgres> => {
 export const startPostgres = (): Promise<TestPostgres> => {
   const external = process.env.SKEIN_TEST_PG_URL
   return external !== undefined && external !== "" ? onExternal(external) : embedded()
-}
-
-/**
- * A PostgreSQL for the test file that calls it: started before its tests, stopped after;
- * `url()` is its database's URL.
- */
-export const usePostgres = (): { readonly url: () => string } => {
-  let pg: TestPostgres | undefined
-  beforeAll(async () => {
-    pg = await startPostgres()
-  }, 60_000)
-  afterAll(async () => {
-    await pg?.stop()
-  }, 30_000)
-  return {
-    url: () => {
-      if (pg === undefined) throw new Error("the test PostgreSQL has not started")
-      return pg.url
-    }
-  }
 }

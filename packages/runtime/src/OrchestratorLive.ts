@@ -325,7 +325,8 @@ export const makeRuntimeLayer = (
       new InvalidInput({ detail: "a cluster keeps its threads in PostgreSQL: give its postgresql:// URL, not a file" })
     )
   }
-  const database = Database.layer({ filename: dbPath })
+  // Shared by the runners: a runtime alone on the database refuses to start beside them, and the other way round.
+  const database = Database.locked({ filename: dbPath, shared: true })
   const actors = ClusterThreads.layer.pipe(
     Layer.provide(
       Runner.layer(cluster).pipe(

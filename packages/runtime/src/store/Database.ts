@@ -249,13 +249,22 @@ const layer = (options: DatabaseOptions): Layer.Layer<SqlClient.SqlClient | Stor
  * lock file (DatabaseLock.ts), a PostgreSQL database's advisory lock (PostgresLock.ts).
  * Tools that only read beside a runtime use `layer`.
  */
-const locked = (options: DatabaseOptions): Layer.Layer<SqlClient.SqlClient | StoreDb, StorageError | DatabaseInUse> =>
-  Postgres.isUrl(options.filename)
-    ? Layer.provideMerge(Layer.scopedDiscard(PostgresLock.hold(options.filename)), layer(options))
-    : // Locked before the file is opened, released after it is closed.
-      layer(options).pipe(
-        Layer.provide(Layer.scopedDiscard(DatabaseLock.hold(options.filename, Sqlite.isMemory(options.filename))))
+const locked = (
+  options: DatabaseOptions & {
+    /** A cluster's runner: the PostgreSQL lock shared with the other runners. */
+    readonly shared?: boolean
+  }
+): Layer.Layer<SqlClient.SqlClient | StoreDb, StorageError | DatabaseInUse> =>
+  // Locked before the database is opened, released after it is closed.
+  layer(options).pipe(
+    Layer.provide(
+      Layer.scopedDiscard(
+        Postgres.isUrl(options.filename)
+          ? PostgresLock.hold(options.filename, { shared: options.shared === true })
+          : DatabaseLock.hold(options.filename, Sqlite.isMemory(options.filename))
       )
+    )
+  )
 
 /**
  * `Database.layer({ filename })`: the migrated database; `Database.locked`: one

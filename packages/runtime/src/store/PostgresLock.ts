@@ -1,6 +1,8 @@
 /**
- * One runtime per PostgreSQL database (outside a cluster): a session-level advisory
- * lock, taken on a connection of its own and held for as long as the runtime is open.
+ * One runtime per PostgreSQL database, or one cluster: a session-level advisory lock,
+ * taken on a connection of its own and held for as long as the runtime is open,
+ * exclusive for a runtime alone and shared by a cluster's runners (so neither starts on
+ * a database the other serves).
  * PostgreSQL drops it with the session, so a runtime that dies (SIGKILL included), whose
  * connection the server then sees close, leaves the database to the next one. The
  * connection names its process (`application_name`), which a refused runtime reads to
@@ -27,7 +29,11 @@ const holderPid = (client: Pg.Client): Promise<number | null> =>
     })
 
 /** Holds the database's lock until the scope closes; DatabaseInUse when another runtime holds it. */
-export const hold = (url: string): Effect.Effect<void, DatabaseInUse | StorageError, Scope.Scope> => {
+export const hold = (
+  url: string,
+  options: { readonly shared?: boolean } = {}
+): Effect.Effect<void, DatabaseInUse | StorageError, Scope.Scope> => {
+  const take = options.shared === true ? "pg_try_advisory_lock_shared" : "pg_try_advisory_lock"
   const where = redact(url)
   const failed = (error: unknown) =>
     new StorageError({
@@ -45,9 +51,7 @@ export const hold = (url: string): Effect.Effect<void, DatabaseInUse | StorageEr
         await client.connect()
         // A broken connection is reported here, not thrown out of the event loop.
         client.on("error", () => {})
-        const { rows } = await client.query<{ readonly held: boolean }>("SELECT pg_try_advisory_lock($1, $2) AS held", [
-          ...KEYS
-        ])
+        const { rows } = await client.query<{ readonly held: boolean }>(`SELECT ${take}($1, $2) AS held`, [...KEYS])
         if (rows[0]?.held === true) return { client, pid: null }
         const pid = await holderPid(client).catch(() => null)
         await client.end()

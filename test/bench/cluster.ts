@@ -1,0 +1,155 @@
+/**
+ * The cluster (issue 49), over the `skein` executable and a real PostgreSQL
+ * (test/support/postgres.ts):
+ * - runs per second across 60 threads, 30 clients each running one run at a time with
+ *   `wait` through the daemons in turn, on 1, 2 and 3 runners sharing one database,
+ *   beside one SQLite daemon alone measured in the same run (goal: 3 runners at least
+ *   0.8x one runner; on two cores, no collapse rather than a speed-up);
+ * - failover: a thread's runner SIGKILLed, then the time until another daemon has
+ *   accepted the thread's next run, p50 and max over several kills (goal: p50 under
+ *   the lease plus 1 s).
+ *
+ *   npm run build && node --expose-gc test/dist/bench/main.js cluster
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import type { ProviderName, ThreadId } from "@skein/domain"
+import { makeSkeinClient } from "@skein/server"
+import { Effect, Exit, Scope } from "effect"
+import { descendants } from "../agents/support.js"
+import { startPostgres } from "../support/postgres.js"
+import { removeDir, tempDir } from "../support/runtime.js"
+import { startDaemon } from "./daemon.js"
+import { percentile } from "./stats.js"
+
+const THREADS = 60
+const CLIENTS = 30
+const WINDOW_MS = Number(process.env.SKEIN_BENCH_CLUSTER_WINDOW_MS ?? 15_000)
+const KILLS = Number(process.env.SKEIN_BENCH_CLUSTER_KILLS ?? 5)
+const LEASE_MS = 5_000
+const alpha = "alpha" as ProviderName
+
+type Client = Effect.Effect.Success<ReturnType<typeof makeSkeinClient>>
+type Daemon = Awaited<ReturnType<typeof startDaemon>> & {
+  readonly client: Client
+  readonly scope: Scope.CloseableScope
+}
+
+/** A daemon in a home of its own, with a typed client connected to it. */
+const daemonIn = async (root: string, args: ReadonlyArray<string>): Promise<Daemon> => {
+  const home = Fs.mkdtempSync(Path.join(root, "home-"))
+  const daemon = await startDaemon(home, args)
+  const token = Fs.readFileSync(Path.join(home, "token"), "utf8").trim()
+  const scope = Effect.runSync(Scope.make())
+  const client = await Effect.runPromise(Scope.extend(makeSkeinClient({ url: daemon.url, token }), scope))
+  return { ...daemon, client, scope }
+}
+
+const close = async (daemon: Daemon) => {
+  await Effect.runPromise(Scope.close(daemon.scope, Exit.void))
+  await daemon.stop()
+}
+
+/** Completed runs per second: CLIENTS clients on THREADS threads, through the daemons in turn, over WINDOW_MS. */
+const throughput = async (daemons: ReadonlyArray<Daemon>): Promise<number> => {
+  const threads: Array<ThreadId> = []
+  for (let i = 0; i < THREADS; i++) {
+    threads.push((await Effect.runPromise(daemons[i % daemons.length]!.client.thread.create({ title: `t${i}` }))).id)
+  }
+  // One run on each first: every thread placed and its agent started before the window.
+  await Promise.all(
+    threads.map((threadId, i) =>
+      Effect.runPromise(
+        daemons[i % daemons.length]!.client.run.start({ threadId, provider: alpha, message: "warm", wait: true })
+      )
+    )
+  )
+  let completed = 0
+  const end = Date.now() + WINDOW_MS
+  const started = Date.now()
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, n) => {
+      for (let i = 0; Date.now() < end; i++) {
+        // Each client keeps to its own two threads, so that no run waits behind another's.
+        const threadId = threads[(n * 2 + (i % 2)) % threads.length]!
+        const daemon = daemons[(n + i) % daemons.length]!
+        const run = await Effect.runPromise(
+          daemon.client.run.start({ threadId, provider: alpha, message: `m${i}`, wait: true })
+        )
+        if (run.status === "completed") completed++
+      }
+    })
+  )
+  return completed / ((Date.now() - started) / 1000)
+}
+
+/** Kill-to-next-accepted-run times (ms) over KILLS kills of a thread's runner, three runners kept. */
+const failover = async (root: string, url: string): Promise<Array<number>> => {
+  const args = ["--store", url, "--cluster", "--lease-ms", String(LEASE_MS)]
+  const daemons = [await daemonIn(root, args), await daemonIn(root, args), await daemonIn(root, args)]
+  const times: Array<number> = []
+  try {
+    for (let k = 0; k < KILLS; k++) {
+      // A workspace of its own: the thread's runner starts an agent process for it, which tells the runner.
+      const workspace = Fs.mkdtempSync(Path.join(root, "workspace-"))
+      const thread = await Effect.runPromise(daemons[0]!.client.thread.create({ title: `failover ${k}`, workspace }))
+      const before = new Map(daemons.map((d) => [d, new Set(descendants(d.pid))]))
+      await Effect.runPromise(
+        daemons[0]!.client.run.start({ threadId: thread.id, provider: alpha, message: "placed", wait: true })
+      )
+      const holder = daemons.find((d) => descendants(d.pid).some((pid) => !before.get(d)!.has(pid)))
+      if (holder === undefined) throw new Error("no runner runs the thread's agent")
+      const other = daemons.find((d) => d !== holder)!
+      await Effect.runPromise(Scope.close(holder.scope, Exit.void))
+      const killedAt = performance.now()
+      await holder.kill()
+      await Effect.runPromise(other.client.run.start({ threadId: thread.id, provider: alpha, message: "after" }))
+      times.push(performance.now() - killedAt)
+      daemons.splice(daemons.indexOf(holder), 1)
+      daemons.push(await daemonIn(root, args))
+    }
+  } finally {
+    for (const daemon of daemons) await close(daemon)
+  }
+  return times
+}
+
+export async function run(): Promise<void> {
+  const root = Fs.realpathSync(tempDir("skein-bench-cluster-"))
+  try {
+    const single = await daemonIn(root, [])
+    const sqlite = await throughput([single]).finally(() => close(single))
+    const perRunners: Array<number> = []
+    for (const n of [1, 2, 3]) {
+      // A fresh database each time, so that every configuration starts alike.
+      const pg = await startPostgres()
+      const daemons: Array<Daemon> = []
+      try {
+        for (let i = 0; i < n; i++) daemons.push(await daemonIn(root, ["--store", pg.url, "--cluster"]))
+        perRunners.push(await throughput(daemons))
+      } finally {
+        for (const daemon of daemons) await close(daemon)
+        await pg.stop()
+      }
+    }
+    const pg = await startPostgres()
+    const times = await failover(root, pg.url).finally(() => pg.stop())
+    const ratio = perRunners[2]! / perRunners[0]!
+    const fmt = (x: number) => x.toFixed(1)
+    console.log(`cluster: ${THREADS} threads, ${CLIENTS} clients, ${WINDOW_MS / 1000} s a configuration`)
+    console.log(`  runs/s, one SQLite daemon alone (baseline):  ${fmt(sqlite)}`)
+    for (const [i, rate] of perRunners.entries()) {
+      console.log(
+        `  runs/s, ${i + 1} runner(s) on one PostgreSQL:     ${fmt(rate)} (${(rate / sqlite).toFixed(2)}x SQLite)`
+      )
+    }
+    console.log(`  3 runners / 1 runner: ${ratio.toFixed(2)}x (goal >= 0.80x: ${ratio >= 0.8 ? "met" : "MISSED"})`)
+    const p50 = percentile(times, 50)
+    console.log(
+      `  failover (SIGKILL to the next accepted run, ${times.length} kills, lease ${LEASE_MS} ms): p50 ${p50.toFixed(0)} ms, ` +
+        `max ${Math.max(...times).toFixed(0)} ms (goal p50 < ${LEASE_MS + 1000} ms: ${p50 < LEASE_MS + 1000 ? "met" : "MISSED"})`
+    )
+  } finally {
+    removeDir(root)
+  }
+}
