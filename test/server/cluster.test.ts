@@ -4,12 +4,15 @@
  * the executable. Any daemon serves any thread; the runner that holds a thread is
  * SIGKILLed in the middle of a run: the thread moves to another runner once the lease
  * runs out, the run that was in flight ends `interrupted` (`runner_lost`), every
- * acknowledged run is there once, and the dead runner's agent process is gone.
+ * acknowledged run is there once, and the dead runner's agent process is gone. A runner
+ * cut off from the database (a proxy the test stops) is left the same way, and once the
+ * network is back it writes nothing over what the thread's new runner recorded.
  */
 import { describe, expect, it } from "vitest"
 import { descendants } from "../agents/support.js"
 import { usePostgres } from "../support/usePostgres.js"
 import { isAlive } from "../support/runtime.js"
+import { startTcpProxy, type TcpProxy } from "../support/tcpProxy.js"
 import { childEnv, type DaemonProcess, runSkein, tempDir, trackDaemons } from "./support.js"
 
 const start = trackDaemons()
@@ -24,10 +27,10 @@ interface RunView {
 }
 
 /** A daemon of the cluster and how to call it. */
-const runner = async () => {
+const runner = async (store = pg.url()) => {
   const home = tempDir("skein-cluster-")
   const daemon = await start(
-    ["--port", "0", "--store", pg.url(), "--cluster", "--lease-ms", String(LEASE_MS)],
+    ["--port", "0", "--store", store, "--cluster", "--lease-ms", String(LEASE_MS)],
     childEnv(home)
   )
   const call = async <A>(method: string, payload: unknown, timeoutMs = 30_000): Promise<A> => {
@@ -40,6 +43,27 @@ const runner = async () => {
     return JSON.parse(result.stdout) as A
   }
   return { daemon, call }
+}
+
+/** Starts a run that sleeps a minute at its provider, through `via`; returns once it is running. */
+const startLongRun = async (via: Awaited<ReturnType<typeof runner>>, threadId: string) => {
+  const long = await via.call<RunView>("run.start", { threadId, provider: "alpha", message: "[[sleep:60000]] long" })
+  for (let i = 0; i < 100; i++) {
+    const view = await via.call<{ runs: Array<RunView> }>("thread.get", { threadId })
+    if (view.runs.find((r) => r.id === long.id)?.status === "running") return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error("the long run never started")
+}
+
+/** The thread after the move: its first run, the one in flight ended `runner_lost`, the one after. */
+const expectMoved = async (via: Awaited<ReturnType<typeof runner>>, threadId: string) => {
+  const after = await via.call<{ runs: Array<RunView> }>("thread.get", { threadId })
+  expect(after.runs.map((r) => [r.ordinal, r.status, r.failure?.reason ?? null])).toEqual([
+    [1, "completed", null],
+    [2, "interrupted", "runner_lost"],
+    [3, "completed", null]
+  ])
 }
 
 /** Whether the daemon runs an agent (the scripted provider's process): it holds a thread with a session. */
@@ -66,16 +90,7 @@ describe("a cluster of daemons", () => {
     const holder = holders[0]!
     const agents = descendants(holder.daemon.child.pid!)
     const other = runners.find((r) => r !== holder)!
-    const long = await other.call<RunView>("run.start", {
-      threadId: thread.id,
-      provider: "alpha",
-      message: "[[sleep:60000]] long"
-    })
-    for (let i = 0; i < 100; i++) {
-      const view = await other.call<{ runs: Array<RunView> }>("thread.get", { threadId: thread.id })
-      if (view.runs.find((r) => r.id === long.id)?.status === "running") break
-      await new Promise((r) => setTimeout(r, 100))
-    }
+    await startLongRun(other, thread.id)
 
     holder.daemon.kill()
     const killedAt = Date.now()
@@ -91,15 +106,79 @@ describe("a cluster of daemons", () => {
     expect(next.status).toBe("completed")
     expect(failover).toBeLessThan(LEASE_MS + 20_000)
 
-    const after = await other.call<{ runs: Array<RunView> }>("thread.get", { threadId: thread.id })
-    expect(after.runs.map((r) => [r.ordinal, r.status])).toEqual([
-      [1, "completed"],
-      [2, "interrupted"],
-      [3, "completed"]
-    ])
-    expect(after.runs[1]!.failure?.reason).toBe("runner_lost")
+    await expectMoved(other, thread.id)
     // The dead runner's agent went with it.
     for (let i = 0; i < 50 && agents.some(isAlive); i++) await new Promise((r) => setTimeout(r, 100))
     expect(agents.filter(isAlive)).toEqual([])
+  }, 120_000)
+
+  it("moves a thread whose runner is cut off from the database, as if it had died", async () => {
+    // Each runner reaches the database through a proxy of its own, so any of them can be cut off.
+    const proxies: Array<TcpProxy> = []
+    const throughProxy = async () => {
+      const url = new URL(pg.url())
+      const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) })
+      proxies.push(proxy)
+      url.port = String(proxy.port)
+      return { proxy, url: url.toString() }
+    }
+    try {
+      const runners = []
+      for (let i = 0; i < 3; i++) {
+        const { proxy, url } = await throughProxy()
+        runners.push({ ...(await runner(url)), proxy })
+      }
+      const thread = await runners[0]!.call<{ id: string }>("thread.create", { title: "cut off" })
+      await runners[1]!.call<RunView>("run.start", {
+        threadId: thread.id,
+        provider: "alpha",
+        message: "hi",
+        wait: true
+      })
+      const holder = runners.find((r) => runsAnAgent(r.daemon))!
+      const other = runners.find((r) => r !== holder)!
+      await startLongRun(other, thread.id)
+      holder.proxy.cut()
+      const cutAt = Date.now()
+      // Until the lease runs out the cut-off runner still holds the thread, and answers from
+      // memory that its run is active (it can write nothing): the client tries again.
+      let next: RunView | undefined
+      while (next === undefined && Date.now() - cutAt < LEASE_MS + 30_000) {
+        next = await other
+          .call<RunView>(
+            "run.start",
+            { threadId: thread.id, provider: "alpha", message: "after the cut", wait: true },
+            LEASE_MS + 30_000
+          )
+          .catch(async (error: Error) => {
+            if (!error.message.includes("RunAlreadyActive")) throw error
+            await new Promise((r) => setTimeout(r, 500))
+            return undefined
+          })
+      }
+      if (next === undefined) throw new Error("the thread never moved")
+      console.log(`moved after a cut: ${Date.now() - cutAt} ms (lease ${LEASE_MS} ms)`)
+      expect(next.status).toBe("completed")
+      await expectMoved(other, thread.id)
+      // The network comes back: whatever the cut-off runner still held of the thread writes
+      // nothing over what the thread's new runner recorded (the expected-sequence fence).
+      holder.proxy.heal()
+      await new Promise((r) => setTimeout(r, LEASE_MS + 2000))
+      const healed = await other.call<{ runs: Array<RunView> }>("thread.get", { threadId: thread.id })
+      expect(healed.runs.map((r) => [r.ordinal, r.status, r.failure?.reason ?? null])).toEqual([
+        [1, "completed", null],
+        [2, "interrupted", "runner_lost"],
+        [3, "completed", null]
+      ])
+      const fourth = await holder.call<RunView>("run.start", {
+        threadId: thread.id,
+        provider: "alpha",
+        message: "through the healed runner",
+        wait: true
+      })
+      expect([fourth.ordinal, fourth.status]).toEqual([4, "completed"])
+    } finally {
+      for (const proxy of proxies) await proxy.close()
+    }
   }, 120_000)
 })
