@@ -35,7 +35,9 @@ export const layer = (options: ClusterOptions): Layer.Layer<Sharding, unknown, S
       shardLockRefreshInterval: Duration.millis(Math.max(250, Math.floor(lease / 4))),
       refreshAssignmentsInterval: Duration.millis(Math.max(250, Math.min(3_000, Math.floor(lease / 4)))),
       entityMessagePollInterval: Duration.millis(Math.max(250, Math.min(10_000, Math.floor(lease / 4)))),
-      runnerHealthCheckInterval: Duration.millis(Math.max(1_000, Math.min(60_000, lease)))
+      runnerHealthCheckInterval: Duration.millis(Math.max(1_000, Math.min(60_000, lease))),
+      // A message to an entity on this runner is handed over as it is, not serialised to pretend it travelled.
+      simulateRemoteSerialization: false
     }
   }) as unknown as Layer.Layer<Sharding, unknown, SqlClient>
 }
