@@ -1,8 +1,8 @@
 /**
- * The standalone daemon: the runtime on a SQLite file (or a PostgreSQL database), served over WebSocket until
- * the scope closes (the CLI closes it on SIGTERM/SIGINT). Closing stops accepting
- * connections, shuts the Orchestrator down (running runs end `interrupted`), then
- * releases the runtime.
+ * The standalone daemon: the runtime on a SQLite file or a PostgreSQL database (alone,
+ * or as one runner of a cluster), served over WebSocket until the scope closes (the CLI
+ * closes it on SIGTERM/SIGINT). Closing stops accepting connections, shuts the
+ * Orchestrator down (running runs end `interrupted`), then releases the runtime.
  *
  * Every daemon has a token: the one given (`--token`), else the one in
  * `DATA_DIR/token`, created on first start (see `TokenFile`). OpenTelemetry is on when

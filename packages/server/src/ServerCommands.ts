@@ -42,7 +42,8 @@ const databaseOf = (o: Paths): Effect.Effect<string | undefined, InvalidInput> =
   if (Option.isSome(o.store) && !Database.isUrl(o.store.value)) {
     return Effect.fail(
       new InvalidInput({
-        detail: `--store takes a postgresql://user:password@host:port/database URL, not ${JSON.stringify(o.store.value)}; a SQLite file goes to --db`
+        // The value is not repeated: it may hold a password.
+        detail: "--store takes a postgresql://user:password@host:port/database URL; a SQLite file goes to --db"
       })
     )
   }
