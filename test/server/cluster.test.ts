@@ -1,19 +1,20 @@
 /**
  * `skein daemon --store postgresql://… --cluster`: three daemons, each a runner of one
  * cluster on a real PostgreSQL (test/support/postgres.ts), as a user meets them through
- * the executable. Any daemon serves any thread; the runner that holds a thread is
- * SIGKILLed in the middle of a run: the thread moves to another runner once the lease
- * runs out, the run that was in flight ends `interrupted` (`runner_lost`), every
+ * the executable. Any daemon serves any thread, and its followers on any daemon see every
+ * event in order; the runner that holds a thread is SIGKILLed in the middle of a run:
+ * the thread moves to another runner once the lease runs out, the run that was in flight ends `interrupted` (`runner_lost`), every
  * acknowledged run is there once, and the dead runner's agent process is gone. A runner
  * cut off from the database (a proxy the test stops) is left the same way, and once the
  * network is back it writes nothing over what the thread's new runner recorded.
  */
+import { spawn } from "node:child_process"
 import { describe, expect, it } from "vitest"
 import { descendants } from "../agents/support.js"
 import { usePostgres } from "../support/usePostgres.js"
 import { isAlive } from "../support/runtime.js"
 import { startTcpProxy, type TcpProxy } from "../support/tcpProxy.js"
-import { childEnv, type DaemonProcess, runSkein, tempDir, trackDaemons } from "./support.js"
+import { binPath, childEnv, type DaemonProcess, runSkein, tempDir, trackDaemons } from "./support.js"
 
 const start = trackDaemons()
 const pg = usePostgres()
@@ -42,7 +43,30 @@ const runner = async (store = pg.url()) => {
     if (result.code !== 0) throw new Error(`${method} on ${daemon.url} failed: ${result.stderr}`)
     return JSON.parse(result.stdout) as A
   }
-  return { daemon, call }
+  /** `thread.events` of the thread from its start, followed live until `stop`: every event it printed. */
+  const follow = (threadId: string) => {
+    const child = spawn(process.execPath, [binPath, "call", "thread.events", JSON.stringify({ threadId })], {
+      env: childEnv(home, { SKEIN_URL: daemon.url }),
+      stdio: ["ignore", "pipe", "ignore"]
+    })
+    let out = ""
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()))
+    const exited = new Promise((r) => child.once("exit", r))
+    return {
+      events: () =>
+        out
+          .split("\n")
+          .filter((line) => line.trim() !== "")
+          .map(
+            (line) => JSON.parse(line) as { readonly threadSequence: number; readonly event: { readonly _tag: string } }
+          ),
+      stop: async () => {
+        child.kill("SIGKILL")
+        await exited
+      }
+    }
+  }
+  return { daemon, call, follow }
 }
 
 /** Starts a run that sleeps a minute at its provider, through `via`; returns once it is running. */
@@ -90,6 +114,8 @@ describe("a cluster of daemons", () => {
     const holder = holders[0]!
     const agents = descendants(holder.daemon.child.pid!)
     const other = runners.find((r) => r !== holder)!
+    // A follower on the daemon that neither holds the thread nor asks for its runs.
+    const follower = runners.find((r) => r !== holder && r !== other)!.follow(thread.id)
     await startLongRun(other, thread.id)
 
     holder.daemon.kill()
@@ -107,6 +133,13 @@ describe("a cluster of daemons", () => {
     expect(failover).toBeLessThan(LEASE_MS + 20_000)
 
     await expectMoved(other, thread.id)
+    // The follower saw every event, in order, through the move, up to the last run's end.
+    const ends = () => follower.events().filter((e) => e.event._tag === "RunEnded").length
+    for (let i = 0; i < 50 && ends() < 3; i++) await new Promise((r) => setTimeout(r, 100))
+    await follower.stop()
+    const followed = follower.events()
+    expect(followed.map((e) => e.threadSequence)).toEqual(followed.map((_, i) => i + 1))
+    expect(followed.filter((e) => e.event._tag === "RunEnded")).toHaveLength(3)
     // The dead runner's agent went with it.
     for (let i = 0; i < 50 && agents.some(isAlive); i++) await new Promise((r) => setTimeout(r, 100))
     expect(agents.filter(isAlive)).toEqual([])
