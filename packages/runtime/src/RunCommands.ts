@@ -25,7 +25,9 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
    * Starts a run and waits for its end, watching the thread's events from before the
    * start: a run seen from its RunStarted on is known whole from those events (its
    * items, its final record), with no read once it ends. A run not seen starting (a
-   * replayed command naming an older run) is awaited and read as usual.
+   * replayed command naming an older run) is awaited and read as usual, unless its
+   * start arrives while it is awaited (in a cluster, the thread's runner answers before
+   * its commit reaches this process).
    */
   const startAndWait = (input: Parameters<OrchestratorShape["startRun"]>[0]) =>
     Effect.suspend(() => {
@@ -71,7 +73,9 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
           early = null
           if (!started) {
             if (!isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
-            return yield* getRun(input.threadId, accepted.run.id)
+            // Its start may have come after the answer (another process's commit, told a little
+            // later): then it was seen whole after all.
+            if (!started || !end) return yield* getRun(input.threadId, accepted.run.id)
           }
           return toRunView(yield* Deferred.await(ended), items)
         })
