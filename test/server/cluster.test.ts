@@ -214,4 +214,36 @@ describe("a cluster of daemons", () => {
       for (const proxy of proxies) await proxy.close()
     }
   }, 120_000)
+
+  it("takes a subagent spawned through another daemon, and its result reaches the parent's next run", async () => {
+    const [a, b, c] = [await runner(), await runner(), await runner()]
+    const parent = await a.call<{ id: string }>("thread.create", { title: "parent" })
+    await b.call<RunView>("run.start", { threadId: parent.id, provider: "alpha", message: "plan", wait: true })
+    const spawned = await c.call<{ thread: { id: string }; run: RunView }>("subagent.spawn", {
+      parentThreadId: parent.id,
+      provider: "beta",
+      prompt: "look into it"
+    })
+    for (let i = 0; i < 100; i++) {
+      const child = await b.call<{ runs: Array<RunView> }>("thread.get", { threadId: spawned.thread.id })
+      if (child.runs[0]?.status === "completed") break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    const next = await a.call<RunView>("run.start", {
+      threadId: parent.id,
+      provider: "alpha",
+      message: "go on",
+      wait: true
+    })
+    expect(next.status).toBe("completed")
+    const view = await c.call<{ transfers: Array<{ type: string; status: string; sourceThreadId: string }> }>(
+      "thread.get",
+      { threadId: parent.id }
+    )
+    expect(
+      view.transfers
+        .filter((t) => t.type === "subagent_result" && t.sourceThreadId === spawned.thread.id)
+        .map((t) => t.status)
+    ).toEqual(["consumed"])
+  }, 60_000)
 })

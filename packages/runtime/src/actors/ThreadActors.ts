@@ -63,7 +63,11 @@ export const makeLocal = (
       spawnSubagent(
         {
           store,
-          childSpawned: (parentId) => actors.peek(parentId)?.childSpawned(),
+          childSpawned: (parentId) =>
+            reach === undefined
+              ? actors.peek(parentId)?.childSpawned()
+              : // The parent may live on another runner: told there, without waiting for it.
+                void Effect.runFork(Effect.ignore(reach(parentId, (actor) => Effect.sync(() => actor.childSpawned())))),
           providerExists: (name) => Effect.asVoid(sessions.adapter(name)),
           startRun: ({ message, model, provider, threadId }) =>
             other(threadId, (actor) =>
