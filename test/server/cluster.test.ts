@@ -12,6 +12,7 @@ import { spawn } from "node:child_process"
 import { describe, expect, it } from "vitest"
 import { descendants } from "../agents/support.js"
 import { usePostgres } from "../support/usePostgres.js"
+import { freshDatabase } from "../support/postgres.js"
 import { isAlive } from "../support/runtime.js"
 import { startTcpProxy, type TcpProxy } from "../support/tcpProxy.js"
 import { binPath, childEnv, type DaemonProcess, runSkein, tempDir, trackDaemons } from "./support.js"
@@ -245,5 +246,20 @@ describe("a cluster of daemons", () => {
         .filter((t) => t.type === "subagent_result" && t.sourceThreadId === spawned.thread.id)
         .map((t) => t.status)
     ).toEqual(["consumed"])
+  }, 60_000)
+
+  it("starts three runners at once on an empty database: one migrates, all serve", async () => {
+    const url = await freshDatabase(pg.url())
+    const runners = await Promise.all([runner(url), runner(url), runner(url)])
+    for (const [i, r] of runners.entries()) {
+      const thread = await r.call<{ id: string }>("thread.create", { title: `at once ${i}` })
+      const run = await runners[(i + 1) % 3]!.call<RunView>("run.start", {
+        threadId: thread.id,
+        provider: "alpha",
+        message: "hi",
+        wait: true
+      })
+      expect(run.status).toBe("completed")
+    }
   }, 60_000)
 })

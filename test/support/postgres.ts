@@ -158,3 +158,12 @@ export const startPostgres = (): Promise<TestPostgres> => {
   const external = process.env.SKEIN_TEST_PG_URL
   return external !== undefined && external !== "" ? onExternal(external) : embedded()
 }
+
+/** A new, empty database on the server of `url` (a superuser's): its URL. */
+export const freshDatabase = async (url: string): Promise<string> => {
+  const name = `skein_fresh_${randomBytes(6).toString("hex")}`
+  await withClient(url, (query) => query(`CREATE DATABASE ${name}`))
+  const fresh = new URL(url)
+  fresh.pathname = `/${name}`
+  return fresh.toString()
+}

@@ -192,7 +192,7 @@ const compatibility = (where: string, format: FormatStore) => {
       return yield* newer(`its schema is at migration ${id}_${last.name}; this Skein knows up to ${latestMigration}`)
     }
   })
-  return { check: Layer.effectDiscard(check), record: Layer.effectDiscard(format.write) }
+  return { check, record: format.write }
 }
 
 /** Fails with a StorageError naming the database when it cannot be opened or migrated. */
@@ -213,18 +213,20 @@ const named =
       })
     )
 
-/** `client` migrated to the latest schema: refuse a newer database, migrate, then record this format. */
+/**
+ * `client` migrated to the latest schema: refuse a newer database, migrate, then record
+ * this format; all of it inside `exclusive` (one process at a time).
+ */
 const migrated = <E>(
   client: Layer.Layer<SqlClient.SqlClient | StoreDb, E>,
   where: string,
   dialect: Dialect,
-  format: FormatStore
+  format: FormatStore,
+  exclusive: <A, E1, R>(effect: Effect.Effect<A, E1, R>) => Effect.Effect<A, E1 | StorageError, R> = (effect) => effect
 ) => {
   const { check, record } = compatibility(where, format)
-  const migrate = record.pipe(
-    Layer.provide(Layer.effectDiscard(Migrator.make({})({ loader: loaderFor(dialect) })).pipe(Layer.provide(check)))
-  )
-  return Layer.provideMerge(migrate, client)
+  const migrate = Effect.zipRight(check, Effect.zipRight(Migrator.make({})({ loader: loaderFor(dialect) }), record))
+  return Layer.provideMerge(Layer.effectDiscard(exclusive(migrate)), client)
 }
 
 /**
@@ -235,7 +237,12 @@ const migrated = <E>(
 const layer = (options: DatabaseOptions): Layer.Layer<SqlClient.SqlClient | StoreDb, StorageError> => {
   if (Postgres.isUrl(options.filename)) {
     const where = Postgres.redact(options.filename)
-    return named(where)(migrated(Postgres.layer(options.filename), where, "postgresql", postgresFormat))
+    // Runners of a cluster may start at once: one migrates at a time.
+    return named(where)(
+      migrated(Postgres.layer(options.filename), where, "postgresql", postgresFormat, (effect) =>
+        PostgresLock.whileMigrating(options.filename, effect)
+      )
+    )
   }
   const client = Sqlite.layer(options.filename).pipe(Layer.provide(prepareFile(options.filename)))
   return named(options.filename)(

@@ -15,6 +15,8 @@ import { redact } from "./Postgres.js"
 
 /** The lock's two keys: "SKN" and the store's lock. */
 const KEYS = [0x534b4e, 1] as const
+/** The migrations' lock: "SKN" and 2. */
+const MIGRATION_KEYS = [0x534b4e, 2] as const
 
 const holderPid = (client: Pg.Client): Promise<number | null> =>
   client
@@ -66,3 +68,32 @@ export const hold = (
     (client) => Effect.promise(() => client.end().catch(() => {}))
   ).pipe(Effect.asVoid)
 }
+
+/**
+ * Runs `effect` (the migrations) while holding the database's migration lock, waiting
+ * for it: processes starting at once on one database migrate one after another (two
+ * `CREATE TABLE IF NOT EXISTS` at the same instant collide in PostgreSQL's catalog).
+ */
+export const whileMigrating = <A, E, R>(
+  url: string,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | StorageError, R> =>
+  Effect.acquireUseRelease(
+    Effect.tryPromise({
+      try: async () => {
+        const client = new Pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 })
+        await client.connect()
+        client.on("error", () => {})
+        await client.query("SELECT pg_advisory_lock($1, $2)", [...MIGRATION_KEYS])
+        return client
+      },
+      catch: (error) =>
+        new StorageError({
+          detail: `cannot lock database ${redact(url)} to migrate it: ${error instanceof Error ? error.message : String(error)}`,
+          startup: true
+        })
+    }),
+    () => effect,
+    // Ending the session lets go of the lock.
+    (client) => Effect.promise(() => client.end().catch(() => {}))
+  )
