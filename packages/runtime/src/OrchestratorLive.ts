@@ -41,6 +41,7 @@ import { RuntimeConfig } from "./RuntimeConfig.js"
 import * as ToolCredentials from "./resources/ToolCredentials.js"
 import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
+import * as PostgresLock from "./store/PostgresLock.js"
 import { EventStore } from "./store/EventStore.js"
 import { queuedRunOf } from "./store/RunQueue.js"
 import { resolveWorkspace } from "./Workspace.js"
@@ -327,13 +328,20 @@ export const makeRuntimeLayer = (
   }
   // Shared by the runners: a runtime alone on the database refuses to start beside them, and the other way round.
   const database = Database.locked({ filename: dbPath, shared: true })
-  const actors = ClusterThreads.layer.pipe(
-    Layer.provide(
-      Runner.layer(cluster).pipe(
-        Layer.mapError(
-          (error) => new StorageError({ detail: `cannot join the cluster: ${describeCause(error)}`, startup: true })
-        )
+  // The cluster creates its tables and registers the thread entity as a runner starts:
+  // runners starting at once take turns.
+  const actors = Layer.scopedContext(
+    Effect.flatMap(Effect.scope, (scope) =>
+      PostgresLock.whileMigrating(
+        dbPath,
+        Layer.buildWithScope(ClusterThreads.layer.pipe(Layer.provide(Runner.layer(cluster))), scope)
       )
+    )
+  ).pipe(
+    Layer.mapError((error) =>
+      error instanceof StorageError
+        ? error
+        : new StorageError({ detail: `cannot join the cluster: ${describeCause(error)}`, startup: true })
     )
   )
   return orchestratorWith(actors, false).pipe(
@@ -345,7 +353,9 @@ export const makeRuntimeLayer = (
 
 const describeCause = (error: unknown): string =>
   error instanceof Error
-    ? error.message
+    ? error.cause instanceof Error
+      ? `${error.message}: ${error.cause.message}`
+      : error.message
     : typeof error === "object" && error !== null && "_tag" in error
       ? String((error as { _tag: unknown })._tag)
       : String(error)
