@@ -4,7 +4,8 @@
  * handoff between providers, a fork and its merge-back, a subagent, a rollback, a queued
  * run, long strings), read back by a fresh runtime and after the projections are
  * rebuilt; receipts; the expected-sequence fence between two processes' writers; a
- * follower in another process told every commit; one runtime per database; and the
+ * follower in another process told every commit, also one whose notice was lost; one
+ * runtime per database; and the
  * schema the same as SQLite's.
  */
 import { SqlClient } from "@effect/sql"
@@ -12,7 +13,8 @@ import type { CommandId, ProviderName, StoredEvent, ThreadId, ThreadView } from 
 import { ThreadUpdated } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Database, EventStore, Orchestrator } from "@skein/runtime"
-import { Effect, Either, Layer, ManagedRuntime, Stream } from "effect"
+import { Effect, Either, Fiber, Layer, ManagedRuntime, Schedule, Stream } from "effect"
+import Pg from "pg"
 import { usePostgres } from "../support/usePostgres.js"
 import { inTempRuntime, removeDir, runtimeLayer, storeOn, tempDir, withRuntime } from "../support/runtime.js"
 
@@ -20,6 +22,16 @@ const alpha = "alpha" as ProviderName
 const beta = "beta" as ProviderName
 
 const pg = usePostgres()
+
+/** Resolves once `done` holds, checked every 50 ms; fails after 10 s. */
+const until = (done: () => boolean) => untilAsync(async () => done())
+
+const untilAsync = async (done: () => Promise<boolean>) => {
+  for (const deadline = Date.now() + 10_000; !(await done());) {
+    if (Date.now() > deadline) throw new Error("not within 10 s")
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
 
 /** What a view says, without what differs between two reads of the same state. */
 const comparable = (view: ThreadView) => JSON.parse(JSON.stringify(view)) as unknown
@@ -129,7 +141,8 @@ describe("the store on PostgreSQL", () => {
                 ? Effect.void
                 : Effect.fail("not yet")
             ),
-            { times: 300 }
+            // Up to 10 s, whatever the machine's load.
+            { times: 500, schedule: Schedule.spaced("20 millis") }
           )
           expect(slow.ordinal).toBe(1)
         }),
@@ -210,6 +223,48 @@ describe("the store on PostgreSQL", () => {
       expect(seen.map((e) => e.threadSequence)).toEqual(stored.slice(0, seen.length).map((e) => e.threadSequence))
       expect(seen.map((e) => e.threadSequence)).toEqual(seen.map((_, i) => i + 1))
     } finally {
+      await reader.dispose()
+      await writer.dispose()
+      removeDir(dir)
+    }
+  })
+
+  it("tells a follower what a lost notice would have brought, by reading the followed threads again", async () => {
+    const dir = tempDir()
+    const [writer, reader] = [storeOn(dir, pg.url()), storeOn(dir, pg.url())]
+    const admin = new Pg.Client({ connectionString: pg.url() })
+    await admin.connect()
+    try {
+      const thread = await withRuntime(dir, (o) => o.createThread({ title: "cut" }), { store: pg.url() })
+      const seen: Array<StoredEvent> = []
+      const following = reader.runFork(
+        Effect.flatMap(EventStore, (s) =>
+          s.events(thread.id, 0).pipe(Stream.runForEach((event) => Effect.sync(() => void seen.push(event))))
+        )
+      )
+      await until(() => seen.length === 1)
+      await writer.runPromise(EventStore)
+      // Both processes listen; then every listening connection ends, and a commit is made
+      // before any listens again: its notice reaches no one.
+      const listening = `FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = current_database()`
+      await untilAsync(async () => (await admin.query(`SELECT pid ${listening}`)).rowCount === 2)
+      await admin.query(`SELECT pg_terminate_backend(pid) ${listening}`)
+      await writer.runPromise(
+        Effect.flatMap(EventStore, (s) =>
+          s.append({
+            threadId: thread.id,
+            events: [new ThreadUpdated({ thread: { ...thread, title: "after the cut" } })]
+          })
+        )
+      )
+      await until(() => seen.length === 2)
+      expect(seen.map((e) => [e.threadSequence, e.event._tag])).toEqual([
+        [1, "ThreadCreated"],
+        [2, "ThreadUpdated"]
+      ])
+      await Effect.runPromise(Fiber.interrupt(following))
+    } finally {
+      await admin.end()
       await reader.dispose()
       await writer.dispose()
       removeDir(dir)

@@ -352,6 +352,7 @@ export const make = (direct: StoreDbShape, followers: Followers) =>
       const pending = buffered
       buffered = null
       deliver(pending)
+      followers.known(threadId, last)
     })
 
     const events = (threadId: ThreadId, afterThreadSequence: number): Stream.Stream<StoredEvent, StorageError> =>

@@ -23,6 +23,12 @@ export interface Followers {
   readonly isFollowed: (threadId: ThreadId) => boolean
   /** The last thread sequence told to the thread's followers (0 when none yet). */
   readonly told: (threadId: ThreadId) => number
+  /**
+   * A follower read the thread's log up to `threadSequence` itself: with nothing told
+   * yet, that is where the followers stand (so a lost notice of the next commit is
+   * made up for, RemoteCommits.ts). Once something was told, that stays the mark.
+   */
+  readonly known: (threadId: ThreadId, threadSequence: number) => void
   /** Follows the thread while `effect` runs, without a scope. */
   readonly watching: <A, E, R>(
     threadId: ThreadId,
@@ -65,6 +71,9 @@ export const make = (): Followers => {
     followed: () => [...listeners.keys()],
     isFollowed: (threadId) => listeners.has(threadId),
     told: (threadId) => told.get(threadId) ?? 0,
+    known: (threadId, threadSequence) => {
+      if (listeners.has(threadId) && !told.has(threadId) && threadSequence > 0) told.set(threadId, threadSequence)
+    },
     listen: (threadId, listener) =>
       Effect.asVoid(Effect.acquireRelease(add(threadId, listener), remove(threadId, listener))),
     watching: (threadId, listener, effect) =>
