@@ -17,9 +17,11 @@
  * `committed` runs right after the commit. Writes to one thread come from its one
  * actor, one after another, so its followers hear its commits in order. Each append
  * also announces its commit (`NOTIFY`, sent by the server at the commit), which the
- * other processes on the database hear through `announced` (`LISTEN`).
+ * other processes on the database hear through `announced` (`LISTEN`). A notice names the
+ * process that sent it, which drops its own: its followers heard those commits already.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
+import { randomBytes } from "node:crypto"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import type * as Client from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -87,20 +89,27 @@ export const placeholders = (text: string): string => {
 /** The channel appends announce their commits on. */
 const CHANNEL = "skein_commits"
 
-const isCommit = Schema.is(Schema.Struct({ threadId: Schema.String, first: Schema.Int, last: Schema.Int }))
+const isNotice = Schema.is(
+  Schema.Struct({ origin: Schema.String, threadId: Schema.String, first: Schema.Int, last: Schema.Int })
+)
 
-/** A notice's commit, or none for a notice that is not one. */
-const commitOf = (payload: string): Option.Option<Commit> => {
-  try {
-    const value: unknown = JSON.parse(payload)
-    return isCommit(value) ? Option.some(value) : Option.none()
-  } catch {
-    return Option.none()
+/** A notice's commit, or none for a notice that is not one or that `origin` (this process) sent. */
+const commitOf =
+  (origin: string) =>
+  (payload: string): Option.Option<Commit> => {
+    try {
+      const value: unknown = JSON.parse(payload)
+      if (!isNotice(value) || value.origin === origin) return Option.none()
+      return Option.some({ threadId: value.threadId, first: value.first, last: value.last })
+    } catch {
+      return Option.none()
+    }
   }
-}
 
 const make = Effect.gen(function* () {
   const client = yield* PgClient.PgClient
+  /** This process, as its notices name it. */
+  const origin = randomBytes(8).toString("hex")
 
   const query = <A extends object>(text: string, params: ReadonlyArray<unknown>) =>
     client.unsafe<A>(placeholders(text), params as Array<never>)
@@ -126,7 +135,7 @@ const make = Effect.gen(function* () {
         return query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [next.threadId])
       case "announce":
         // Sent by the server at the commit, and not at all on a rollback.
-        return query("SELECT pg_notify(?, ?)", [CHANNEL, JSON.stringify(next.commit)])
+        return query("SELECT pg_notify(?, ?)", [CHANNEL, JSON.stringify({ origin, ...next.commit })])
     }
   }
 
@@ -149,7 +158,7 @@ const make = Effect.gen(function* () {
       Effect.tap((result) => Effect.sync(() => committed?.(result)))
     )
 
-  const announced = client.listen(CHANNEL).pipe(Stream.filterMap(commitOf))
+  const announced = client.listen(CHANNEL).pipe(Stream.filterMap(commitOf(origin)))
 
   const sql: Sql = { dialect: "postgresql", unsafe, withTransaction: client.withTransaction }
   return { sql, transaction, checkpoints: () => null, announced } satisfies StoreDbShape
