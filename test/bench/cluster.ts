@@ -16,6 +16,7 @@ import * as Path from "node:path"
 import type { ProviderName, ThreadId } from "@skein/domain"
 import { makeSkeinClient } from "@skein/server"
 import { Effect, Exit, Scope } from "effect"
+import Pg from "pg"
 import { descendants } from "../agents/support.js"
 import { startPostgres } from "../support/postgres.js"
 import { removeDir, tempDir } from "../support/runtime.js"
@@ -28,6 +29,8 @@ const WINDOW_MS = Number(process.env.SKEIN_BENCH_CLUSTER_WINDOW_MS ?? 15_000)
 const KILLS = Number(process.env.SKEIN_BENCH_CLUSTER_KILLS ?? 5)
 const LEASE_MS = 5_000
 const alpha = "alpha" as ProviderName
+/** Shards in the cluster's one group (`@effect/cluster`'s default). */
+const SHARDS = 300
 
 type Client = Effect.Effect.Success<ReturnType<typeof makeSkeinClient>>
 type Daemon = Awaited<ReturnType<typeof startDaemon>> & {
@@ -48,6 +51,29 @@ const daemonIn = async (root: string, args: ReadonlyArray<string>): Promise<Daem
 const close = async (daemon: Daemon) => {
   await Effect.runPromise(Scope.close(daemon.scope, Exit.void))
   await daemon.stop()
+}
+
+/**
+ * Waits until the cluster's shards are spread over `runners` runners: every shard's lock
+ * (a session advisory lock, one session a runner) held, by that many sessions, so that
+ * no thread moves while runs are counted.
+ */
+const spread = async (url: string, runners: number): Promise<void> => {
+  const client = new Pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const deadline = Date.now() + 60_000
+    for (;;) {
+      const { rows } = await client.query<{ readonly n: number }>(
+        "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted GROUP BY pid HAVING count(*) > 1"
+      )
+      if (rows.length === runners && rows.reduce((sum, row) => sum + row.n, 0) === SHARDS) return
+      if (Date.now() > deadline) throw new Error(`the shards did not spread over ${runners} runners within 60 s`)
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+  } finally {
+    await client.end()
+  }
 }
 
 /** Completed runs per second: CLIENTS clients on THREADS threads, through the daemons in turn, over WINDOW_MS. */
@@ -126,6 +152,7 @@ export async function run(): Promise<void> {
       const daemons: Array<Daemon> = []
       try {
         for (let i = 0; i < n; i++) daemons.push(await daemonIn(root, ["--store", pg.url, "--cluster"]))
+        await spread(pg.url, n)
         perRunners.push(await throughput(daemons))
       } finally {
         for (const daemon of daemons) await close(daemon)

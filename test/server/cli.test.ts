@@ -7,6 +7,7 @@
 import { spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { DEFAULT_LEASE_MS } from "@skein/runtime"
 import { describe, expect, it } from "vitest"
 import { commandDocs, documentedOptions } from "../../packages/server/src/Help.js"
 import { runSkeinOnTerminal } from "./cliTerminal.js"
@@ -93,6 +94,9 @@ describe("skein help", () => {
       const documented = documentedOptions(doc).map(([flags]) => flags.split(" ")[0]!)
       expect([...documented].sort(), doc.path).toEqual([...new Set(taken.get(doc.path) ?? [])].sort())
     }
+    // A default the help states is the one the runtime applies.
+    const lease = documentedOptions(commandDocs.find((d) => d.path === "daemon")!).find(([f]) => f === "--lease-ms N")
+    expect(lease?.[1]).toContain(`(default ${DEFAULT_LEASE_MS})`)
   })
 
   it("colours only on a terminal, and never with NO_COLOR", async () => {
