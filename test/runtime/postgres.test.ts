@@ -4,9 +4,9 @@
  * handoff between providers, a fork and its merge-back, a subagent, a rollback, a queued
  * run, long strings), read back by a fresh runtime and after the projections are
  * rebuilt; receipts; the expected-sequence fence between two processes' writers; a
- * follower in another process told every commit, also one whose notice was lost; one
- * runtime per database; and the
- * schema the same as SQLite's.
+ * follower in another process told every commit, also one whose notice was lost; a
+ * process deaf to its own notices; one runtime per database; and the schema the same
+ * as SQLite's.
  */
 import { SqlClient } from "@effect/sql"
 import type { CommandId, ProviderName, StoredEvent, ThreadId, ThreadView } from "@skein/domain"
@@ -15,6 +15,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Database, EventStore, Orchestrator } from "@skein/runtime"
 import { Effect, Either, Fiber, Layer, ManagedRuntime, Schedule, Stream } from "effect"
 import Pg from "pg"
+import { StoreDb } from "../../packages/runtime/src/store/StoreDb.js"
 import { usePostgres } from "../support/usePostgres.js"
 import { inTempRuntime, removeDir, runtimeLayer, storeOn, tempDir, withRuntime } from "../support/runtime.js"
 
@@ -267,6 +268,44 @@ describe("the store on PostgreSQL", () => {
       await admin.end()
       await reader.dispose()
       await writer.dispose()
+      removeDir(dir)
+    }
+  })
+
+  it("hears the commit notices of other processes, not its own", async () => {
+    const dir = tempDir()
+    // Two processes' stores, each with its connection to the database.
+    const withDb = () =>
+      ManagedRuntime.make(EventStore.layer.pipe(Layer.provideMerge(Database.layer({ filename: pg.url() }))))
+    const [one, other] = [withDb(), withDb()]
+    const admin = new Pg.Client({ connectionString: pg.url() })
+    await admin.connect()
+    try {
+      const thread = await withRuntime(dir, (o) => o.createThread({ title: "notices" }), { store: pg.url() })
+      const heard = { one: [] as Array<unknown>, other: [] as Array<unknown> }
+      const fibers = (["one", "other"] as const).map((name) =>
+        (name === "one" ? one : other).runFork(
+          Effect.flatMap(StoreDb, (db) =>
+            Stream.runForEach(db.announced!, (c) => Effect.sync(() => heard[name].push(c)))
+          )
+        )
+      )
+      const listening = `FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = current_database()`
+      await untilAsync(async () => (await admin.query(`SELECT pid ${listening}`)).rowCount === 2)
+      await one.runPromise(
+        Effect.flatMap(EventStore, (s) =>
+          s.append({ threadId: thread.id, events: [new ThreadUpdated({ thread: { ...thread, title: "once" } })] })
+        )
+      )
+      await until(() => heard.other.length === 1)
+      // Its own notice would have come first, on the same server, long before the other's.
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(heard).toEqual({ one: [], other: [{ threadId: thread.id, first: 2, last: 2 }] })
+      for (const fiber of fibers) await Effect.runPromise(Fiber.interrupt(fiber))
+    } finally {
+      await admin.end()
+      await other.dispose()
+      await one.dispose()
       removeDir(dir)
     }
   })

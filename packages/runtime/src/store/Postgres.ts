@@ -20,8 +20,8 @@
  * other processes on the database hear through `announced` (`LISTEN`). A notice names the
  * process that sent it, which drops its own: its followers heard those commits already.
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
 import { randomBytes } from "node:crypto"
+import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import type * as Client from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -89,8 +89,14 @@ export const placeholders = (text: string): string => {
 /** The channel appends announce their commits on. */
 const CHANNEL = "skein_commits"
 
+/** A commit's notice; `origin` names the process that sent it (none from an older Skein). */
 const isNotice = Schema.is(
-  Schema.Struct({ origin: Schema.String, threadId: Schema.String, first: Schema.Int, last: Schema.Int })
+  Schema.Struct({
+    origin: Schema.optional(Schema.String),
+    threadId: Schema.String,
+    first: Schema.Int,
+    last: Schema.Int
+  })
 )
 
 /** A notice's commit, or none for a notice that is not one or that `origin` (this process) sent. */
