@@ -9,7 +9,7 @@
  * as SQLite's.
  */
 import { SqlClient } from "@effect/sql"
-import type { CommandId, ProviderName, StoredEvent, ThreadId, ThreadView } from "@skein/domain"
+import type { AppThread, CommandId, ProviderName, StoredEvent, ThreadId, ThreadView } from "@skein/domain"
 import { ThreadUpdated } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Database, EventStore, Orchestrator } from "@skein/runtime"
@@ -33,6 +33,21 @@ const untilAsync = async (done: () => Promise<boolean>) => {
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
+
+/** The connections listening for commit notices on the test's database. */
+const LISTENING = "FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = current_database()"
+
+/** Resolves once `n` connections listen for commit notices. */
+const untilListening = (admin: Pg.Client, n: number) =>
+  untilAsync(async () => (await admin.query(`SELECT pid ${LISTENING}`)).rowCount === n)
+
+/** Appends a ThreadUpdated that gives the thread `title`, through `store`. */
+const retitle = (store: ManagedRuntime.ManagedRuntime<EventStore, unknown>, thread: AppThread, title: string) =>
+  store.runPromise(
+    Effect.flatMap(EventStore, (s) =>
+      s.append({ threadId: thread.id, events: [new ThreadUpdated({ thread: { ...thread, title } })] })
+    )
+  )
 
 /** What a view says, without what differs between two reads of the same state. */
 const comparable = (view: ThreadView) => JSON.parse(JSON.stringify(view)) as unknown
@@ -247,17 +262,9 @@ describe("the store on PostgreSQL", () => {
       await writer.runPromise(EventStore)
       // Both processes listen; then every listening connection ends, and a commit is made
       // before any listens again: its notice reaches no one.
-      const listening = `FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = current_database()`
-      await untilAsync(async () => (await admin.query(`SELECT pid ${listening}`)).rowCount === 2)
-      await admin.query(`SELECT pg_terminate_backend(pid) ${listening}`)
-      await writer.runPromise(
-        Effect.flatMap(EventStore, (s) =>
-          s.append({
-            threadId: thread.id,
-            events: [new ThreadUpdated({ thread: { ...thread, title: "after the cut" } })]
-          })
-        )
-      )
+      await untilListening(admin, 2)
+      await admin.query(`SELECT pg_terminate_backend(pid) ${LISTENING}`)
+      await retitle(writer, thread, "after the cut")
       await until(() => seen.length === 2)
       expect(seen.map((e) => [e.threadSequence, e.event._tag])).toEqual([
         [1, "ThreadCreated"],
@@ -290,13 +297,8 @@ describe("the store on PostgreSQL", () => {
           )
         )
       )
-      const listening = `FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = current_database()`
-      await untilAsync(async () => (await admin.query(`SELECT pid ${listening}`)).rowCount === 2)
-      await one.runPromise(
-        Effect.flatMap(EventStore, (s) =>
-          s.append({ threadId: thread.id, events: [new ThreadUpdated({ thread: { ...thread, title: "once" } })] })
-        )
-      )
+      await untilListening(admin, 2)
+      await retitle(one, thread, "once")
       await until(() => heard.other.length === 1)
       // Its own notice would have come first, on the same server, long before the other's.
       await new Promise((resolve) => setTimeout(resolve, 300))

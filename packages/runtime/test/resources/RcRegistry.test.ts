@@ -15,6 +15,17 @@ const recordingClose = (closed: Array<string>) => (key: string) =>
     key
   )
 
+/** A lookup whose entries are numbered 1, 2, … in order of creation, each recording its number when it closes. */
+const numbered = (closed: Array<number>) => {
+  let n = 0
+  return (_key: string) =>
+    Effect.gen(function* () {
+      const id = ++n
+      yield* Effect.addFinalizer(() => Effect.sync(() => void closed.push(id)))
+      return id
+    })
+}
+
 describe("RcRegistry", () => {
   it.scoped("a burst of gets for one key runs the lookup once and shares one value", () =>
     Effect.gen(function* () {
@@ -52,16 +63,7 @@ describe("RcRegistry", () => {
   it.scoped("a released entry closes after its idle time, unless it is got again first", () =>
     Effect.gen(function* () {
       const closed: Array<number> = []
-      let n = 0
-      const registry = yield* RcRegistry.make({
-        lookup: (_key: string) =>
-          Effect.gen(function* () {
-            const id = ++n
-            yield* Effect.addFinalizer(() => Effect.sync(() => void closed.push(id)))
-            return id
-          }),
-        idleTimeToLive: Duration.seconds(10)
-      })
+      const registry = yield* RcRegistry.make({ lookup: numbered(closed), idleTimeToLive: Duration.seconds(10) })
       expect(yield* Effect.scoped(registry.get("a"))).toBe(1)
       yield* TestClock.adjust(Duration.seconds(5))
       expect(yield* Effect.scoped(registry.get("a"))).toBe(1)
@@ -119,16 +121,7 @@ describe("RcRegistry", () => {
   it.scoped("invalidate drops the entry at once; it closes when its last holder lets go", () =>
     Effect.gen(function* () {
       const closed: Array<number> = []
-      let n = 0
-      const registry = yield* RcRegistry.make({
-        lookup: (_key: string) =>
-          Effect.gen(function* () {
-            const id = ++n
-            yield* Effect.addFinalizer(() => Effect.sync(() => void closed.push(id)))
-            return id
-          }),
-        idleTimeToLive: Duration.seconds(10)
-      })
+      const registry = yield* RcRegistry.make({ lookup: numbered(closed), idleTimeToLive: Duration.seconds(10) })
       const holder = yield* Scope.make()
       expect(yield* registry.get("a").pipe(Scope.extend(holder))).toBe(1)
       yield* registry.invalidate("a")
@@ -143,16 +136,7 @@ describe("RcRegistry", () => {
   it.scoped("close drops the entry and closes it at once, though someone still holds it", () =>
     Effect.gen(function* () {
       const closed: Array<number> = []
-      let n = 0
-      const registry = yield* RcRegistry.make({
-        lookup: (_key: string) =>
-          Effect.gen(function* () {
-            const id = ++n
-            yield* Effect.addFinalizer(() => Effect.sync(() => void closed.push(id)))
-            return id
-          }),
-        idleTimeToLive: Duration.seconds(10)
-      })
+      const registry = yield* RcRegistry.make({ lookup: numbered(closed), idleTimeToLive: Duration.seconds(10) })
       const holder = yield* Scope.make()
       expect(yield* registry.get("a").pipe(Scope.extend(holder))).toBe(1)
       yield* registry.close("a")
