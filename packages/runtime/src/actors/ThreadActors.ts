@@ -34,7 +34,7 @@ export interface ThreadActorsShape {
   readonly spawnSubagent: (
     input: SpawnInput
   ) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
-  /** Closes the thread's actor here at once, a run in flight with it (the thread moved elsewhere). */
+  /** Closes the thread's actor here, if it is active (the thread moved elsewhere). */
   readonly release: (threadId: ThreadId) => Effect.Effect<void>
 }
 
@@ -98,7 +98,7 @@ export const makeLocal = (
       use,
       activeThreads: actors.keys,
       spawnSubagent: spawn,
-      release: (threadId) => actors.close(threadId)
+      release: (threadId) => actors.invalidate(threadId)
     } satisfies ThreadActorsShape
   })
 

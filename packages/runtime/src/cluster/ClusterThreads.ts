@@ -13,9 +13,8 @@
  *   left by a runner that died (its shards came here once their lease ran out): it ends
  *   `interrupted`, reason `runner_lost`, before the actor loads. A runner that only
  *   seems dead and writes on is refused by the log's expected-sequence fence.
- * - When the entity leaves a runner (its shard moved, the runner lost its shard locks,
- *   or it stops), the actor there closes at once, a run in flight with it, not when the
- *   run would have ended: the thread's new runner records that run `runner_lost`.
+ * - When the entity leaves a runner (its shard moved, or the runner stops), the actor
+ *   there closes.
  */
 import { Entity } from "@effect/cluster"
 import type { Sharding } from "@effect/cluster/Sharding"

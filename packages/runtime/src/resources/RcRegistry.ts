@@ -43,8 +43,6 @@ export interface RcRegistry<K, A, E> {
   readonly use: <B, E2, R2>(key: K, f: (value: A) => Effect.Effect<B, E2, R2>) => Effect.Effect<B, E | E2, R2>
   /** Drop the entry now; its scope closes once its holders let go. */
   readonly invalidate: (key: K) => Effect.Effect<void>
-  /** Drop the entry and close its scope now, whoever still holds it (the value is gone for good). */
-  readonly close: (key: K) => Effect.Effect<void>
   /** Keys with a live (or starting) entry. */
   readonly keys: Effect.Effect<ReadonlyArray<K>>
   /** Whether the value of `key` exists and is ready, without creating it. */
@@ -231,14 +229,6 @@ export const make = <K, A, E, R>(options: {
         return entry.holders > 0 ? Effect.void : closeEntry(entry)
       })
 
-    const close = (key: K): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const entry = entries.get(key)
-        if (entry === undefined) return Effect.void
-        remove(key, entry)
-        return closeEntry(entry)
-      })
-
     const peek = (key: K): A | undefined => {
       const entry = entries.get(key)
       if (entry === undefined) return undefined
@@ -250,7 +240,6 @@ export const make = <K, A, E, R>(options: {
       get,
       use,
       invalidate,
-      close,
       keys: Effect.sync(() => [...entries.keys()]),
       peek
     } satisfies RcRegistry<K, A, E>

@@ -133,22 +133,6 @@ describe("RcRegistry", () => {
     })
   )
 
-  it.scoped("close drops the entry and closes it at once, though someone still holds it", () =>
-    Effect.gen(function* () {
-      const closed: Array<number> = []
-      const registry = yield* RcRegistry.make({ lookup: numbered(closed), idleTimeToLive: Duration.seconds(10) })
-      const holder = yield* Scope.make()
-      expect(yield* registry.get("a").pipe(Scope.extend(holder))).toBe(1)
-      yield* registry.close("a")
-      expect(closed).toEqual([1])
-      expect(registry.peek("a")).toBeUndefined()
-      // The holder letting go later closes nothing more; the next get starts afresh.
-      yield* Scope.close(holder, Exit.void)
-      expect(closed).toEqual([1])
-      expect(yield* Effect.scoped(registry.get("a"))).toBe(2)
-    })
-  )
-
   it.scoped("use holds the entry while its function runs, however it ends, as a scoped get would", () =>
     Effect.gen(function* () {
       const closed: Array<number> = []
