@@ -26,6 +26,7 @@ interface RunView {
   readonly ordinal: number
   readonly status: string
   readonly failure?: { readonly reason: string; readonly message: string } | null
+  readonly items: ReadonlyArray<{ readonly type: string }>
 }
 
 /** A daemon of the cluster and how to call it. */
@@ -144,6 +145,34 @@ describe("a cluster of daemons", () => {
     // The dead runner's agent went with it.
     for (let i = 0; i < 50 && agents.some(isAlive); i++) await new Promise((r) => setTimeout(r, 100))
     expect(agents.filter(isAlive)).toEqual([])
+  }, 120_000)
+
+  it("answers a run waited for through a daemon that does not hold its thread, also when its runner dies", async () => {
+    const runners = [await runner(), await runner(), await runner()]
+    const thread = await runners[0]!.call<{ id: string }>("thread.create", { title: "awaited elsewhere" })
+    const start = (via: Awaited<ReturnType<typeof runner>>, message: string) =>
+      via.call<RunView>("run.start", { threadId: thread.id, provider: "alpha", message, wait: true }, LEASE_MS + 30_000)
+    await start(runners[0]!, "placed")
+    const holder = runners.find((r) => runsAnAgent(r.daemon))!
+    const other = runners.find((r) => r !== holder)!
+
+    // Answered whole, as the thread's runner recorded it.
+    const waited = await start(other, "hello")
+    expect(waited.status).toBe("completed")
+    expect(waited.items.map((item) => item.type)).toContain("assistant_message")
+    const recorded = await holder.call<{ runs: Array<RunView> }>("thread.get", { threadId: thread.id })
+    expect(waited).toEqual(recorded.runs.find((r) => r.id === waited.id))
+
+    // Its runner dies mid-run: the waiter hears the run as the thread's next runner ended it.
+    const pending = start(other, "[[sleep:60000]] long")
+    for (let i = 0; i < 100; i++) {
+      const view = await other.call<{ runs: Array<RunView> }>("thread.get", { threadId: thread.id })
+      if (view.runs.length === 3 && view.runs[2]!.status === "running") break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    holder.daemon.kill()
+    const lost = await pending
+    expect([lost.ordinal, lost.status, lost.failure?.reason]).toEqual([3, "interrupted", "runner_lost"])
   }, 120_000)
 
   it("moves a thread whose runner is cut off from the database, as if it had died", async () => {

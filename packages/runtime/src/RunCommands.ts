@@ -1,15 +1,16 @@
 /**
  * The Orchestrator's run commands: `run.start`, answered at once or once the run has
  * ended, and `run.interrupt`, answered once the run has ended. Each is a message to the
- * thread's actor; waiting reads the thread's events, not the actor.
+ * thread's actor; waiting reads the thread's events, not the actor, where they are
+ * written.
  */
 import type { OrchestratorShape } from "./Orchestrator.js"
-import type { Run, RunId, StoredEvent, ThreadEvent, ThreadId, TurnItem } from "@skein/domain"
+import type { Run, RunId, ThreadId } from "@skein/domain"
 import { isTerminalRunStatus } from "@skein/domain"
-import { Deferred, Effect, Exit, FiberId } from "effect"
+import { Effect } from "effect"
 import type { ThreadActorsShape } from "./actors/ThreadActors.js"
 import type { EventStoreShape } from "./store/EventStore.js"
-import { toRunView, upsertItem } from "./store/Projection.js"
+import * as RunWatch from "./store/RunWatch.js"
 
 /** How many runs in the way a `whenBusy: interrupt` start stops before it gives up. */
 const INTERRUPT_ATTEMPTS = 3
@@ -31,60 +32,42 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
    */
   const startAndWait = (input: Parameters<OrchestratorShape["startRun"]>[0]) =>
     Effect.suspend(() => {
-      let early: Array<ThreadEvent> | null = []
-      let runId: RunId | null = null
-      let started = false
-      /** The run's record as its latest event has it (an end's batch may update it after RunEnded). */
-      let latest: Run | null = null
-      let end = false
-      const items: Array<TurnItem> = []
-      const ended = Deferred.unsafeMake<Run>(FiberId.none)
-      const take = (events: ReadonlyArray<ThreadEvent>) => {
-        for (const event of events) {
-          switch (event._tag) {
-            case "RunStarted":
-            case "RunUpdated":
-            case "RunEnded":
-              if (event.run.id !== runId) break
-              started ||= event._tag === "RunStarted"
-              end ||= event._tag === "RunEnded"
-              latest = event.run
-              break
-            case "TurnItemRecorded":
-              if (event.item.runId === runId) upsertItem(items, event.item)
-              break
-          }
-        }
-        // Called from the store's listener, outside any fiber.
-        if (end && latest !== null) Deferred.unsafeDone(ended, Exit.succeed(latest))
-      }
-      const onEvents = (events: ReadonlyArray<StoredEvent>) => {
-        const batch = events.map((stored) => stored.event)
-        if (early !== null) early.push(...batch)
-        else take(batch)
-      }
+      const watch = RunWatch.make()
       return store.watching(
         input.threadId,
-        onEvents,
+        watch.listener,
         Effect.gen(function* () {
           const accepted = yield* actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input))
-          runId = accepted.run.id
-          take(early!)
-          early = null
-          if (!started) {
+          watch.begin(accepted.run.id)
+          if (!watch.sawStart()) {
             if (!isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
             // Its start may have come after the answer (another process's commit, told a little
             // later): then it was seen whole after all.
-            if (!started || !end) return yield* getRun(input.threadId, accepted.run.id)
+            if (!watch.sawStart() || !watch.sawEnd()) return yield* getRun(input.threadId, accepted.run.id)
           }
-          return toRunView(yield* Deferred.await(ended), items)
+          return yield* watch.ended
         })
       )
     })
 
+  /**
+   * Starts a run of a thread whose actor lives in another process, and waits for its end
+   * there, where the thread's commits are made (rather than following them from here).
+   */
+  const startAndAwaitThere = (input: StartInput) =>
+    Effect.flatMap(
+      actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input)),
+      (accepted) =>
+        isTerminalRunStatus(accepted.run.status)
+          ? getRun(input.threadId, accepted.run.id)
+          : actors.awaitRun(input.threadId, accepted.run.id)
+    )
+
   const startOnce = (input: Parameters<OrchestratorShape["startRun"]>[0]) =>
     input.wait
-      ? startAndWait(input)
+      ? actors.isHere(input.threadId)
+        ? startAndWait(input)
+        : startAndAwaitThere(input)
       : Effect.flatMap(
           actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input)),
           (accepted) => getRun(input.threadId, accepted.run.id)

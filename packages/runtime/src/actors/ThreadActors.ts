@@ -8,13 +8,15 @@
  * In a cluster, the service reaches the actors through the cluster, and each runner
  * keeps its own threads' actors in such a registry (cluster/ClusterThreads.ts).
  */
-import type { AppThread, Run, SkeinError, ThreadId } from "@skein/domain"
+import type { AppThread, Run, RunId, RunView, SkeinError, ThreadId } from "@skein/domain"
+import { isTerminalRunStatus } from "@skein/domain"
 import { Context, Duration, Effect, Layer } from "effect"
 import type { Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import type { SpawnInput } from "../lineage/Spawn.js"
 import { spawnSubagent } from "../lineage/Spawn.js"
 import { EventStore } from "../store/EventStore.js"
+import * as RunWatch from "../store/RunWatch.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import type { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
 import * as RcRegistry from "../resources/RcRegistry.js"
@@ -36,6 +38,13 @@ export interface ThreadActorsShape {
   ) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
   /** Closes the thread's actor here, if it is active (the thread moved elsewhere). */
   readonly release: (threadId: ThreadId) => Effect.Effect<void>
+  /** Whether the thread's actor lives in this process (always, without a cluster). */
+  readonly isHere: (threadId: ThreadId) => boolean
+  /**
+   * Waits for the run's end where the thread's actor lives, and answers the run as it
+   * ended: there its commits are heard as they are made, with nothing read back.
+   */
+  readonly awaitRun: (threadId: ThreadId, runId: RunId) => Effect.Effect<RunView, SkeinError>
 }
 
 /** What the local registry needs, as a layer requires it. */
@@ -94,11 +103,30 @@ export const makeLocal = (
         return actor
       })
     actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
+    const awaitRun: ThreadActorsShape["awaitRun"] = (threadId, runId) =>
+      Effect.suspend(() => {
+        const watch = RunWatch.make()
+        return store.watching(
+          threadId,
+          watch.listener,
+          // While the run goes on, the actor holds it whole in memory; its commits do the rest.
+          Effect.flatMap(
+            use(threadId, (actor) => actor.ask("GetRun", { runId })),
+            (sofar): Effect.Effect<RunView> => {
+              if (isTerminalRunStatus(sofar.status)) return Effect.succeed(sofar)
+              watch.begin(runId, sofar)
+              return watch.ended
+            }
+          )
+        )
+      })
     return {
       use,
       activeThreads: actors.keys,
       spawnSubagent: spawn,
-      release: (threadId) => actors.invalidate(threadId)
+      release: (threadId) => actors.invalidate(threadId),
+      isHere: () => true,
+      awaitRun
     } satisfies ThreadActorsShape
   })
 

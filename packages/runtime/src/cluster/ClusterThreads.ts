@@ -15,11 +15,13 @@
  *   seems dead and writes on is refused by the log's expected-sequence fence.
  * - When the entity leaves a runner (its shard moved, or the runner stops), the actor
  *   there closes.
+ * - A run started with `wait` from another process is awaited on the thread's runner,
+ *   which hears the thread's commits as it makes them (`AwaitRun`), rather than followed
+ *   from afar through the database.
  */
-import { Entity } from "@effect/cluster"
-import type { Sharding } from "@effect/cluster/Sharding"
-import { type SkeinError, StorageError, type ThreadId } from "@skein/domain"
-import { Effect, Layer, Option } from "effect"
+import { Entity, EntityId, Sharding } from "@effect/cluster"
+import { type RunId, type SkeinError, StorageError, type ThreadId } from "@skein/domain"
+import { Cause, Effect, Layer, Option } from "effect"
 import type { ThreadActor } from "../actors/ThreadActor.js"
 import { makeLocal, ThreadActors, type ThreadActorsShape } from "../actors/ThreadActors.js"
 import { planRecovery } from "../actors/ThreadPlanner.js"
@@ -82,10 +84,13 @@ const entityLayer = (hosted: ThreadActorsShape) =>
       handlers["Steer"] = ({ payload }) => onActor((actor) => actor.steer(payload as never))
       handlers["Respond"] = ({ payload }) => onActor((actor) => actor.respondApproval(payload as never))
       handlers["ChildSpawned"] = () => onActor((actor) => Effect.sync(() => actor.childSpawned()))
+      handlers["AwaitRun"] = ({ payload }) => hosted.awaitRun(threadId, (payload as { runId: RunId }).runId)
       return handlers as never
     }),
     // The actor passivates on its own; the entity stays, so its start means a move.
-    { maxIdleTime: "365 days" }
+    // Its messages reach the actor's own mailbox, which orders them; a run's end awaited
+    // here must not hold back the messages behind it.
+    { maxIdleTime: "365 days", concurrency: "unbounded" }
   )
 
 /**
@@ -95,10 +100,12 @@ const entityLayer = (hosted: ThreadActorsShape) =>
 export const layer: Layer.Layer<
   ThreadActors,
   never,
-  Sharding | EventStore | Layer.Layer.Context<typeof ThreadActors.local>
+  Sharding.Sharding | EventStore | Layer.Layer.Context<typeof ThreadActors.local>
 > = Layer.scopedContext(
   Effect.gen(function* () {
     const clientFor = yield* ThreadEntity.client
+    const sharding = yield* Sharding.Sharding
+    const store = yield* EventStore
     const proxy = (threadId: ThreadId): ThreadActor => {
       const client = clientFor(threadId) as unknown as Record<
         string,
@@ -121,11 +128,31 @@ export const layer: Layer.Layer<
     const use: ThreadActorsShape["use"] = (threadId, f) => f(proxy(threadId))
     const hosted = yield* makeLocal(use)
     yield* Layer.buildWithScope(entityLayer(hosted), yield* Effect.scope)
+    const isHere = (threadId: ThreadId) =>
+      sharding.hasShardId(
+        sharding.getShardId(EntityId.make(threadId), ThreadEntity.getShardGroup(EntityId.make(threadId)))
+      )
+    const awaitRun: ThreadActorsShape["awaitRun"] = (threadId, runId) =>
+      isHere(threadId)
+        ? hosted.awaitRun(threadId, runId)
+        : Effect.catchAllCause(
+            Effect.mapError(clientFor(threadId).AwaitRun({ runId }), undelivered(threadId, "AwaitRun")),
+            // Its entity stopped on the way (the thread moved): the run is followed from here instead.
+            (cause) =>
+              Cause.isInterruptedOnly(cause)
+                ? Effect.zipRight(
+                    store.awaitRunEnd(threadId, runId),
+                    use(threadId, (actor) => actor.ask("GetRun", { runId }))
+                  )
+                : Effect.failCause(cause)
+          )
     return ThreadActors.context({
       use,
       activeThreads: hosted.activeThreads,
       spawnSubagent: hosted.spawnSubagent,
-      release: hosted.release
+      release: hosted.release,
+      isHere,
+      awaitRun
     })
   })
 )

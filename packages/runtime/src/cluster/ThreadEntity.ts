@@ -1,12 +1,13 @@
 /**
  * A thread as an `@effect/cluster` entity: the thread actor's protocol (ThreadProtocol.ts)
- * and the three things a client asks of an actor beyond one message (steering a running
- * turn, answering an approval, a subagent child's existence). The cluster places each
- * thread on one runner, by its id, and routes these to it from any process.
+ * and the four things a client asks of a thread beyond one message to its actor
+ * (steering a running turn, answering an approval, a subagent child's existence, a run's
+ * end). The cluster places each thread on one runner, by its id, and routes these to it
+ * from any process.
  */
 import { Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { RespondApprovalFields, SkeinError, StartRunFields, TurnItem } from "@skein/domain"
+import { RespondApprovalFields, RunId, RunView, SkeinError, StartRunFields, TurnItem } from "@skein/domain"
 import { Schema } from "effect"
 import { RunAccepted, threadRpcs } from "../actors/ThreadProtocol.js"
 
@@ -23,4 +24,11 @@ export const Respond = Rpc.make("Respond", { payload: RespondApprovalFields, suc
 /** A subagent child of the thread now exists: its next runs look for children's results again. */
 export const ChildSpawned = Rpc.make("ChildSpawned", { error: SkeinError })
 
-export const ThreadEntity = Entity.make("Thread", [...threadRpcs, Steer, Respond, ChildSpawned])
+/**
+ * `run.start` with `wait`, from another process: the run's end, awaited where the thread's
+ * events are written. Asked again after a runner is lost, it answers the run as the
+ * thread's new runner recorded it (`interrupted`).
+ */
+export const AwaitRun = Rpc.make("AwaitRun", { payload: { runId: RunId }, success: RunView, error: SkeinError })
+
+export const ThreadEntity = Entity.make("Thread", [...threadRpcs, Steer, Respond, ChildSpawned, AwaitRun])

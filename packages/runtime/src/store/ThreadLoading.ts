@@ -8,7 +8,7 @@
  * thread's history: the newest run, the rolled-back ranges, the usable provider
  * threads' heads plus the few rows of what they served since their snapshot (their
  * newest and first run, the handoffs they received), the handoff heads those name,
- * the open transfers, and the active run's items. Rows come in rowid order (an upsert
+ * the open transfers, and the newest run's items. Rows come in rowid order (an upsert
  * keeps the rowid), which is the order a fold of the log inserts them in.
  */
 import type { Sql } from "./StoreDb.js"
@@ -211,15 +211,12 @@ export const loadCompactThreadState = (
     for (const range of yield* rolledBackRanges(sql, threadId)) {
       state.rolledBack.push({ from: range.first, to: range.last })
     }
-    if (active !== undefined) {
+    if (last !== undefined) {
       const items = yield* selectData(sql, `SELECT data FROM turn_items ${where} AND run_id = ? ORDER BY rowid`, [
         threadId,
-        active.id
+        last.id
       ])
-      state.items.set(
-        active.id,
-        groupItems(yield* decodeAll(items, decodeItem, `${what} turn item`)).get(active.id) ?? []
-      )
+      state.items.set(last.id, groupItems(yield* decodeAll(items, decodeItem, `${what} turn item`)).get(last.id) ?? [])
     }
     const heads = yield* usableProviderThreads(sql, threadId, what)
     const named = new Set<string>()

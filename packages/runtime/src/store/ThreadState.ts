@@ -8,10 +8,11 @@
  *   queries whose cost does not grow with the thread's history: the thread, its run
  *   count and newest run, which runs were rolled back (as ranges), its usable provider
  *   threads without their per-run lists, the handoffs their coverage names (without
- *   their texts), the transfers not settled yet and the thread's inheritance, and the
- *   active run's items and handoffs. Everything else (older runs and their items,
- *   whole provider thread records, handoff texts, checkpoints) stays in storage until
- *   a decision touches it.
+ *   their texts), the transfers not settled yet and the thread's inheritance, the
+ *   newest run's items (what a caller that waited for its end asks for next) and the
+ *   active run's handoffs. Everything else (older runs and their items, whole
+ *   provider thread records, handoff texts, checkpoints) stays in storage until a
+ *   decision touches it.
  *
  * The pure core reads a state only through the accessors below. In a compact state an
  * accessor that needs what is not in memory throws `NotLoaded`, naming what it needs;
@@ -367,10 +368,10 @@ export const trimThread = (state: ThreadState): void => {
     state.runs.clear()
     if (last !== undefined) state.runs.set(last.ordinal, last)
   }
-  if (state.items.size > (active === undefined ? 0 : 1)) {
-    const kept = active === undefined ? undefined : state.items.get(active.id)
+  if (state.items.size > (last === undefined ? 0 : 1)) {
+    const kept = last === undefined ? undefined : state.items.get(last.id)
     state.items.clear()
-    if (active !== undefined && kept !== undefined) state.items.set(active.id, kept)
+    if (last !== undefined && kept !== undefined) state.items.set(last.id, kept)
   }
   const coverage = new Set<string>()
   for (const [id, entry] of state.providerThreads) {
