@@ -128,10 +128,10 @@ export const layer: Layer.Layer<
     const use: ThreadActorsShape["use"] = (threadId, f) => f(proxy(threadId))
     const hosted = yield* makeLocal(use)
     yield* Layer.buildWithScope(entityLayer(hosted), yield* Effect.scope)
-    const isHere = (threadId: ThreadId) =>
-      sharding.hasShardId(
-        sharding.getShardId(EntityId.make(threadId), ThreadEntity.getShardGroup(EntityId.make(threadId)))
-      )
+    const isHere = (threadId: ThreadId) => {
+      const entityId = EntityId.make(threadId)
+      return sharding.hasShardId(sharding.getShardId(entityId, ThreadEntity.getShardGroup(entityId)))
+    }
     const awaitRun: ThreadActorsShape["awaitRun"] = (threadId, runId) =>
       isHere(threadId)
         ? hosted.awaitRun(threadId, runId)
