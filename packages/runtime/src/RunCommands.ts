@@ -1,8 +1,8 @@
 /**
  * The Orchestrator's run commands: `run.start`, answered at once or once the run has
  * ended, and `run.interrupt`, answered once the run has ended. Each is a message to the
- * thread's actor; waiting reads the thread's events, not the actor, where they are
- * written.
+ * thread's actor; waiting reads the thread's events, not the actor, in the process that
+ * writes them (in a cluster, the thread's runner).
  */
 import type { OrchestratorShape } from "./Orchestrator.js"
 import type { Run, RunId, ThreadId } from "@skein/domain"
