@@ -71,15 +71,24 @@ const runner = async (store = pg.url()) => {
   return { daemon, call, follow }
 }
 
-/** Starts a run that sleeps a minute at its provider, through `via`; returns once it is running. */
-const startLongRun = async (via: Awaited<ReturnType<typeof runner>>, threadId: string) => {
-  const long = await via.call<RunView>("run.start", { threadId, provider: "alpha", message: "[[sleep:60000]] long" })
+/** Returns once the thread's run that `which` picks is running, as `via` sees it. */
+const untilRunning = async (
+  via: Awaited<ReturnType<typeof runner>>,
+  threadId: string,
+  which: (run: RunView) => boolean
+) => {
   for (let i = 0; i < 100; i++) {
     const view = await via.call<{ runs: Array<RunView> }>("thread.get", { threadId })
-    if (view.runs.find((r) => r.id === long.id)?.status === "running") return
+    if (view.runs.find(which)?.status === "running") return
     await new Promise((r) => setTimeout(r, 100))
   }
   throw new Error("the long run never started")
+}
+
+/** Starts a run that sleeps a minute at its provider, through `via`; returns once it is running. */
+const startLongRun = async (via: Awaited<ReturnType<typeof runner>>, threadId: string) => {
+  const long = await via.call<RunView>("run.start", { threadId, provider: "alpha", message: "[[sleep:60000]] long" })
+  await untilRunning(via, threadId, (run) => run.id === long.id)
 }
 
 /** The thread after the move: its first run, the one in flight ended `runner_lost`, the one after. */
@@ -165,11 +174,7 @@ describe("a cluster of daemons", () => {
 
     // Its runner dies mid-run: the waiter hears the run as the thread's next runner ended it.
     const pending = start(other, "[[sleep:60000]] long")
-    for (let i = 0; i < 100; i++) {
-      const view = await other.call<{ runs: Array<RunView> }>("thread.get", { threadId: thread.id })
-      if (view.runs.length === 3 && view.runs[2]!.status === "running") break
-      await new Promise((r) => setTimeout(r, 100))
-    }
+    await untilRunning(other, thread.id, (run) => run.ordinal === 3)
     holder.daemon.kill()
     const lost = await pending
     expect([lost.ordinal, lost.status, lost.failure?.reason]).toEqual([3, "interrupted", "runner_lost"])

@@ -22,6 +22,9 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
 
   const getRun = (threadId: ThreadId, runId: RunId) => actors.use(threadId, (actor) => actor.ask("GetRun", { runId }))
 
+  /** The run's start, as the thread's actor accepted it (after the checkpoint gate). */
+  const start = (input: StartInput) => actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input))
+
   /**
    * Starts a run and waits for its end, watching the thread's events from before the
    * start: a run seen from its RunStarted on is known whole from those events (its
@@ -30,14 +33,14 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
    * start arrives while it is awaited (in a cluster, the thread's runner answers before
    * its commit reaches this process).
    */
-  const startAndWait = (input: Parameters<OrchestratorShape["startRun"]>[0]) =>
+  const startAndWait = (input: StartInput) =>
     Effect.suspend(() => {
       const watch = RunWatch.make()
       return store.watching(
         input.threadId,
         watch.listener,
         Effect.gen(function* () {
-          const accepted = yield* actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input))
+          const accepted = yield* start(input)
           watch.begin(accepted.run.id)
           if (!watch.sawStart()) {
             if (!isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
@@ -55,23 +58,18 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
    * there, where the thread's commits are made (rather than following them from here).
    */
   const startAndAwaitThere = (input: StartInput) =>
-    Effect.flatMap(
-      actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input)),
-      (accepted) =>
-        isTerminalRunStatus(accepted.run.status)
-          ? getRun(input.threadId, accepted.run.id)
-          : actors.awaitRun(input.threadId, accepted.run.id)
+    Effect.flatMap(start(input), (accepted) =>
+      isTerminalRunStatus(accepted.run.status)
+        ? getRun(input.threadId, accepted.run.id)
+        : actors.awaitRun(input.threadId, accepted.run.id)
     )
 
-  const startOnce = (input: Parameters<OrchestratorShape["startRun"]>[0]) =>
+  const startOnce = (input: StartInput) =>
     input.wait
       ? actors.isHere(input.threadId)
         ? startAndWait(input)
         : startAndAwaitThere(input)
-      : Effect.flatMap(
-          actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input)),
-          (accepted) => getRun(input.threadId, accepted.run.id)
-        )
+      : Effect.flatMap(start(input), (accepted) => getRun(input.threadId, accepted.run.id))
 
   const interruptRun: OrchestratorShape["interruptRun"] = (input) =>
     Effect.gen(function* () {
