@@ -91,14 +91,19 @@ const askAfterGate = (ask: ThreadAsk, gate: CheckpointGate.CheckpointGate): Thre
     return attempt(2)
   }) as ThreadAsk
 
-/**
- * Make the actor for one thread, loading its state from storage.
- * `retain` keeps the actor from passivating while a run is in flight.
- */
+/** What a thread's actor is given by whoever keeps it. */
+export interface ThreadActorHost {
+  /** Keeps the actor from passivating while a run is in flight. */
+  readonly retain: Effect.Effect<void, never, Scope.Scope>
+  readonly spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
+  /** Runs once the actor has stopped for good: its keeper drops it. */
+  readonly onStopped: Effect.Effect<void>
+}
+
+/** Make the actor for one thread, loading its state from storage. */
 export const makeThreadActor = (
   threadId: ThreadId,
-  retain: Effect.Effect<void, never, Scope.Scope>,
-  spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
+  { onStopped, retain, spawn }: ThreadActorHost
 ): Effect.Effect<
   ThreadActor,
   SkeinError,
@@ -159,6 +164,7 @@ export const makeThreadActor = (
         }
       },
       stopped: () => new ActorStopped({ threadId }),
+      onStopped,
       failed: (tag, cause) => new ActorFailed({ threadId, command: tag, detail: describeCause(cause) })
     })
 

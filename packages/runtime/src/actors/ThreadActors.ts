@@ -4,7 +4,7 @@
  * thread that is not active activates it once). An actor is created on first use
  * from storage, kept while anyone (a caller, a run in flight) holds it, and
  * passivated after an idle period. An actor that stops for good (its restart after a
- * defect failed) is dropped, so the next use activates a fresh one from storage.
+ * defect failed) evicts itself, so the next use activates a fresh one from storage.
  * In a cluster, the service reaches the actors through the cluster, and each runner
  * keeps its own threads' actors in such a registry (cluster/ClusterThreads.ts).
  */
@@ -88,20 +88,13 @@ export const makeLocal = (
         },
         input
       )
-    /** Drops the thread's actor once it has stopped for good, so the next use starts again from storage. */
-    const dropWhenDone = (threadId: ThreadId, actor: ThreadActor) =>
-      Effect.zipRight(
-        actor.done,
-        Effect.suspend(() => (actors.peek(threadId) === actor ? actors.invalidate(threadId) : Effect.void))
+    // An actor that stops for good (its restart failed) evicts itself: the next use
+    // activates a fresh one from storage.
+    const activate = (threadId: ThreadId, evict: Effect.Effect<void>) =>
+      Effect.tap(
+        makeThreadActor(threadId, { retain: retain(threadId), spawn, onStopped: evict }),
+        () => Telemetry.countThreadAlive
       )
-    const activate = (threadId: ThreadId) =>
-      Effect.gen(function* () {
-        const actor = yield* makeThreadActor(threadId, retain(threadId), spawn)
-        yield* Telemetry.countThreadAlive
-        // In the layer's scope: the actor's own closes when it is dropped.
-        yield* Effect.forkIn(Effect.interruptible(dropWhenDone(threadId, actor)), scope)
-        return actor
-      })
     actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
     const awaitRun: ThreadActorsShape["awaitRun"] = (threadId, runId) =>
       Effect.suspend(() => {

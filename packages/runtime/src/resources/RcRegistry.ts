@@ -21,9 +21,10 @@ import { Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Scope } from "
 import { onClose } from "./OnClose.js"
 
 interface Entry<A, E> {
-  readonly value: Deferred.Deferred<A, E>
   /** The lookup's outcome once it has one (what `peek` reads without waiting). */
   exit: Exit.Exit<A, E> | undefined
+  /** What callers wait on until then, made by the first that must wait. */
+  waiting: Deferred.Deferred<A, E> | undefined
   readonly scope: Scope.CloseableScope
   holders: number
   /** When it was last let go (ms since epoch). */
@@ -50,7 +51,12 @@ export interface RcRegistry<K, A, E> {
 }
 
 export const make = <K, A, E, R>(options: {
-  readonly lookup: (key: K) => Effect.Effect<A, E, R | Scope.Scope>
+  /**
+   * Makes the value of `key` in its entry's scope. `evict` drops this entry (not a later
+   * one of the same key), for a value that learns it is no longer good: the next `get`
+   * makes a fresh one. Its scope closes once its holders let go.
+   */
+  readonly lookup: (key: K, evict: Effect.Effect<void>) => Effect.Effect<A, E, R | Scope.Scope>
   readonly idleTimeToLive: Duration.DurationInput
 }): Effect.Effect<RcRegistry<K, A, E>, never, Scope.Scope | R> =>
   Effect.gen(function* () {
@@ -152,10 +158,22 @@ export const make = <K, A, E, R>(options: {
         })
       })
 
+    /**
+     * Drops the entry if it is still in the map. Its scope closes in a fiber of the
+     * registry's, not the caller's: the value may evict itself from a fiber its scope's
+     * closing would interrupt and wait for.
+     */
+    const evict = (key: K, entry: Entry<A, E>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (entry.removed) return Effect.void
+        remove(key, entry)
+        return entry.holders > 0 ? Effect.void : Effect.asVoid(Effect.forkIn(closeEntry(entry), registryScope))
+      })
+
     const create = (key: K): Entry<A, E> => {
       const entry: Entry<A, E> = {
-        value: Deferred.unsafeMake<A, E>(FiberId.none),
         exit: undefined,
+        waiting: undefined,
         scope: Effect.runSync(Scope.make()),
         holders: 0,
         idleSince: 0,
@@ -182,14 +200,16 @@ export const make = <K, A, E, R>(options: {
         // In a fiber of its own, interruptible (closing the entry stops it), so that
         // what it forks does not inherit this region's uninterruptibility, whatever
         // the caller's.
-        return Effect.interruptible(options.lookup(key).pipe(Scope.extend(held.scope), Effect.provide(context))).pipe(
+        const lookup = options.lookup(key, evict(key, held))
+        return Effect.interruptible(lookup.pipe(Scope.extend(held.scope), Effect.provide(context))).pipe(
           // Also when interrupted (the entry closed while starting): nobody waits for ever.
           Effect.onExit((exit) => {
             // A failed lookup must not stay cached: the next get tries again.
             if (Exit.isFailure(exit)) remove(key, held)
             return Effect.sync(() => {
               held.exit = exit
-              Deferred.unsafeDone(held.value, exit)
+              if (held.waiting !== undefined) Deferred.unsafeDone(held.waiting, exit)
+              held.waiting = undefined
             })
           }),
           Effect.forkIn(held.scope),
@@ -199,7 +219,7 @@ export const make = <K, A, E, R>(options: {
 
     /** The entry's value: its lookup's outcome when it has one (no wait), else when it comes. */
     const valueOf = (entry: Entry<A, E>): Effect.Effect<A, E> =>
-      Effect.suspend(() => entry.exit ?? Deferred.await(entry.value))
+      Effect.suspend(() => entry.exit ?? Deferred.await((entry.waiting ??= Deferred.unsafeMake<A, E>(FiberId.none))))
 
     const get = (key: K): Effect.Effect<A, E, Scope.Scope> =>
       Effect.uninterruptibleMask((restore) =>

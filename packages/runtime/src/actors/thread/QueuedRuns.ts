@@ -170,6 +170,9 @@ const endUnstarted = (
     yield* ctx.cell.commit(events)
   })
 
+/** A start refused for a moment is tried again soon, then every two seconds. */
+const drainRetries = Schedule.exponential("20 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
+
 /**
  * Once the thread is idle with runs queued: a fiber of the actor's scope asks it to
  * start the next (retrying while the thread is busy for a moment), holding the actor
@@ -183,18 +186,17 @@ export const drainer = (
   scope: Scope.Scope
 ) => {
   let draining = false
-  const drain = Effect.scoped(Effect.zipRight(retain, askSettled("StartQueued", undefined))).pipe(
-    Effect.retry({
-      while: isPassing,
-      schedule: Schedule.exponential("20 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
-    }),
-    Effect.catchAllCause((cause) => Effect.logWarning(`thread ${ctx.threadId}: a queued run did not start`, cause)),
-    Effect.ensuring(Effect.sync(() => void (draining = false)))
-  )
+  // Made when a drain starts: most actors never have a queue.
+  const drain = () =>
+    Effect.scoped(Effect.zipRight(retain, askSettled("StartQueued", undefined))).pipe(
+      Effect.retry({ while: isPassing, schedule: drainRetries }),
+      Effect.catchAllCause((cause) => Effect.logWarning(`thread ${ctx.threadId}: a queued run did not start`, cause)),
+      Effect.ensuring(Effect.sync(() => void (draining = false)))
+    )
   /** Starts the drain if the thread is idle, something is queued, and none is under way. */
   return Effect.flatMap(Ref.get(ctx.current), (current) => {
     if (current !== null || draining || queue.held() || queue.next() === null) return Effect.void
     draining = true
-    return Effect.asVoid(Effect.forkIn(drain, scope))
+    return Effect.asVoid(Effect.forkIn(drain(), scope))
   })
 }
