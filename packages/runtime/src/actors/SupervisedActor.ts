@@ -1,10 +1,11 @@
 /**
- * A supervised actor over a typed protocol: a `Queue` of envelopes, each carrying its
+ * A supervised actor over a typed protocol: a queue of envelopes, each carrying its
  * caller's resumption (`Effect.async`) as its reply, served in arrival order by one
- * worker fiber that lives in the actor's scope. (A `Queue`, not a `Mailbox`: a `Mailbox`
- * wakes its taker through one more turn of the scheduler, and every command to a thread
- * pays it. A resumption, not a `Deferred`: making a `Deferred` costs some 12 µs on Node
- * 20, most of a command's round trip; docs/decisions/0008-actor-replies.md.) Messages are
+ * worker fiber at a time. The message that finds no worker starts one (in the actor's
+ * `FiberSet`, with the runtime the actor was made in); the worker ends when no message
+ * waits, so an idle actor holds no fiber (docs/decisions/0009-idle-actors.md). (A
+ * resumption, not a `Deferred`: making a `Deferred` costs some 12 µs on Node 20, most
+ * of a command's round trip; docs/decisions/0008-actor-replies.md.) Messages are
  * `@effect/rpc` definitions, so `ask(tag, payload)` is typed by the message: its
  * payload, its success, its error. Messages to one actor are
  * serialised (one handler at a time, in arrival order); different actors run in
@@ -24,7 +25,8 @@
  * interrupted while it waits leaves its message to be served; nobody hears the reply.
  */
 import type { Rpc } from "@effect/rpc"
-import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, FiberId, FiberSet, MutableQueue, Scope } from "effect"
+import type { Option } from "effect"
 import type { Tracer } from "effect"
 import * as Telemetry from "../resources/Telemetry.js"
 
@@ -79,60 +81,75 @@ export const make = <R extends Rpc.Any, E>(options: {
   readonly stopped: () => E
   /** The error a caller gets when its message's handler died. */
   readonly failed: (tag: R["_tag"], cause: Cause.Cause<unknown>) => E
-  /** Called once when the actor has stopped for good (its holder drops it). */
-  readonly onStopped?: () => void
+  /** Runs once when the actor has stopped for good (its holder drops it there). */
+  readonly onStopped?: Effect.Effect<void>
 }): Effect.Effect<SupervisedActor<R, E>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const scope = yield* Effect.scope
-    const mailbox = yield* Queue.unbounded<Envelope>()
-    const finished = yield* Deferred.make<void>()
+    const waiting = MutableQueue.unbounded<Envelope>()
+    /** False once the actor takes no more messages. */
+    let open = true
+    /** Whether a worker is serving (or about to): set by the message that starts it, cleared as it ends. */
+    let working = false
+    /** Holds the worker; closing the actor's scope interrupts it. */
+    const workers = yield* FiberSet.make<void>()
+    const startWorker = yield* FiberSet.runtime(workers)()
+    /** Whether the actor has stopped for good. */
+    let over = false
+    /** What `done` waits on, made when first awaited (most actors never are). */
+    let finished: Deferred.Deferred<void> | undefined
 
-    const finish = Effect.flatMap(Deferred.succeed(finished, undefined), (first) =>
-      first && options.onStopped !== undefined ? Effect.sync(options.onStopped) : Effect.void
-    )
+    const finish = Effect.suspend(() => {
+      if (over) return Effect.void
+      over = true
+      if (finished !== undefined) Deferred.unsafeDone(finished, Exit.void)
+      return options.onStopped ?? Effect.void
+    })
     /** No message is taken any more; those waiting hear that the actor stopped. */
-    const drain = Effect.flatMap(Queue.isShutdown(mailbox), (down) =>
-      down
-        ? Effect.void
-        : Effect.flatMap(Queue.takeAll(mailbox), (left) =>
-            // Taken and shut down in one step: no message comes in between and waits for ever.
-            Effect.zipRight(
-              Queue.shutdown(mailbox),
-              Effect.sync(() => {
-                for (const envelope of left) envelope.reply(Exit.fail(options.stopped()))
-              })
-            )
-          )
-    )
+    const drain = Effect.sync(() => {
+      if (!open) return
+      open = false
+      for (const envelope of MutableQueue.pollUpTo(waiting, Number.POSITIVE_INFINITY))
+        envelope.reply(Exit.fail(options.stopped()))
+    })
+
+    /** Queues the message, starting a worker if none is serving; false once the actor stopped. */
+    const post = (envelope: Envelope): boolean => {
+      if (!open) return false
+      MutableQueue.offer(waiting, envelope)
+      if (!working) {
+        working = true
+        // On a later turn of the scheduler, not on the poster's stack. (`work` is defined
+        // below; a message is posted only once the actor is made.)
+        startWorker(work, { immediate: false })
+      }
+      return true
+    }
 
     const ask = (<Tag extends R["_tag"]>(tag: Tag, payload: Rpc.Payload<Message<R, Tag>>) =>
       Effect.flatMap(Telemetry.spanToCarry, (span) =>
         Effect.async<unknown, unknown>((resume) => {
-          let waiting = true
+          let answered = false
           const reply = (exit: Exit.Exit<unknown, unknown>) => {
-            if (!waiting) return
-            waiting = false
+            if (answered) return
+            answered = true
             resume(exit)
           }
-          if (!mailbox.unsafeOffer({ tag, payload, reply, span })) reply(Exit.fail(options.stopped()))
+          if (!post({ tag, payload, reply, span })) reply(Exit.fail(options.stopped()))
           // A caller interrupted while it waits leaves its message to be served; nobody hears the reply.
           return Effect.sync(() => {
-            waiting = false
+            answered = true
           })
         })
       )) as Ask<R, E>
 
     const self: SupervisedActor<R, E> = {
       ask,
-      // A queue's size counts a waiting taker (the idle worker) as -1.
-      pending: Effect.sync(() =>
-        Math.max(
-          0,
-          Option.getOrElse(mailbox.unsafeSize(), () => 0)
-        )
-      ),
+      pending: Effect.sync(() => MutableQueue.length(waiting)),
       stop: Effect.suspend(() => stop),
-      done: Deferred.await(finished)
+      done: Effect.suspend(() =>
+        over ? Effect.void : Deferred.await((finished ??= Deferred.unsafeMake(FiberId.none)))
+      )
     }
     const behaviour = options.behaviour(self)
     const handlers = behaviour.handlers as unknown as Record<
@@ -176,22 +193,30 @@ export const make = <R extends Rpc.Any, E>(options: {
             Effect.logError(`${options.name}: a defect after a message`, cause)
           )
 
-    // Taking from the queue once it is shut down interrupts the worker: the actor stopped.
-    const worker: Effect.Effect<void> = Effect.gen(function* () {
-      while (true) {
-        const goOn = yield* serve(yield* Queue.take(mailbox))
-        yield* afterEach
-        if (!goOn) return
-      }
+    /** The next message, or undefined: the worker ends (in the same step, so that a message posted next starts another). */
+    const next = Effect.sync(() => {
+      const envelope = MutableQueue.poll(waiting, undefined)
+      if (envelope === undefined) working = false
+      return envelope
     })
-    const fiber = yield* Effect.forkIn(Effect.interruptible(worker), scope)
+    const work: Effect.Effect<void> = Effect.interruptible(
+      Effect.gen(function* () {
+        while (true) {
+          const envelope = yield* next
+          if (envelope === undefined) return
+          const goOn = yield* serve(envelope)
+          yield* afterEach
+          if (!goOn) return
+        }
+      })
+    )
 
     const stop: Effect.Effect<void> = Effect.gen(function* () {
       yield* drain
-      yield* Fiber.interrupt(fiber)
+      yield* FiberSet.clear(workers)
       yield* finish
     })
-    // Added after the worker's fork, so run before it: pending callers hear first.
+    // Added after the worker's set, so run before it: pending callers hear first.
     yield* Scope.addFinalizer(scope, stop)
     return self
   })

@@ -167,7 +167,7 @@ describe("SupervisedActor", () => {
           },
           restart: () => Effect.void
         }),
-        onStopped: () => void stoppedCalls++,
+        onStopped: Effect.sync(() => void stoppedCalls++),
         stopped: () => new Stopped(),
         failed: (tag) => new Failed({ tag, detail: "" })
       }).pipe(Scope.extend(scope))
@@ -199,7 +199,7 @@ describe("SupervisedActor", () => {
           },
           restart: () => Effect.fail("storage is gone")
         }),
-        onStopped: () => void stoppedCalls++,
+        onStopped: Effect.sync(() => void stoppedCalls++),
         stopped: () => new Stopped(),
         failed: (tag, cause) => new Failed({ tag, detail: String(Cause.squash(cause)) })
       })
