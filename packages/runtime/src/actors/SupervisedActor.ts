@@ -32,10 +32,14 @@ import * as Telemetry from "../resources/Telemetry.js"
 
 type Message<R extends Rpc.Any, Tag extends R["_tag"]> = Rpc.ExtractTag<R, Tag>
 
-/** One handler per message of the protocol, typed by it. */
-export type Handlers<R extends Rpc.Any> = {
+/**
+ * One handler per message of the protocol, typed by it, given the behaviour's context.
+ * Handlers that take their actor's state as `context` can be made once for all actors.
+ */
+export type Handlers<R extends Rpc.Any, C = void> = {
   readonly [Tag in R["_tag"]]: (
-    payload: Rpc.Payload<Message<R, Tag>>
+    payload: Rpc.Payload<Message<R, Tag>>,
+    context: C
   ) => Effect.Effect<Rpc.Success<Message<R, Tag>>, Rpc.Error<Message<R, Tag>>>
 }
 
@@ -56,8 +60,10 @@ export interface SupervisedActor<R extends Rpc.Any, E> {
 }
 
 /** What the actor does with its messages. */
-export interface Behaviour<R extends Rpc.Any> {
-  readonly handlers: Handlers<R>
+export interface Behaviour<R extends Rpc.Any, C = void> {
+  readonly handlers: Handlers<R, C>
+  /** What each handler is given with its message (this actor's state and services). */
+  readonly context?: C
   /** Runs after a defect, before the next message; failing stops the actor. */
   readonly restart: (tag: R["_tag"], cause: Cause.Cause<unknown>) => Effect.Effect<void, unknown>
   /** Runs after each message, whatever became of it, before the next is taken. */
@@ -73,11 +79,11 @@ interface Envelope {
   readonly span: Option.Option<Tracer.AnySpan> | undefined
 }
 
-export const make = <R extends Rpc.Any, E>(options: {
+export const make = <R extends Rpc.Any, E, C = void>(options: {
   /** For logs: which actor this is. */
   readonly name: string
   /** Made once, given the actor itself (whose `ask` its handlers may hand on). */
-  readonly behaviour: (self: SupervisedActor<R, E>) => Behaviour<R>
+  readonly behaviour: (self: SupervisedActor<R, E>) => Behaviour<R, C>
   readonly stopped: () => E
   /** The error a caller gets when its message's handler died. */
   readonly failed: (tag: R["_tag"], cause: Cause.Cause<unknown>) => E
@@ -154,8 +160,9 @@ export const make = <R extends Rpc.Any, E>(options: {
     const behaviour = options.behaviour(self)
     const handlers = behaviour.handlers as unknown as Record<
       string,
-      (payload: unknown) => Effect.Effect<unknown, unknown>
+      (payload: unknown, context: C) => Effect.Effect<unknown, unknown>
     >
+    const context = behaviour.context as C
 
     /** After a defect: the caller hears of it, and the actor restarts (true), or stops. */
     const supervise = (envelope: Envelope, cause: Cause.Cause<unknown>) =>
@@ -172,7 +179,7 @@ export const make = <R extends Rpc.Any, E>(options: {
 
     /** Handles one message and answers its caller; false when the actor must stop. */
     const serve = (envelope: Envelope): Effect.Effect<boolean> =>
-      Effect.suspend(() => handlers[envelope.tag]!(envelope.payload)).pipe(
+      Effect.suspend(() => handlers[envelope.tag]!(envelope.payload, context)).pipe(
         Telemetry.withCarriedSpan(`actor ${envelope.tag}`, envelope.span),
         Effect.exit,
         Effect.flatMap((exit) => {

@@ -30,11 +30,12 @@ import * as CheckpointGate from "./CheckpointGate.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import * as SupervisedActor from "./SupervisedActor.js"
 import type { RunAccepted, ThreadAsk, ThreadMessage } from "./ThreadProtocol.js"
-import type { RespondApprovalPayload } from "./thread/ApprovalHandlers.js"
+import type { ApprovalParts, RespondApprovalPayload } from "./thread/ApprovalHandlers.js"
 import { approvalHandlers, respondApproval } from "./thread/ApprovalHandlers.js"
 import { checkpointHandlers, settleAbandonedCheckpoints } from "./thread/CheckpointHandlers.js"
 import { lineageHandlers } from "./thread/LineageHandlers.js"
 import { drainer, queueMemory } from "./thread/QueuedRuns.js"
+import type { RunParts } from "./thread/RunHandlers.js"
 import { runHandlers } from "./thread/RunHandlers.js"
 import type { StartRunPayload } from "./thread/SteerHandlers.js"
 import { steerHandlers, steerRun } from "./thread/SteerHandlers.js"
@@ -91,6 +92,18 @@ const askAfterGate = (ask: ThreadAsk, gate: CheckpointGate.CheckpointGate): Thre
     return attempt(2)
   }) as ThreadAsk
 
+/** What every handler of a thread's actor may be given with its message. */
+type HandlerParts = RunParts & ApprovalParts
+
+/** The handler groups, one table for every thread's actor. */
+const handlers: SupervisedActor.Handlers<ThreadMessage, HandlerParts> = {
+  ...runHandlers,
+  ...approvalHandlers,
+  ...checkpointHandlers,
+  ...lineageHandlers,
+  ...steerHandlers
+}
+
 /** What a thread's actor is given by whoever keeps it. */
 export interface ThreadActorHost {
   /** Keeps the actor from passivating while a run is in flight. */
@@ -128,18 +141,17 @@ export const makeThreadActor = (
     const children = childrenHint()
     const queue = queueMemory(yield* store.queue.ids(threadId))
 
-    const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError>({
+    const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError, HandlerParts>({
       name: `thread ${threadId}`,
       behaviour: (self) => {
         // Once the thread is idle with runs queued, the next one starts (thread/QueuedRuns.ts).
         const drain = drainer(ctx, queue, askAfterGate(self.ask, ctx.gate), retain, scope)
         return {
-          handlers: {
-            ...runHandlers(ctx, { ask: self.ask, retain, spawn, scope, children, queue, inheritedCache: new Map() }),
-            ...approvalHandlers(ctx, answering),
-            ...checkpointHandlers(ctx),
-            ...lineageHandlers(ctx),
-            ...steerHandlers(ctx)
+          handlers,
+          context: {
+            ctx,
+            runs: { ask: self.ask, retain, spawn, scope, children, queue, inheritedCache: new Map() },
+            answering
           },
           // A defect may have left memory ahead of storage: start again from what is
           // persisted, and end a run that lost its driver on the way.

@@ -77,13 +77,17 @@ const respond =
       return { _tag: "Deliver" as const, runId: run.id, provider: run.provider, nativeRef: pt?.nativeRef ?? null }
     })
 
-export const approvalHandlers = (
-  ctx: ThreadContext,
-  answering: Answering
-): Pick<Handlers<ThreadMessage>, ApprovalMessages> => ({
-  RespondApproval: respond(ctx, answering),
+/** What each approval handler is given with its message. */
+export interface ApprovalParts {
+  readonly ctx: ThreadContext
+  readonly answering: Answering
+}
 
-  RecordApproval: ({ approvalId, commandId, decision }) =>
+/** The approval handlers, one set for every thread's actor. */
+export const approvalHandlers: Pick<Handlers<ThreadMessage, ApprovalParts>, ApprovalMessages> = {
+  RespondApproval: (command, { answering, ctx }) => respond(ctx, answering)(command),
+
+  RecordApproval: ({ approvalId, commandId, decision }, { answering, ctx }) =>
     Effect.gen(function* () {
       yield* Ref.update(answering, (set) => without(set, approvalId))
       const requests = yield* ctx.store.lookup.approvalRequests(ctx.threadId, approvalId)
@@ -97,7 +101,7 @@ export const approvalHandlers = (
       return updated
     }),
 
-  ReleaseApproval: ({ approvalId, failure }) =>
+  ReleaseApproval: ({ approvalId, failure }, { answering, ctx }) =>
     Effect.gen(function* () {
       yield* Ref.update(answering, (set) => without(set, approvalId))
       const requests = yield* ctx.store.lookup.approvalRequests(ctx.threadId, approvalId)
@@ -107,7 +111,7 @@ export const approvalHandlers = (
       if (failure === null || current === null || open === undefined || open.runId !== current.runId) return
       yield* Deferred.succeed(current.stop, failure)
     })
-})
+}
 
 /**
  * approval.respond: the provider hears the decision first; it is recorded only if it

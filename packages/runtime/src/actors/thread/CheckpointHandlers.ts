@@ -8,12 +8,13 @@ import { Effect } from "effect"
 import type { Handlers } from "../SupervisedActor.js"
 import type { ThreadMessage } from "../ThreadProtocol.js"
 import { planCheckpointTaken } from "../ThreadPlanner.js"
-import type { ThreadContext } from "./ThreadContext.js"
+import type { ThreadContext, ThreadParts } from "./ThreadContext.js"
 
 export type CheckpointMessages = "RecordCheckpoint"
 
-export const checkpointHandlers = (ctx: ThreadContext): Pick<Handlers<ThreadMessage>, CheckpointMessages> => ({
-  RecordCheckpoint: ({ runId, taken }) =>
+/** The checkpoint handlers, one set for every thread's actor. */
+export const checkpointHandlers: Pick<Handlers<ThreadMessage, ThreadParts>, CheckpointMessages> = {
+  RecordCheckpoint: ({ runId, taken }, { ctx }) =>
     Effect.gen(function* () {
       const pending = yield* ctx.store.pendingCheckpoints(ctx.threadId)
       const checkpoint = pending.find((c) => c.runId === runId)
@@ -21,7 +22,7 @@ export const checkpointHandlers = (ctx: ThreadContext): Pick<Handlers<ThreadMess
       const at = ctx.cell.now()
       yield* ctx.cell.commit(yield* ctx.cell.demand((s) => planCheckpointTaken(s, checkpoint, taken, at)))
     })
-})
+}
 
 /**
  * Git checkpoints left pending with nobody taking them (Skein or this actor stopped

@@ -23,7 +23,7 @@ import { activeRun, openTransfers, runById, transferById } from "../../store/Thr
 import type { Handlers } from "../SupervisedActor.js"
 import type { ThreadMessage } from "../ThreadProtocol.js"
 import { planObservedChild } from "../ThreadPlanner.js"
-import type { ThreadContext } from "./ThreadContext.js"
+import type { ThreadContext, ThreadParts } from "./ThreadContext.js"
 import { capabilitiesOf } from "./ThreadContext.js"
 
 export type LineageMessages =
@@ -205,11 +205,12 @@ const recordTransfer =
       return transfer
     })
 
-export const lineageHandlers = (ctx: ThreadContext): Pick<Handlers<ThreadMessage>, LineageMessages> => ({
-  RecordTransfer: recordTransfer(ctx),
-  Rollback: rollback(ctx),
+/** The lineage handlers, one set for every thread's actor. */
+export const lineageHandlers: Pick<Handlers<ThreadMessage, ThreadParts>, LineageMessages> = {
+  RecordTransfer: (command, { ctx }) => recordTransfer(ctx)(command),
+  Rollback: (command, { ctx }) => rollback(ctx)(command),
 
-  RestoreFinished: ({ detail, outcome, restoreId }) =>
+  RestoreFinished: ({ detail, outcome, restoreId }, { ctx }) =>
     Effect.gen(function* () {
       const thread = ctx.cell.state().thread
       const owed = thread.restore
@@ -227,7 +228,7 @@ export const lineageHandlers = (ctx: ThreadContext): Pick<Handlers<ThreadMessage
       return finished
     }),
 
-  RollbackSettled: ({ results, toRunOrdinal }) => {
+  RollbackSettled: ({ results, toRunOrdinal }, { ctx }) => {
     const at = ctx.cell.now()
     return Effect.flatMap(
       ctx.cell.demand((s) => planRollbackSettled(s, { toRunOrdinal, results, now: at })),
@@ -235,6 +236,6 @@ export const lineageHandlers = (ctx: ThreadContext): Pick<Handlers<ThreadMessage
     )
   },
 
-  RevalidateIncoming: () =>
+  RevalidateIncoming: (_, { ctx }) =>
     Effect.flatMap(loadIncoming(ctx.store, ctx.cell.state()), ({ stale }) => ctx.cell.commit(supersede(stale)))
-})
+}

@@ -307,14 +307,22 @@ const inFlight = (ctx: ThreadContext) =>
     current === null ? Effect.fail(new NoActiveRun({ threadId: ctx.threadId })) : Effect.succeed(current)
   )
 
-export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handlers<ThreadMessage>, RunMessages> => ({
-  StartRun: startRun(ctx, runs),
-  StartQueued: () => startQueued(ctx, runs.queue, (request, origin) => begin(ctx, runs, request, origin)),
-  ResumeFailed: resumeFailed(ctx, runs),
-  FinishRun: finishRun(ctx),
-  RecordSummary: recordSummary(ctx),
+/** What each run handler is given with its message. */
+export interface RunParts {
+  readonly ctx: ThreadContext
+  readonly runs: RunsContext
+}
 
-  InterruptRun: (command) =>
+/** The run handlers, one set for every thread's actor. */
+export const runHandlers: Pick<Handlers<ThreadMessage, RunParts>, RunMessages> = {
+  StartRun: (command, { ctx, runs }) => startRun(ctx, runs)(command),
+  StartQueued: (_, { ctx, runs }) =>
+    startQueued(ctx, runs.queue, (request, origin) => begin(ctx, runs, request, origin)),
+  ResumeFailed: (failed, { ctx, runs }) => resumeFailed(ctx, runs)(failed),
+  FinishRun: (message, { ctx }) => finishRun(ctx)(message),
+  RecordSummary: (summary, { ctx }) => recordSummary(ctx)(summary),
+
+  InterruptRun: (command, { ctx, runs }) =>
     Effect.gen(function* () {
       // The run's end writes the receipt with this hash (FinishRun), whichever run was named.
       const hash = payloadHash({ threadId: ctx.threadId })
@@ -335,7 +343,7 @@ export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handler
       return yield* accepted(ctx, current.runId)
     }),
 
-  StopRun: ({ failure }) =>
+  StopRun: ({ failure }, { ctx, runs }) =>
     Effect.gen(function* () {
       // Stopped from outside (shutdown): what is queued waits for the next start-up.
       runs.queue.hold()
@@ -344,7 +352,7 @@ export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handler
       return yield* accepted(ctx, current.runId)
     }),
 
-  GetRun: ({ runId }) =>
+  GetRun: ({ runId }, { ctx }) =>
     Effect.flatMap(
       ctx.cell.demand((s) => {
         const run = runById(s, runId)
@@ -358,13 +366,13 @@ export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handler
             )
     ),
 
-  Status: () =>
+  Status: (_, { ctx }) =>
     Effect.map(Ref.get(ctx.current), (current) => {
       const state = ctx.cell.state()
       return { lastSequence: state.lastThreadSequence, activeRunId: current?.runId ?? activeRun(state)?.id ?? null }
     }),
 
-  RecordItems: ({ items, runId }) =>
+  RecordItems: ({ items, runId }, { ctx }) =>
     Effect.flatMap(Ref.get(ctx.current), (current) =>
       currentIs(current, runId) === null
         ? Effect.void
@@ -374,7 +382,7 @@ export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handler
           )
     ),
 
-  BindNativeThread: ({ forked, nativeRef, providerThreadId, runId, strength }) =>
+  BindNativeThread: ({ forked, nativeRef, providerThreadId, runId, strength }, { ctx }) =>
     Effect.flatMap(Ref.get(ctx.current), (current) => {
       if (currentIs(current, runId) === null) return Effect.void
       const at = ctx.cell.now()
@@ -386,7 +394,7 @@ export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handler
       )
     }),
 
-  DriverExited: ({ detail, runId }) =>
+  DriverExited: ({ detail, runId }, { ctx }) =>
     Effect.flatMap(Ref.get(ctx.current), (current) => {
       const control = currentIs(current, runId)
       if (control === null) return Effect.void
@@ -395,4 +403,4 @@ export const runHandlers = (ctx: ThreadContext, runs: RunsContext): Pick<Handler
         endOrphan(ctx, `the run's driver stopped without recording the end of the run: ${detail}`)
       )
     })
-})
+}

@@ -15,7 +15,7 @@ import type { Handlers } from "../SupervisedActor.js"
 import type { RunAccepted, ThreadAsk, ThreadMessage } from "../ThreadProtocol.js"
 import { planItems } from "../ThreadPlanner.js"
 import { accepted, RunReceipt, startRunHash } from "./RunHandlers.js"
-import type { ThreadContext } from "./ThreadContext.js"
+import type { ThreadContext, ThreadParts } from "./ThreadContext.js"
 import { capabilitiesOf } from "./ThreadContext.js"
 
 export type SteerMessages = "SteerTarget" | "RecordSteer"
@@ -34,8 +34,9 @@ const cannot = (
   return null
 }
 
-export const steerHandlers = (ctx: ThreadContext): Pick<Handlers<ThreadMessage>, SteerMessages> => ({
-  SteerTarget: (command) =>
+/** The steering handlers, one set for every thread's actor. */
+export const steerHandlers: Pick<Handlers<ThreadMessage, ThreadParts>, SteerMessages> = {
+  SteerTarget: (command, { ctx }) =>
     Effect.gen(function* () {
       const hash = command.commandId === undefined ? "" : startRunHash(command)
       const replayed = yield* ctx.cell.replay(command.commandId, "run.start", hash, RunReceipt)
@@ -54,7 +55,7 @@ export const steerHandlers = (ctx: ThreadContext): Pick<Handlers<ThreadMessage>,
       return { _tag: "Steer" as const, runId: current.runId, provider: target.provider, nativeRef: target.nativeRef! }
     }),
 
-  RecordSteer: ({ commandId, hash, message, runId }) =>
+  RecordSteer: ({ commandId, hash, message, runId }, { ctx }) =>
     Effect.gen(function* () {
       const at = ctx.cell.now()
       const events = yield* ctx.cell.demand((s) =>
@@ -67,7 +68,7 @@ export const steerHandlers = (ctx: ThreadContext): Pick<Handlers<ThreadMessage>,
       )
       return yield* accepted(ctx, runId)
     })
-})
+}
 
 /**
  * `run.start` with `whenBusy: steer` on a busy thread: the provider takes the message

@@ -1,7 +1,8 @@
 /**
  * What a thread actor's handler groups share: the state cell, the services, the
  * checkpoint gate and the run in flight. Each group (runs, approvals, checkpoints,
- * lineage) is a function of this context returning its handlers; the actor wires them.
+ * lineage) is a table of handlers made once, each given this context (with what else
+ * its group needs) beside its message; the actor wires them.
  * Everything here is written only by the actor's handlers, on its one worker, except
  * `childrenMayReturn.mark`, a hint anyone may raise (see `ChildrenHint`).
  */
@@ -60,6 +61,11 @@ export interface ThreadContext {
   readonly gate: CheckpointGate
   /** The run in flight, or null. */
   readonly current: Ref.Ref<ActiveRun | null>
+}
+
+/** What a handler that needs only the shared context is given with its message. */
+export interface ThreadParts {
+  readonly ctx: ThreadContext
 }
 
 /** The run in flight if it is `runId`, else null. */
