@@ -11,7 +11,7 @@
  */
 import type { RunId, ThreadId } from "@skein/domain"
 import { RunAlreadyActive } from "@skein/domain"
-import { Deferred, Effect, Ref } from "effect"
+import { Deferred, Effect } from "effect"
 
 interface Capture {
   readonly runId: RunId
@@ -34,28 +34,45 @@ export interface CheckpointGate {
   readonly worthRetrying: (runId: string) => Effect.Effect<boolean>
 }
 
-export const make = (threadId: ThreadId): Effect.Effect<CheckpointGate> =>
-  Effect.gen(function* () {
-    const open = yield* Ref.make<Capture | undefined>(undefined)
-    const last = yield* Ref.make<RunId | undefined>(undefined)
-    return {
-      settled: Effect.flatMap(Ref.get(open), (capture) =>
-        capture === undefined ? Effect.void : Deferred.await(capture.done)
-      ),
-      begin: (runId) =>
-        Effect.gen(function* () {
-          const capture: Capture = { runId, done: yield* Deferred.make<void>() }
-          yield* Ref.set(open, capture)
-          yield* Ref.set(last, runId)
-          return Ref.update(open, (now) => (now === capture ? undefined : now)).pipe(
-            Effect.zipRight(Deferred.succeed(capture.done, undefined)),
-            Effect.asVoid
-          )
-        }),
-      capturing: Effect.map(Ref.get(open), (capture) => capture !== undefined),
-      refuse: Effect.flatMap(Ref.get(open), (capture) =>
-        capture === undefined ? Effect.void : Effect.fail(new RunAlreadyActive({ threadId, runId: capture.runId }))
-      ),
-      worthRetrying: (runId) => Effect.map(Ref.get(last), (lastRun) => lastRun === runId)
-    }
-  })
+/** Plain fields, not `Ref`s: read and written only in synchronous steps, and an idle actor keeps it small. */
+class Gate implements CheckpointGate {
+  /** The capture being taken, if any. */
+  private open: Capture | undefined = undefined
+  /** The run whose capture began last. */
+  private last: RunId | undefined = undefined
+  constructor(private readonly threadId: ThreadId) {}
+
+  get settled(): Effect.Effect<void> {
+    return Effect.suspend(() => (this.open === undefined ? Effect.void : Deferred.await(this.open.done)))
+  }
+
+  begin(runId: RunId): Effect.Effect<Effect.Effect<void>> {
+    return Effect.map(Deferred.make<void>(), (done) => {
+      const capture: Capture = { runId, done }
+      this.open = capture
+      this.last = runId
+      return Effect.suspend(() => {
+        if (this.open === capture) this.open = undefined
+        return Effect.asVoid(Deferred.succeed(done, undefined))
+      })
+    })
+  }
+
+  get capturing(): Effect.Effect<boolean> {
+    return Effect.sync(() => this.open !== undefined)
+  }
+
+  get refuse(): Effect.Effect<void, RunAlreadyActive> {
+    return Effect.suspend(() =>
+      this.open === undefined
+        ? Effect.void
+        : Effect.fail(new RunAlreadyActive({ threadId: this.threadId, runId: this.open.runId }))
+    )
+  }
+
+  worthRetrying(runId: string): Effect.Effect<boolean> {
+    return Effect.sync(() => this.last === runId)
+  }
+}
+
+export const make = (threadId: ThreadId): Effect.Effect<CheckpointGate> => Effect.sync(() => new Gate(threadId))

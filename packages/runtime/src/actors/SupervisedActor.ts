@@ -1,9 +1,9 @@
 /**
  * A supervised actor over a typed protocol: a queue of envelopes, each carrying its
  * caller's resumption (`Effect.async`) as its reply, served in arrival order by one
- * worker fiber at a time. The message that finds no worker starts one (in the actor's
- * `FiberSet`, with the runtime the actor was made in); the worker ends when no message
- * waits, so an idle actor holds no fiber (docs/decisions/0009-idle-actors.md). (A
+ * worker fiber at a time. The message that finds no worker starts one (with the runtime
+ * the actor was made in); the worker ends when no message waits, so an idle actor holds
+ * no fiber, and little else (docs/decisions/0009-idle-actors.md). (A
  * resumption, not a `Deferred`: making a `Deferred` costs some 12 µs on Node 20, most
  * of a command's round trip; docs/decisions/0008-actor-replies.md.) Messages are
  * `@effect/rpc` definitions, so `ask(tag, payload)` is typed by the message: its
@@ -25,9 +25,8 @@
  * interrupted while it waits leaves its message to be served; nobody hears the reply.
  */
 import type { Rpc } from "@effect/rpc"
-import { Cause, Deferred, Effect, Exit, FiberId, FiberSet, MutableQueue, Scope } from "effect"
-import type { Option } from "effect"
-import type { Tracer } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, FiberId, MutableQueue, Runtime, Scope } from "effect"
+import type { Option, Tracer } from "effect"
 import * as Telemetry from "../resources/Telemetry.js"
 
 type Message<R extends Rpc.Any, Tag extends R["_tag"]> = Rpc.ExtractTag<R, Tag>
@@ -65,7 +64,7 @@ export interface Behaviour<R extends Rpc.Any, C = void> {
   /** What each handler is given with its message (this actor's state and services). */
   readonly context?: C
   /** Runs after a defect, before the next message; failing stops the actor. */
-  readonly restart: (tag: R["_tag"], cause: Cause.Cause<unknown>) => Effect.Effect<void, unknown>
+  readonly restart: (tag: R["_tag"], cause: Cause.Cause<unknown>, context: C) => Effect.Effect<void, unknown>
   /** Runs after each message, whatever became of it, before the next is taken. */
   readonly afterEach?: Effect.Effect<void>
 }
@@ -79,7 +78,8 @@ interface Envelope {
   readonly span: Option.Option<Tracer.AnySpan> | undefined
 }
 
-export const make = <R extends Rpc.Any, E, C = void>(options: {
+/** What `make` is told. */
+export interface Options<R extends Rpc.Any, E, C> {
   /** For logs: which actor this is. */
   readonly name: string
   /** Made once, given the actor itself (whose `ask` its handlers may hand on). */
@@ -89,141 +89,174 @@ export const make = <R extends Rpc.Any, E, C = void>(options: {
   readonly failed: (tag: R["_tag"], cause: Cause.Cause<unknown>) => E
   /** Runs once when the actor has stopped for good (its holder drops it there). */
   readonly onStopped?: Effect.Effect<void>
-}): Effect.Effect<SupervisedActor<R, E>, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    const scope = yield* Effect.scope
-    const waiting = MutableQueue.unbounded<Envelope>()
-    /** False once the actor takes no more messages. */
-    let open = true
-    /** Whether a worker is serving (or about to): set by the message that starts it, cleared as it ends. */
-    let working = false
-    /** Holds the worker; closing the actor's scope interrupts it. */
-    const workers = yield* FiberSet.make<void>()
-    const startWorker = yield* FiberSet.runtime(workers)()
-    /** Whether the actor has stopped for good. */
-    let over = false
-    /** What `done` waits on, made when first awaited (most actors never are). */
-    let finished: Deferred.Deferred<void> | undefined
+}
 
-    const finish = Effect.suspend(() => {
-      if (over) return Effect.void
-      over = true
-      if (finished !== undefined) Deferred.unsafeDone(finished, Exit.void)
-      return options.onStopped ?? Effect.void
-    })
-    /** No message is taken any more; those waiting hear that the actor stopped. */
-    const drain = Effect.sync(() => {
-      if (!open) return
-      open = false
-      for (const envelope of MutableQueue.pollUpTo(waiting, Number.POSITIVE_INFINITY))
-        envelope.reply(Exit.fail(options.stopped()))
-    })
+type AnyHandler<C> = (payload: unknown, context: C) => Effect.Effect<unknown, unknown>
 
-    /** Queues the message, starting a worker if none is serving; false once the actor stopped. */
-    const post = (envelope: Envelope): boolean => {
-      if (!open) return false
-      MutableQueue.offer(waiting, envelope)
-      if (!working) {
-        working = true
-        // On a later turn of the scheduler, not on the poster's stack. (`work` is defined
-        // below; a message is posted only once the actor is made.)
-        startWorker(work, { immediate: false })
-      }
-      return true
-    }
+/**
+ * The actor's state, with its steps as methods on the prototype: thousands of idle
+ * actors each keep a few fields, not a set of closures.
+ */
+class Actor<R extends Rpc.Any, E, C> implements SupervisedActor<R, E> {
+  private readonly waiting = MutableQueue.unbounded<Envelope>()
+  /** False once the actor takes no more messages. */
+  private open = true
+  /** The fiber serving messages, set by the message that starts it, cleared as it ends. */
+  private worker: Fiber.RuntimeFiber<void> | undefined = undefined
+  /** Whether the actor has stopped for good. */
+  private over = false
+  /** What `done` waits on, made when first awaited (most actors never are). */
+  private finished: Deferred.Deferred<void> | undefined = undefined
+  private handlers!: Record<string, AnyHandler<C>>
+  private context!: C
+  private restart!: Behaviour<R, C>["restart"]
+  private afterEach: Effect.Effect<void> | undefined = undefined
 
-    const ask = (<Tag extends R["_tag"]>(tag: Tag, payload: Rpc.Payload<Message<R, Tag>>) =>
-      Effect.flatMap(Telemetry.spanToCarry, (span) =>
-        Effect.async<unknown, unknown>((resume) => {
-          let answered = false
-          const reply = (exit: Exit.Exit<unknown, unknown>) => {
-            if (answered) return
-            answered = true
-            resume(exit)
-          }
-          if (!post({ tag, payload, reply, span })) reply(Exit.fail(options.stopped()))
-          // A caller interrupted while it waits leaves its message to be served; nobody hears the reply.
-          return Effect.sync(() => {
-            answered = true
-          })
+  constructor(
+    private readonly options: Options<R, E, C>,
+    private readonly fork: (effect: Effect.Effect<void>) => Fiber.RuntimeFiber<void>
+  ) {}
+
+  /** Made once the actor exists: its behaviour is given the actor. */
+  behave(behaviour: Behaviour<R, C>): void {
+    this.handlers = behaviour.handlers as unknown as Record<string, AnyHandler<C>>
+    this.context = behaviour.context as C
+    this.restart = behaviour.restart
+    const after = behaviour.afterEach
+    this.afterEach =
+      after === undefined
+        ? undefined
+        : Effect.catchAllCause(after, (cause) =>
+            Effect.logError(`${this.options.name}: a defect after a message`, cause)
+          )
+  }
+
+  readonly ask = (<Tag extends R["_tag"]>(tag: Tag, payload: Rpc.Payload<Message<R, Tag>>) =>
+    Effect.flatMap(Telemetry.spanToCarry, (span) =>
+      Effect.async<unknown, unknown>((resume) => {
+        let answered = false
+        const reply = (exit: Exit.Exit<unknown, unknown>) => {
+          if (answered) return
+          answered = true
+          resume(exit)
+        }
+        if (!this.post({ tag, payload, reply, span })) reply(Exit.fail(this.options.stopped()))
+        // A caller interrupted while it waits leaves its message to be served; nobody hears the reply.
+        return Effect.sync(() => {
+          answered = true
         })
-      )) as Ask<R, E>
-
-    const self: SupervisedActor<R, E> = {
-      ask,
-      pending: Effect.sync(() => MutableQueue.length(waiting)),
-      stop: Effect.suspend(() => stop),
-      done: Effect.suspend(() =>
-        over ? Effect.void : Deferred.await((finished ??= Deferred.unsafeMake(FiberId.none)))
-      )
-    }
-    const behaviour = options.behaviour(self)
-    const handlers = behaviour.handlers as unknown as Record<
-      string,
-      (payload: unknown, context: C) => Effect.Effect<unknown, unknown>
-    >
-    const context = behaviour.context as C
-
-    /** After a defect: the caller hears of it, and the actor restarts (true), or stops. */
-    const supervise = (envelope: Envelope, cause: Cause.Cause<unknown>) =>
-      Effect.gen(function* () {
-        envelope.reply(Exit.fail(options.failed(envelope.tag, cause)))
-        yield* Effect.logError(`${options.name}: ${envelope.tag} died; restarting from storage`, cause)
-        const restarted = yield* Effect.exit(behaviour.restart(envelope.tag, cause))
-        if (Exit.isSuccess(restarted)) return true
-        yield* Effect.logError(`${options.name}: restart failed; the actor stops`, restarted.cause)
-        yield* drain
-        yield* finish
-        return false
       })
+    )) as Ask<R, E>
 
-    /** Handles one message and answers its caller; false when the actor must stop. */
-    const serve = (envelope: Envelope): Effect.Effect<boolean> =>
-      Effect.suspend(() => handlers[envelope.tag]!(envelope.payload, context)).pipe(
-        Telemetry.withCarriedSpan(`actor ${envelope.tag}`, envelope.span),
-        Effect.exit,
-        Effect.flatMap((exit) => {
-          if (Exit.isFailure(exit) && Cause.isDie(exit.cause)) return supervise(envelope, exit.cause)
-          envelope.reply(
-            Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? Exit.fail(options.stopped()) : exit
-          )
-          return Effect.succeed(true)
-        }),
-        // The worker itself interrupted mid-message (the actor stops): its caller still hears back.
-        Effect.onInterrupt(() => Effect.sync(() => envelope.reply(Exit.fail(options.stopped()))))
-      )
+  get pending(): Effect.Effect<number> {
+    return Effect.sync(() => MutableQueue.length(this.waiting))
+  }
 
-    const afterEach =
-      behaviour.afterEach === undefined
-        ? Effect.void
-        : Effect.catchAllCause(behaviour.afterEach, (cause) =>
-            Effect.logError(`${options.name}: a defect after a message`, cause)
-          )
+  get done(): Effect.Effect<void> {
+    return Effect.suspend(() =>
+      this.over ? Effect.void : Deferred.await((this.finished ??= Deferred.unsafeMake(FiberId.none)))
+    )
+  }
 
-    /** The next message, or undefined: the worker ends (in the same step, so that a message posted next starts another). */
-    const next = Effect.sync(() => {
-      const envelope = MutableQueue.poll(waiting, undefined)
-      if (envelope === undefined) working = false
-      return envelope
+  get stop(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      this.drain()
+      const worker = this.worker
+      return Effect.zipRight(worker === undefined ? Effect.void : Fiber.interrupt(worker), this.finish())
     })
-    const work: Effect.Effect<void> = Effect.interruptible(
+  }
+
+  /** Queues the message, starting a worker if none is serving; false once the actor stopped. */
+  private post(envelope: Envelope): boolean {
+    if (!this.open) return false
+    MutableQueue.offer(this.waiting, envelope)
+    if (this.worker === undefined) this.worker = this.fork(this.work())
+    return true
+  }
+
+  /** No message is taken any more; those waiting hear that the actor stopped. */
+  private drain(): void {
+    if (!this.open) return
+    this.open = false
+    for (const envelope of MutableQueue.pollUpTo(this.waiting, Number.POSITIVE_INFINITY)) {
+      envelope.reply(Exit.fail(this.options.stopped()))
+    }
+  }
+
+  private finish(): Effect.Effect<void> {
+    if (this.over) return Effect.void
+    this.over = true
+    if (this.finished !== undefined) Deferred.unsafeDone(this.finished, Exit.void)
+    return this.options.onStopped ?? Effect.void
+  }
+
+  /** The next message, or undefined: the worker ends (in the same step, so that a message posted next starts another). */
+  private next(): Envelope | undefined {
+    const envelope = MutableQueue.poll(this.waiting, undefined)
+    if (envelope === undefined) this.worker = undefined
+    return envelope
+  }
+
+  /** Serves messages while any waits. */
+  private work(): Effect.Effect<void> {
+    const self = this
+    return Effect.interruptible(
       Effect.gen(function* () {
         while (true) {
-          const envelope = yield* next
+          const envelope = self.next()
           if (envelope === undefined) return
-          const goOn = yield* serve(envelope)
-          yield* afterEach
+          const goOn = yield* self.serve(envelope)
+          if (self.afterEach !== undefined) yield* self.afterEach
           if (!goOn) return
         }
       })
     )
+  }
 
-    const stop: Effect.Effect<void> = Effect.gen(function* () {
-      yield* drain
-      yield* FiberSet.clear(workers)
-      yield* finish
+  /** Handles one message and answers its caller; false when the actor must stop. */
+  private serve(envelope: Envelope): Effect.Effect<boolean> {
+    return Effect.suspend(() => this.handlers[envelope.tag]!(envelope.payload, this.context)).pipe(
+      Telemetry.withCarriedSpan(`actor ${envelope.tag}`, envelope.span),
+      Effect.exit,
+      Effect.flatMap((exit) => {
+        if (Exit.isFailure(exit) && Cause.isDie(exit.cause)) return this.supervise(envelope, exit.cause)
+        envelope.reply(
+          Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? Exit.fail(this.options.stopped()) : exit
+        )
+        return Effect.succeed(true)
+      }),
+      // The worker itself interrupted mid-message (the actor stops): its caller still hears back.
+      Effect.onInterrupt(() => Effect.sync(() => envelope.reply(Exit.fail(this.options.stopped()))))
+    )
+  }
+
+  /** After a defect: the caller hears of it, and the actor restarts (true), or stops. */
+  private supervise(envelope: Envelope, cause: Cause.Cause<unknown>): Effect.Effect<boolean> {
+    const self = this
+    const { failed, name } = this.options
+    return Effect.gen(function* () {
+      envelope.reply(Exit.fail(failed(envelope.tag, cause)))
+      yield* Effect.logError(`${name}: ${envelope.tag} died; restarting from storage`, cause)
+      const restarted = yield* Effect.exit(self.restart(envelope.tag, cause, self.context))
+      if (Exit.isSuccess(restarted)) return true
+      yield* Effect.logError(`${name}: restart failed; the actor stops`, restarted.cause)
+      self.drain()
+      yield* self.finish()
+      return false
     })
-    // Added after the worker's set, so run before it: pending callers hear first.
-    yield* Scope.addFinalizer(scope, stop)
-    return self
+  }
+}
+
+export const make = <R extends Rpc.Any, E, C = void>(
+  options: Options<R, E, C>
+): Effect.Effect<SupervisedActor<R, E>, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const scope = yield* Effect.scope
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    // On a later turn of the scheduler, never on the poster's stack.
+    const actor = new Actor<R, E, C>(options, (work) => runFork(work, { immediate: false }))
+    actor.behave(options.behaviour(actor))
+    // Closing the actor's scope stops it: pending callers hear, then the worker is interrupted.
+    yield* Scope.addFinalizer(scope, actor.stop)
+    return actor
   })

@@ -34,14 +34,15 @@ import type { ApprovalParts, RespondApprovalPayload } from "./thread/ApprovalHan
 import { approvalHandlers, respondApproval } from "./thread/ApprovalHandlers.js"
 import { checkpointHandlers, settleAbandonedCheckpoints } from "./thread/CheckpointHandlers.js"
 import { lineageHandlers } from "./thread/LineageHandlers.js"
-import { drainer, queueMemory } from "./thread/QueuedRuns.js"
+import { drain, queueMemory } from "./thread/QueuedRuns.js"
 import type { RunParts } from "./thread/RunHandlers.js"
+import type { InheritedCache } from "./thread/RunStart.js"
 import { runHandlers } from "./thread/RunHandlers.js"
 import type { StartRunPayload } from "./thread/SteerHandlers.js"
 import { steerHandlers, steerRun } from "./thread/SteerHandlers.js"
 import { endOrphan } from "./thread/RunLaunch.js"
 import * as ThreadCell from "./thread/ThreadCell.js"
-import type { ActiveRun, ThreadContext } from "./thread/ThreadContext.js"
+import type { ActiveRun, ChildrenHint, ThreadContext } from "./thread/ThreadContext.js"
 import { childrenHint, describeCause } from "./thread/ThreadContext.js"
 
 export interface ThreadActor {
@@ -104,6 +105,34 @@ const handlers: SupervisedActor.Handlers<ThreadMessage, HandlerParts> = {
   ...steerHandlers
 }
 
+/** No approval's decision on its way (the sets are replaced, never changed, so one serves all). */
+const noneAnswering: ReadonlySet<string> = new Set()
+
+/**
+ * After each message: what it read does not stay, so an idle actor holds the compact
+ * state (while a run is in flight, its end's message trims); and once the thread is
+ * idle with runs queued, the next one starts (thread/QueuedRuns.ts).
+ */
+const afterMessage = ({ ctx, runs }: HandlerParts): Effect.Effect<void> =>
+  Effect.flatMap(Ref.get(ctx.current), (current) => {
+    if (current !== null) return Effect.void
+    trimThread(ctx.cell.state())
+    return drain(ctx, runs.queue, () => askAfterGate(runs.ask, ctx.gate), runs.retain, runs.scope)
+  })
+
+/**
+ * After a defect, memory may be ahead of storage: start again from what is persisted,
+ * and end a run that lost its driver on the way.
+ */
+const restart = (_tag: ThreadMessage["_tag"], _cause: unknown, { answering, ctx, runs }: HandlerParts) =>
+  Effect.gen(function* () {
+    yield* Ref.set(answering, noneAnswering)
+    runs.children.mark()
+    yield* ctx.cell.reload
+    yield* endOrphan(ctx, "the thread's actor restarted while this run was in flight and its driver was gone")
+    yield* settleAbandonedCheckpoints(ctx, "the thread's actor restarted before it was taken")
+  })
+
 /** What a thread's actor is given by whoever keeps it. */
 export interface ThreadActorHost {
   /** Keeps the actor from passivating while a run is in flight. */
@@ -137,43 +166,28 @@ export const makeThreadActor = (
       gate: yield* CheckpointGate.make(threadId),
       current: yield* Ref.make<ActiveRun | null>(null)
     }
-    const answering = yield* Ref.make<ReadonlySet<string>>(new Set())
+    const answering = yield* Ref.make(noneAnswering)
     const children = childrenHint()
     const queue = queueMemory(yield* store.queue.ids(threadId))
+    let inherited: InheritedCache | undefined
 
     const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError, HandlerParts>({
       name: `thread ${threadId}`,
       behaviour: (self) => {
-        // Once the thread is idle with runs queued, the next one starts (thread/QueuedRuns.ts).
-        const drain = drainer(ctx, queue, askAfterGate(self.ask, ctx.gate), retain, scope)
-        return {
-          handlers,
-          context: {
-            ctx,
-            runs: { ask: self.ask, retain, spawn, scope, children, queue, inheritedCache: new Map() },
-            answering
+        const parts: HandlerParts = {
+          ctx,
+          runs: {
+            ask: self.ask,
+            retain,
+            spawn,
+            scope,
+            children,
+            queue,
+            inheritedCache: () => (inherited ??= new Map())
           },
-          // A defect may have left memory ahead of storage: start again from what is
-          // persisted, and end a run that lost its driver on the way.
-          restart: () =>
-            Effect.gen(function* () {
-              yield* Ref.set(answering, new Set())
-              children.mark()
-              yield* ctx.cell.reload
-              yield* endOrphan(ctx, "the thread's actor restarted while this run was in flight and its driver was gone")
-              yield* settleAbandonedCheckpoints(ctx, "the thread's actor restarted before it was taken")
-            }),
-          // What a message read for its decision does not stay: an idle actor holds the
-          // compact state. While a run is in flight its end's message trims.
-          afterEach: Effect.flatMap(Ref.get(ctx.current), (current) =>
-            current === null
-              ? Effect.zipRight(
-                  Effect.sync(() => trimThread(ctx.cell.state())),
-                  drain
-                )
-              : Effect.void
-          )
+          answering
         }
+        return { handlers, context: parts, restart, afterEach: Effect.suspend(() => afterMessage(parts)) }
       },
       stopped: () => new ActorStopped({ threadId }),
       onStopped,
@@ -188,14 +202,37 @@ export const makeThreadActor = (
     // the next starts if the thread is idle.
     if (queue.next() !== null) yield* Effect.ignore(actor.ask("Status", undefined))
 
-    return {
-      threadId,
-      ask: actor.ask,
-      respondApproval: respondApproval(ctx, actor.ask, scope),
-      steer: steerRun(ctx, actor.ask, scope),
-      done: actor.done,
-      childSpawned: children.mark,
-      settled: ctx.gate.settled,
-      askSettled: askAfterGate(actor.ask, ctx.gate)
-    } satisfies ThreadActor
+    return new Thread(threadId, ctx, actor, scope, children)
   })
+
+/** The actor's face, its ways in as methods and getters: an idle actor keeps five fields. */
+class Thread implements ThreadActor {
+  constructor(
+    readonly threadId: ThreadId,
+    private readonly ctx: ThreadContext,
+    private readonly actor: SupervisedActor.SupervisedActor<ThreadMessage, SkeinError>,
+    private readonly scope: Scope.Scope,
+    private readonly children: ChildrenHint
+  ) {}
+  get ask(): ThreadAsk {
+    return this.actor.ask
+  }
+  respondApproval(command: RespondApprovalPayload): Effect.Effect<TurnItem, SkeinError> {
+    return respondApproval(this.ctx, this.actor.ask, this.scope)(command)
+  }
+  steer(command: StartRunPayload): Effect.Effect<RunAccepted | "idle", SkeinError> {
+    return steerRun(this.ctx, this.actor.ask, this.scope)(command)
+  }
+  get done(): Effect.Effect<void> {
+    return this.actor.done
+  }
+  get childSpawned(): () => void {
+    return this.children.mark
+  }
+  get settled(): Effect.Effect<void> {
+    return this.ctx.gate.settled
+  }
+  get askSettled(): ThreadAsk {
+    return askAfterGate(this.actor.ask, this.ctx.gate)
+  }
+}

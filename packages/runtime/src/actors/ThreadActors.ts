@@ -65,7 +65,8 @@ export const makeLocal = (
     const scope = yield* Effect.scope
     // eslint-disable-next-line prefer-const
     let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
-    const retain = (threadId: ThreadId) => Effect.orDie(actors.get(threadId)).pipe(Effect.asVoid)
+    // Made when a run starts: an idle actor keeps only this suspension.
+    const retain = (threadId: ThreadId) => Effect.suspend(() => Effect.asVoid(Effect.orDie(actors.get(threadId))))
     const use: ThreadActorsShape["use"] = (threadId, f) => actors.use(threadId, f)
     const other = reach ?? use
     const spawn = (input: SpawnInput) =>

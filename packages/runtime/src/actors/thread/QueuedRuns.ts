@@ -33,20 +33,36 @@ export interface QueueMemory {
   /** Held after a stop for shutdown: nothing more starts in this actor. */
   readonly held: () => boolean
   readonly hold: () => void
+  /** Whether a drain (see `drain`) is under way. */
+  draining: boolean
 }
 
-export const queueMemory = (initial: ReadonlyArray<RunId>): QueueMemory => {
-  let ids = [...initial]
-  let held = false
-  return {
-    next: () => ids[0] ?? null,
-    add: (runId) => void ids.push(runId),
-    remove: (runId) => void (ids = ids.filter((id) => id !== runId)),
-    reset: (runIds) => void (ids = [...runIds]),
-    held: () => held,
-    hold: () => void (held = true)
+/** Methods on a prototype: an idle actor keeps its queue's memory small. */
+class Memory implements QueueMemory {
+  private isHeld = false
+  draining = false
+  constructor(private ids: ReadonlyArray<RunId>) {}
+  next(): RunId | null {
+    return this.ids[0] ?? null
+  }
+  add(runId: RunId): void {
+    this.ids = [...this.ids, runId]
+  }
+  remove(runId: RunId): void {
+    this.ids = this.ids.filter((id) => id !== runId)
+  }
+  reset(runIds: ReadonlyArray<RunId>): void {
+    this.ids = runIds
+  }
+  held(): boolean {
+    return this.isHeld
+  }
+  hold(): void {
+    this.isHeld = true
   }
 }
+
+export const queueMemory = (initial: ReadonlyArray<RunId>): QueueMemory => new Memory(initial)
 
 /** What a queued run looks like before it starts. */
 export const queuedView = (state: ThreadState, entry: QueuedRun): Run => queuedRunOf(entry, state.runCount)
@@ -176,27 +192,21 @@ const drainRetries = Schedule.exponential("20 millis").pipe(Schedule.union(Sched
 /**
  * Once the thread is idle with runs queued: a fiber of the actor's scope asks it to
  * start the next (retrying while the thread is busy for a moment), holding the actor
- * meanwhile. One at a time.
+ * meanwhile. One at a time. To be called when the thread has no run in flight.
  */
-export const drainer = (
+export const drain = (
   ctx: ThreadContext,
   queue: QueueMemory,
-  askSettled: ThreadAsk,
+  askSettled: () => ThreadAsk,
   retain: Effect.Effect<void, never, Scope.Scope>,
   scope: Scope.Scope
-) => {
-  let draining = false
-  // Made when a drain starts: most actors never have a queue.
-  const drain = () =>
-    Effect.scoped(Effect.zipRight(retain, askSettled("StartQueued", undefined))).pipe(
-      Effect.retry({ while: isPassing, schedule: drainRetries }),
-      Effect.catchAllCause((cause) => Effect.logWarning(`thread ${ctx.threadId}: a queued run did not start`, cause)),
-      Effect.ensuring(Effect.sync(() => void (draining = false)))
-    )
-  /** Starts the drain if the thread is idle, something is queued, and none is under way. */
-  return Effect.flatMap(Ref.get(ctx.current), (current) => {
-    if (current !== null || draining || queue.held() || queue.next() === null) return Effect.void
-    draining = true
-    return Effect.asVoid(Effect.forkIn(drain(), scope))
-  })
+): Effect.Effect<void> => {
+  if (queue.draining || queue.held() || queue.next() === null) return Effect.void
+  queue.draining = true
+  const start = Effect.scoped(Effect.zipRight(retain, askSettled()("StartQueued", undefined))).pipe(
+    Effect.retry({ while: isPassing, schedule: drainRetries }),
+    Effect.catchAllCause((cause) => Effect.logWarning(`thread ${ctx.threadId}: a queued run did not start`, cause)),
+    Effect.ensuring(Effect.sync(() => void (queue.draining = false)))
+  )
+  return Effect.asVoid(Effect.forkIn(start, scope))
 }

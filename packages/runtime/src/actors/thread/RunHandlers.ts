@@ -57,7 +57,8 @@ type StartRunPayload = Schema.Struct.Type<typeof StartRunFields>
 /** What the run handlers need beyond the shared context. */
 export interface RunsContext extends LaunchContext {
   readonly children: ChildrenHint
-  readonly inheritedCache: InheritedCache
+  /** The inherited context read so far, made by the first run start that reads any. */
+  readonly inheritedCache: () => InheritedCache
   readonly queue: QueueMemory
 }
 
@@ -164,7 +165,7 @@ export const begin = (
     // What this thread takes in from others: read now, when a run needs it.
     yield* collectChildResults(ctx, runs.children)
     const { incoming, stale } = yield* loadIncoming(ctx.store, cell.state())
-    const start = yield* decideStart(ctx, runs.inheritedCache, {
+    const start = yield* decideStart(ctx, runs.inheritedCache(), {
       adapter,
       model: request.model ?? undefined,
       cleanContext: request.cleanContext,
@@ -234,7 +235,7 @@ const resumeFailed =
       const run = control === null ? undefined : yield* ctx.cell.demand((s) => runById(s, runId))
       if (!run || control === null) return yield* new RunNotFound({ runId })
       const adapter = yield* ctx.sessions.adapter(run.provider)
-      const start = yield* decideStart(ctx, runs.inheritedCache, {
+      const start = yield* decideStart(ctx, runs.inheritedCache(), {
         adapter,
         model: run.model,
         cleanContext: false,

@@ -47,49 +47,79 @@ export interface ThreadCell {
   ) => Effect.Effect<Option.Option<A>, CommandConflict | StorageError>
 }
 
-export const make = (threadId: ThreadId, store: EventStoreShape, initial: ThreadState): ThreadCell => {
-  let state = initial
-  const load = Effect.flatMap(
-    store.loadThread(threadId),
-    Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed })
-  )
-  const reload = Effect.flatMap(load, (fresh) => Effect.sync(() => void (state = fresh)))
-  const commit: ThreadCell["commit"] = (events, commandId, receipt, dequeue) =>
-    events.length === 0
-      ? Effect.void
-      : store
-          .append({
-            threadId,
-            events,
-            expectedSequence: state.lastThreadSequence,
-            commandId,
-            dequeue,
-            receipt:
-              receipt && commandId
-                ? { commandId, method: receipt.method, payloadHash: receipt.hash, result: receipt.result }
-                : undefined
+/** Methods on a prototype: an idle actor keeps its cell small. */
+class Cell implements ThreadCell {
+  constructor(
+    readonly threadId: ThreadId,
+    private readonly store: EventStoreShape,
+    private current: ThreadState
+  ) {}
+
+  state(): ThreadState {
+    return this.current
+  }
+
+  now(): string {
+    return new Date().toISOString()
+  }
+
+  demand<A>(f: (state: ThreadState) => A): Effect.Effect<A, StorageError> {
+    return Effect.suspend(() => {
+      const s = this.current
+      return this.store.demand(s, () => f(s))
+    })
+  }
+
+  commit(
+    events: ReadonlyArray<ThreadEvent>,
+    commandId?: CommandId,
+    receipt?: Receipt,
+    dequeue?: RunId
+  ): Effect.Effect<void, StorageError | SequenceConflict> {
+    if (events.length === 0) return Effect.void
+    return this.store
+      .append({
+        threadId: this.threadId,
+        events,
+        expectedSequence: this.current.lastThreadSequence,
+        commandId,
+        dequeue,
+        receipt:
+          receipt && commandId
+            ? { commandId, method: receipt.method, payloadHash: receipt.hash, result: receipt.result }
+            : undefined
+      })
+      .pipe(
+        Effect.tap((stored) =>
+          Effect.sync(() => {
+            for (const e of stored) this.current = applyEvent(this.current, e.event)
           })
-          .pipe(
-            Effect.tap((stored) =>
-              Effect.sync(() => {
-                for (const e of stored) state = applyEvent(state, e.event)
-              })
-            ),
-            // Someone else wrote to this thread: what memory holds is stale.
-            Effect.tapError((error) => (error._tag === "SequenceConflict" ? Effect.ignore(reload) : Effect.void)),
-            Effect.asVoid
-          )
-  return {
-    threadId,
-    state: () => state,
-    now: () => new Date().toISOString(),
-    demand: (f) =>
-      Effect.suspend(() => {
-        const s = state
-        return store.demand(s, () => f(s))
-      }),
-    commit,
-    reload,
-    replay: (commandId, method, hash, result) => replayReceipt(store.receipt, commandId, method, hash, result)
+        ),
+        // Someone else wrote to this thread: what memory holds is stale.
+        Effect.tapError((error) => (error._tag === "SequenceConflict" ? Effect.ignore(this.reload) : Effect.void)),
+        Effect.asVoid
+      )
+  }
+
+  get reload(): Effect.Effect<void, StorageError | ThreadNotFound> {
+    return Effect.flatMap(
+      this.store.loadThread(this.threadId),
+      Option.match({
+        onNone: () => Effect.fail(new ThreadNotFound({ threadId: this.threadId })),
+        onSome: (fresh) => Effect.sync(() => void (this.current = fresh))
+      })
+    )
+  }
+
+  replay<A, I>(
+    commandId: CommandId | undefined,
+    method: string,
+    hash: string,
+    result: Schema.Schema<A, I>
+  ): Effect.Effect<Option.Option<A>, CommandConflict | StorageError> {
+    return replayReceipt(this.store.receipt, commandId, method, hash, result)
   }
 }
+
+export const make = (threadId: ThreadId, store: EventStoreShape, initial: ThreadState): ThreadCell =>
+  new Cell(threadId, store, initial)

@@ -42,12 +42,19 @@ export interface ChildrenHint {
   readonly clear: () => void
 }
 
-export const childrenHint = (): ChildrenHint => {
-  let may = true
-  return {
-    get: () => may,
-    mark: () => void (may = true),
-    clear: () => void (may = false)
+export const childrenHint = (): ChildrenHint => new Hint()
+
+/** Methods on a prototype; `mark` is bound, since it is handed on (`ThreadActor.childSpawned`). */
+class Hint implements ChildrenHint {
+  private may = true
+  get(): boolean {
+    return this.may
+  }
+  readonly mark = (): void => {
+    this.may = true
+  }
+  clear(): void {
+    this.may = false
   }
 }
 
