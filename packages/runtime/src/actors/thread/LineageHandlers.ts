@@ -1,7 +1,8 @@
 /**
  * A thread actor's lineage: transfers recorded from other threads, rollbacks with the
- * file restore they may owe, incoming transfers revalidated, and the observe-only
- * threads of child agents a provider ran natively.
+ * file restore they may owe, incoming transfers revalidated, subagent children's
+ * results collected, and the observe-only threads of child agents a provider ran
+ * natively.
  */
 import type { ContextTransfer, RunId, SkeinError, ThreadEvent, ThreadId, ThreadRestore, TurnItem } from "@skein/domain"
 import {
@@ -17,13 +18,14 @@ import {
 } from "@skein/domain"
 import { Effect, Option, Schema } from "effect"
 import { loadIncoming } from "../../lineage/LineageContext.js"
+import { childResults } from "../../lineage/Subagents.js"
 import { planRollback, planRollbackSettled } from "../../lineage/Rollback.js"
 import { payloadHash } from "../../store/Receipts.js"
 import { activeRun, openTransfers, runById, transferById } from "../../store/ThreadState.js"
 import type { Handlers } from "../SupervisedActor.js"
 import type { ThreadMessage } from "../ThreadProtocol.js"
 import { planObservedChild } from "../ThreadPlanner.js"
-import type { ThreadContext, ThreadParts } from "./ThreadContext.js"
+import type { ChildrenHint, ThreadContext, ThreadParts } from "./ThreadContext.js"
 import { capabilitiesOf } from "./ThreadContext.js"
 
 export type LineageMessages =
@@ -83,6 +85,22 @@ export const observeChildren = (
             .pipe(Effect.as(new TurnItemRecorded({ item: observed.item }) as ThreadEvent))
         })
       })
+
+/**
+ * Subagent children's results not yet in this thread's log, committed now, when the
+ * hint says a child may have one (see `ChildrenHint`).
+ */
+export const collectChildResults = (ctx: ThreadContext, children: ChildrenHint) =>
+  Effect.gen(function* () {
+    if (!children.get()) return
+    // Cleared first: a child spawned meanwhile raises it again.
+    children.clear()
+    const found = yield* childResults(ctx.store, ctx.cell.state(), ctx.cell.now()).pipe(
+      Effect.tap(({ events }) => (events.length > 0 ? ctx.cell.commit(events) : Effect.void)),
+      Effect.onError(() => Effect.sync(children.mark))
+    )
+    if (found.waiting > 0) children.mark()
+  })
 
 /**
  * The file restore a rollback to run `toRunOrdinal` owes, refused before anything is

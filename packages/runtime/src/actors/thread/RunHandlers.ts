@@ -15,7 +15,6 @@ import {
   StorageError
 } from "@skein/domain"
 import { Deferred, Effect, Option, Ref, Schema } from "effect"
-import { childResults } from "../../lineage/Subagents.js"
 import { loadIncoming } from "../../lineage/LineageContext.js"
 import { toRunView } from "../../store/Projection.js"
 import * as Telemetry from "../../resources/Telemetry.js"
@@ -32,7 +31,7 @@ import {
   planRunStart,
   planSummary
 } from "../ThreadPlanner.js"
-import { observeChildren, refuseWhileRestoring, supersede } from "./LineageHandlers.js"
+import { collectChildResults, observeChildren, refuseWhileRestoring, supersede } from "./LineageHandlers.js"
 import { cancelQueued, enqueue, findQueued, type QueueMemory, startQueued } from "./QueuedRuns.js"
 import { endOrphan, launch, type LaunchContext } from "./RunLaunch.js"
 import { decideStart, type InheritedCache } from "./RunStart.js"
@@ -107,22 +106,6 @@ const whenBusy = (
   command.whenBusy === "queue"
     ? enqueue(ctx, runs.queue, command, requestOf(command), hash)
     : Effect.fail(new RunAlreadyActive({ threadId: ctx.threadId, runId: busy }))
-
-/**
- * Subagent children's results not yet in this thread's log, committed now, when the
- * hint says a child may have one (see `ChildrenHint`).
- */
-const collectChildResults = (ctx: ThreadContext, children: ChildrenHint) =>
-  Effect.gen(function* () {
-    if (!children.get()) return
-    // Cleared first: a child spawned meanwhile raises it again.
-    children.clear()
-    const found = yield* childResults(ctx.store, ctx.cell.state(), ctx.cell.now()).pipe(
-      Effect.tap(({ events }) => (events.length > 0 ? ctx.cell.commit(events) : Effect.void)),
-      Effect.onError(() => Effect.sync(children.mark))
-    )
-    if (found.waiting > 0) children.mark()
-  })
 
 /** What a run's start asked for, from `run.start` or from the queue. */
 export interface StartRequest {
