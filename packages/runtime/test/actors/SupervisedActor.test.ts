@@ -73,6 +73,18 @@ describe("SupervisedActor", () => {
     }).pipe(Effect.scoped)
   )
 
+  it.live("an idle actor holds no fiber: its worker ends when no message waits, the next message starts one", () =>
+    Effect.gen(function* () {
+      const before = (yield* Fiber.roots).length
+      const actors = yield* Effect.forEach(Array.from({ length: 50 }), () => makeActor({}))
+      for (const actor of actors) expect(yield* actor.ask("Double", { n: 2 })).toBe(4)
+      yield* Effect.sleep("10 millis")
+      // At most as many as before (a root of an earlier test may have ended meanwhile).
+      expect((yield* Fiber.roots).length).toBeLessThanOrEqual(before)
+      expect(yield* actors[0]!.ask("Double", { n: 3 })).toBe(6)
+    }).pipe(Effect.scoped)
+  )
+
   it.effect("a typed failure reaches its caller as it is", () =>
     Effect.gen(function* () {
       const actor = yield* makeActor({})

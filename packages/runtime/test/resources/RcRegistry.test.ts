@@ -133,6 +133,41 @@ describe("RcRegistry", () => {
     })
   )
 
+  it.live("evict drops only the entry it was given: held, it closes when let go; idle, at once", () =>
+    Effect.gen(function* () {
+      const closed: Array<number> = []
+      const evicts = new Map<number, Effect.Effect<void>>()
+      let n = 0
+      const registry = yield* RcRegistry.make({
+        lookup: (_key: string, evict: Effect.Effect<void>) =>
+          Effect.gen(function* () {
+            const id = ++n
+            evicts.set(id, evict)
+            yield* Effect.addFinalizer(() => Effect.sync(() => void closed.push(id)))
+            return id
+          }),
+        idleTimeToLive: Duration.seconds(60)
+      })
+      // Held while it evicts itself: gone from the map at once, closed when let go.
+      const holder = yield* Scope.make()
+      expect(yield* registry.get("a").pipe(Scope.extend(holder))).toBe(1)
+      yield* evicts.get(1)!
+      expect(registry.peek("a")).toBeUndefined()
+      expect(yield* Effect.scoped(registry.get("a"))).toBe(2)
+      expect(closed).toEqual([])
+      yield* Scope.close(holder, Exit.void)
+      expect(closed).toEqual([1])
+      // The first entry's evict, run again, leaves the later entry of its key alone.
+      yield* evicts.get(1)!
+      expect(registry.peek("a")).toBe(2)
+      // Idle (nobody holds it): closed without waiting for its idle time.
+      yield* evicts.get(2)!
+      yield* Effect.sleep("20 millis")
+      expect(closed).toEqual([1, 2])
+      expect(yield* registry.keys).toEqual([])
+    }).pipe(Effect.scoped)
+  )
+
   it.scoped("use holds the entry while its function runs, however it ends, as a scoped get would", () =>
     Effect.gen(function* () {
       const closed: Array<number> = []
