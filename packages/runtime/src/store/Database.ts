@@ -82,24 +82,20 @@ const prepareFile = (filename: string) =>
  * the last transactions but never corrupts the database. The page cache may grow to
  * 32 MiB (SQLite's default is 2 MiB): the indexes a run touches on a long thread stay
  * in memory (`npm run bench`, lineage: run.start at run 9,901 of one thread went from
- * 1.37x to 1.23x the first 1,000 runs' average). When the WAL starts over (after a
- * checkpoint that caught up, see WalCheckpointer.ts) SQLite cuts its file back to
- * `journal_size_limit`, 4 MiB, rather than keep the largest size a burst of commits
- * gave it.
+ * 1.37x to 1.23x the first 1,000 runs' average). The WAL file is cut back while the
+ * connection is idle, not at every start over (Sqlite.ts, `WAL_SIZE_LIMIT`).
  */
 const pragmas = Layer.effectDiscard(
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.all([
       sql.unsafe("PRAGMA synchronous = NORMAL"),
       sql.unsafe("PRAGMA busy_timeout = 5000"),
-      sql.unsafe("PRAGMA cache_size = -32768"),
-      sql.unsafe(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT}`)
+      sql.unsafe("PRAGMA cache_size = -32768")
     ])
   )
 )
 
-/** What the WAL file is cut back to when it starts over. */
-export const WAL_SIZE_LIMIT = 4 * 1024 * 1024
+export { WAL_SIZE_LIMIT } from "./Sqlite.js"
 
 /**
  * The version of what this Skein writes into a database beyond its tables (the event

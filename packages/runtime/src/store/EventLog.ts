@@ -208,11 +208,13 @@ function* insertEvents(
   const width = eventColumns.length
   for (const [index, chunk] of chunks(input.events, maxRowsPerStatement).entries()) {
     const offset = index * maxRowsPerStatement * width
-    const inserted = yield* db.all<{ readonly sequence: number; readonly thread_sequence: number }>(
-      multiRowInsert("events", eventColumns, chunk.length, " RETURNING sequence, thread_sequence"),
-      chunk.length === input.events.length ? params : params.slice(offset, offset + chunk.length * width)
+    const inserted = yield* db.insert(
+      multiRowInsert("events", eventColumns, chunk.length),
+      chunk.length === input.events.length ? params : params.slice(offset, offset + chunk.length * width),
+      "sequence",
+      chunk.length
     )
-    for (const row of inserted) sequences[row.thread_sequence - last - 1] = row.sequence
+    for (const [i, sequence] of inserted.entries()) sequences[index * maxRowsPerStatement + i] = sequence
   }
   if (input.dequeue !== undefined) {
     const taken = yield* db.all("DELETE FROM queued_runs WHERE run_id = ? AND thread_id = ? RETURNING run_id", [

@@ -137,6 +137,11 @@ const make = Effect.gen(function* () {
     switch (next._tag) {
       case "statement":
         return unsafe(next.sql, next.params)
+      case "insert":
+        // Assigned ascending in the order of the rows, whatever order RETURNING gives them in.
+        return Effect.map(query<Record<string, unknown>>(`${next.sql} RETURNING ${next.key}`, next.params), (rows) =>
+          rows.map((row) => Number(row[next.key])).sort((a, b) => a - b)
+        )
       case "lockThread":
         return query("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [next.threadId])
       case "announce":

@@ -58,6 +58,15 @@ interface RawDatabase {
 /** Prepared statements by text; a long-running process with many shapes stays bounded. */
 const STATEMENT_CACHE = 512
 
+/**
+ * What the WAL file is cut back to, by the write that starts the WAL over while the
+ * connection is idle (`startWalOver`), rather than keep the largest size a burst of
+ * commits gave it. Only then: a limit in force at every start over would cut the file
+ * back under load too, and the commits that follow would pay to grow it again
+ * (writing past its end costs more than writing over what is there).
+ */
+export const WAL_SIZE_LIMIT = 4 * 1024 * 1024
+
 /** An in-memory database (":memory:", or "" for a temporary one): no file, no WAL. */
 export const isMemory = (filename: string) =>
   filename === ":memory:" || filename === "" || filename.startsWith("file::memory:")
@@ -130,13 +139,23 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     /**
      * Starts the WAL over while the connection is idle (see WalCheckpointer.ts): one write
      * that changes nothing (`user_version` set to itself, read and written under the
-     * write lock), whose WAL header sync the next command's commit then does not pay.
+     * write lock), whose WAL header sync the next command's commit then does not pay,
+     * and which cuts the WAL file back.
      * Only if nobody holds the connection, and without waiting for another process's
      * write lock: skipped, the next commit starts the WAL over as SQLite always did.
      */
     const rewriteVersion = db.transaction(() => {
       db.pragma(`user_version = ${Number(db.pragma("user_version", { simple: true }))}`)
     }).immediate
+    /** This write starts the WAL over, so it is the one that cuts the file back (see `WAL_SIZE_LIMIT`). */
+    const rewriteAndCut = () => {
+      db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`)
+      try {
+        rewriteVersion()
+      } finally {
+        db.pragma("journal_size_limit = -1")
+      }
+    }
     const runtime = yield* Effect.runtime<never>()
     const startWalOver = (): boolean =>
       Option.getOrElse(
@@ -146,7 +165,7 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
               const timeout = Number(db.pragma("busy_timeout", { simple: true }))
               db.pragma("busy_timeout = 0")
               try {
-                rewriteVersion()
+                rewriteAndCut()
                 return true
               } catch {
                 return false
@@ -251,9 +270,22 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     /** A long string the store keeps once (Blobs.ts), by its hash. */
     const blob = (hash: string): string | undefined =>
       (prepare("SELECT text FROM blobs WHERE hash = ?").all(hash)[0] as { readonly text: string } | undefined)?.text
+    /** The ids of the `count` rows an INSERT just wrote: one INSERT under the write lock gives them consecutive ids. */
+    const insertedIds = (count: number, last: number | bigint): ReadonlyArray<number> => {
+      const first = Number(last) - count + 1
+      return Array.from({ length: count }, (_, i) => first + i)
+    }
     /** One statement of a write's body, run now. */
-    const step = (next: TxStep): unknown =>
-      next._tag === "statement" ? Blobs.expandRows(rows(prepare(next.sql), next.params), blob) : undefined
+    const step = (next: TxStep): unknown => {
+      switch (next._tag) {
+        case "statement":
+          return Blobs.expandRows(rows(prepare(next.sql), next.params), blob)
+        case "insert":
+          return insertedIds(next.rows, prepare(next.sql).run(...next.params).lastInsertRowid)
+        default:
+          return undefined
+      }
+    }
     /** better-sqlite3 builds a transaction function's wrappers on each `transaction()`: built once here. */
     const inTransaction = db.transaction(<A>(body: () => A): A => body()) as <A>(body: () => A) => A
     const runBody = <A, E>(body: TxBody<A, E>): A => {

@@ -39,6 +39,13 @@ export interface Sql {
 /** One statement a write's body asks for. */
 export type TxStep =
   | { readonly _tag: "statement"; readonly sql: string; readonly params: ReadonlyArray<unknown> }
+  | {
+      readonly _tag: "insert"
+      readonly sql: string
+      readonly params: ReadonlyArray<unknown>
+      readonly key: string
+      readonly rows: number
+    }
   | { readonly _tag: "lockThread"; readonly threadId: string }
   | { readonly _tag: "announce"; readonly commit: Commit }
 
@@ -51,6 +58,18 @@ export interface TxDb {
   ) => Generator<TxStep, ReadonlyArray<A>, unknown>
   /** Runs a statement (its rows, if any, are dropped). */
   readonly run: (sql: string, params?: ReadonlyArray<unknown>) => Generator<TxStep, void, unknown>
+  /**
+   * Runs an INSERT of `rows` rows into a table whose integer column `key` the database
+   * assigns, ascending in the order of the rows: the keys given, in that order. (SQLite
+   * knows them from the last row's id, without a `RETURNING`, which costs it as much
+   * again as the insert.)
+   */
+  readonly insert: (
+    sql: string,
+    params: ReadonlyArray<unknown>,
+    key: string,
+    rows: number
+  ) => Generator<TxStep, ReadonlyArray<number>, unknown>
   /** Holds the thread's write lock until the transaction ends. */
   readonly lockThread: (threadId: string) => Generator<TxStep, void, unknown>
   /** Tells the other processes on the database of this commit, once it is made. */
@@ -73,6 +92,9 @@ export const txDb: TxDb = {
   },
   run: function* (sql: string, params: ReadonlyArray<unknown> = []) {
     yield { _tag: "statement", sql, params }
+  },
+  insert: function* (sql: string, params: ReadonlyArray<unknown>, key: string, rows: number) {
+    return (yield { _tag: "insert", sql, params, key, rows }) as ReadonlyArray<number>
   },
   lockThread: function* (threadId: string) {
     yield { _tag: "lockThread", threadId }

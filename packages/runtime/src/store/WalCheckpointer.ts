@@ -27,8 +27,8 @@
  * the actors bench: 56 syncs on the main thread, some 40 of them these; the slow
  * commits that made most of the dispatch p99 were in them.) While the worker runs the
  * threshold is `sqlitePages` (10,000 pages: the same count went to 11), so the WAL
- * file may reach some 40 MB; SQLite reuses the file, and cuts it back to
- * `journal_size_limit` (Database.ts) only when the WAL starts over. When the worker
+ * file may reach some 40 MB; SQLite reuses the file, which is cut back to
+ * `WAL_SIZE_LIMIT` (Sqlite.ts) when the WAL starts over while idle. When the worker
  * stops, the threshold goes back to SQLite's 1,000, as checkpoints are then SQLite's
  * alone.
  *

@@ -244,6 +244,30 @@ describe("EventStore", () => {
     )
   )
 
+  it.effect("an append larger than one statement answers each event with the sequence the log holds", () =>
+    withStore(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        const [a, b] = [threadId("long"), threadId("other")]
+        const run = makeRun(a, 1)
+        yield* store.append({ threadId: a, events: [created("long"), new RunStarted({ run })] })
+        yield* store.append({ threadId: b, events: [created("other")] })
+        // More rows than one INSERT takes (maxRowsPerStatement, 200): three statements.
+        const items = Array.from(
+          { length: 450 },
+          (_, k) => new TurnItemRecorded({ item: makeItem(run, k, itemContents(k)[1]!, `itm_long_${k}`) })
+        )
+        const stored = yield* store.append({ threadId: a, events: items })
+        const log = yield* store.readEvents(a, 2, 1000)
+        expect(stored.map((e) => [e.sequence, e.threadSequence])).toEqual(
+          log.map((e) => [e.sequence, e.threadSequence])
+        )
+        expect(stored[0]!.sequence).toBe(4)
+        expect(stored.map((e) => e.event)).toEqual(log.map((e) => e.event))
+      })
+    )
+  )
+
   it.effect("a failing append leaves no event, projection row or receipt behind", () =>
     withStore(
       Effect.gen(function* () {
