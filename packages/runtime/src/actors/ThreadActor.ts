@@ -135,8 +135,8 @@ const restart = (_tag: ThreadMessage["_tag"], _cause: unknown, { answering, ctx,
 
 /** What a thread's actor is given by whoever keeps it. */
 export interface ThreadActorHost {
-  /** Keeps the actor from passivating while a run is in flight. */
-  readonly retain: Effect.Effect<void, never, Scope.Scope>
+  /** Keeps the actor from passivating (while a run is in flight) until the release it answers runs. */
+  readonly retain: Effect.Effect<Effect.Effect<void>>
   readonly spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
   /** Runs once the actor has stopped for good: its keeper drops it. */
   readonly onStopped: Effect.Effect<void>

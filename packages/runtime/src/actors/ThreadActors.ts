@@ -65,8 +65,6 @@ export const makeLocal = (
     const scope = yield* Effect.scope
     // eslint-disable-next-line prefer-const
     let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
-    // Made when a run starts: an idle actor keeps only this suspension.
-    const retain = (threadId: ThreadId) => Effect.suspend(() => Effect.asVoid(Effect.orDie(actors.get(threadId))))
     const use: ThreadActorsShape["use"] = (threadId, f) => actors.use(threadId, f)
     const other = reach ?? use
     const spawn = (input: SpawnInput) =>
@@ -91,11 +89,9 @@ export const makeLocal = (
       )
     // An actor that stops for good (its restart failed) evicts itself: the next use
     // activates a fresh one from storage.
-    const activate = (threadId: ThreadId, evict: Effect.Effect<void>) =>
-      Effect.tap(
-        makeThreadActor(threadId, { retain: retain(threadId), spawn, onStopped: evict }),
-        () => Telemetry.countThreadAlive
-      )
+    // While a run is in flight, the actor holds its own entry.
+    const activate = (threadId: ThreadId, evict: Effect.Effect<void>, hold: Effect.Effect<Effect.Effect<void>>) =>
+      Effect.tap(makeThreadActor(threadId, { retain: hold, spawn, onStopped: evict }), () => Telemetry.countThreadAlive)
     actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
     const awaitRun: ThreadActorsShape["awaitRun"] = (threadId, runId) =>
       Effect.suspend(() => {

@@ -54,9 +54,15 @@ export const make = <K, A, E, R>(options: {
   /**
    * Makes the value of `key` in its entry's scope. `evict` drops this entry (not a later
    * one of the same key), for a value that learns it is no longer good: the next `get`
-   * makes a fresh one. Its scope closes once its holders let go.
+   * makes a fresh one. Its scope closes once its holders let go. `hold` holds this entry
+   * as a `get` would, until the effect it answers (its release, to run once) runs: for a
+   * value that keeps itself alive while it works, without a scope to close.
    */
-  readonly lookup: (key: K, evict: Effect.Effect<void>) => Effect.Effect<A, E, R | Scope.Scope>
+  readonly lookup: (
+    key: K,
+    evict: Effect.Effect<void>,
+    hold: Effect.Effect<Effect.Effect<void>>
+  ) => Effect.Effect<A, E, R | Scope.Scope>
   readonly idleTimeToLive: Duration.DurationInput
 }): Effect.Effect<RcRegistry<K, A, E>, never, Scope.Scope | R> =>
   Effect.gen(function* () {
@@ -170,6 +176,14 @@ export const make = <K, A, E, R>(options: {
         return entry.holders > 0 ? Effect.void : Effect.asVoid(Effect.forkIn(closeEntry(entry), registryScope))
       })
 
+    /** Holds the entry until the answered release runs (see `lookup`'s `hold`). */
+    const holdEntry = (key: K, entry: Entry<A, E>): Effect.Effect<Effect.Effect<void>> =>
+      Effect.sync(() => {
+        entry.holders++
+        idle.delete(entry)
+        return release(key, entry)
+      })
+
     const create = (key: K): Entry<A, E> => {
       const entry: Entry<A, E> = {
         exit: undefined,
@@ -200,7 +214,7 @@ export const make = <K, A, E, R>(options: {
         // In a fiber of its own, interruptible (closing the entry stops it), so that
         // what it forks does not inherit this region's uninterruptibility, whatever
         // the caller's.
-        const lookup = options.lookup(key, evict(key, held))
+        const lookup = options.lookup(key, evict(key, held), holdEntry(key, held))
         return Effect.interruptible(lookup.pipe(Scope.extend(held.scope), Effect.provide(context))).pipe(
           // Also when interrupted (the entry closed while starting): nobody waits for ever.
           Effect.onExit((exit) => {

@@ -168,6 +168,44 @@ describe("RcRegistry", () => {
     }).pipe(Effect.scoped)
   )
 
+  it.scoped("hold keeps its own entry past its idle time until its release runs; then it closes as usual", () =>
+    Effect.gen(function* () {
+      const closed: Array<number> = []
+      const holds = new Map<number, Effect.Effect<Effect.Effect<void>>>()
+      let n = 0
+      const registry = yield* RcRegistry.make({
+        lookup: (_key: string, _evict: Effect.Effect<void>, hold: Effect.Effect<Effect.Effect<void>>) =>
+          Effect.gen(function* () {
+            const id = ++n
+            holds.set(id, hold)
+            yield* Effect.addFinalizer(() => Effect.sync(() => void closed.push(id)))
+            return id
+          }),
+        idleTimeToLive: Duration.seconds(10)
+      })
+      expect(yield* Effect.scoped(registry.get("a"))).toBe(1)
+      // Held by the value itself, with no caller holding it: its idle time passes, it stays.
+      const release = yield* holds.get(1)!
+      yield* TestClock.adjust(Duration.seconds(30))
+      expect(closed).toEqual([])
+      expect(registry.peek("a")).toBe(1)
+      // Let go: closed once its idle time has passed from then.
+      yield* release
+      yield* TestClock.adjust(Duration.seconds(5))
+      expect(closed).toEqual([])
+      yield* TestClock.adjust(Duration.seconds(6))
+      expect(closed).toEqual([1])
+      expect(yield* registry.keys).toEqual([])
+      // Invalidated while held: closed when the hold is let go, not before.
+      expect(yield* Effect.scoped(registry.get("a"))).toBe(2)
+      const again = yield* holds.get(2)!
+      yield* registry.invalidate("a")
+      expect(closed).toEqual([1])
+      yield* again
+      expect(closed).toEqual([1, 2])
+    })
+  )
+
   it.scoped("use holds the entry while its function runs, however it ends, as a scoped get would", () =>
     Effect.gen(function* () {
       const closed: Array<number> = []

@@ -198,12 +198,16 @@ export const drain = (
   ctx: ThreadContext,
   queue: QueueMemory,
   askSettled: () => ThreadAsk,
-  retain: Effect.Effect<void, never, Scope.Scope>,
+  retain: Effect.Effect<Effect.Effect<void>>,
   scope: Scope.Scope
 ): Effect.Effect<void> => {
   if (queue.draining || queue.held() || queue.next() === null) return Effect.void
   queue.draining = true
-  const start = Effect.scoped(Effect.zipRight(retain, askSettled()("StartQueued", undefined))).pipe(
+  const start = Effect.acquireUseRelease(
+    retain,
+    () => askSettled()("StartQueued", undefined),
+    (release) => release
+  ).pipe(
     Effect.retry({ while: isPassing, schedule: drainRetries }),
     Effect.catchAllCause((cause) => Effect.logWarning(`thread ${ctx.threadId}: a queued run did not start`, cause)),
     Effect.ensuring(Effect.sync(() => void (queue.draining = false)))

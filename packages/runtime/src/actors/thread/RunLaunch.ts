@@ -6,7 +6,8 @@
  */
 import type { AppThread, ProviderName, Run, SkeinError, ThreadId } from "@skein/domain"
 import { autonomyRefusal, defaultAutonomy } from "@skein/domain"
-import { Effect, ExecutionStrategy, Exit, Ref, Scope } from "effect"
+import { Effect, Exit, Ref } from "effect"
+import type { Scope } from "effect"
 import type { SpawnInput } from "../../lineage/Spawn.js"
 import { forkNowIn } from "../../resources/ForkNow.js"
 import * as Telemetry from "../../resources/Telemetry.js"
@@ -23,8 +24,8 @@ import { currentIs, describeCause } from "./ThreadContext.js"
 export interface LaunchContext {
   /** The actor's own `ask`: the driver reports through it. */
   readonly ask: ThreadAsk
-  /** Keeps the actor from passivating while a run is in flight. */
-  readonly retain: Effect.Effect<void, never, Scope.Scope>
+  /** Keeps the actor from passivating while a run is in flight, until the release it answers runs. */
+  readonly retain: Effect.Effect<Effect.Effect<void>>
   readonly spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
   /** The actor's scope: drivers are interrupted when it closes. */
   readonly scope: Scope.Scope
@@ -40,8 +41,7 @@ export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartP
   Effect.gen(function* () {
     const runId = plan.run.id
     const workspace = ctx.cell.state().thread.workspace
-    const held = yield* Scope.fork(launcher.scope, ExecutionStrategy.sequential)
-    yield* Scope.extend(launcher.retain, held)
+    const release = yield* launcher.retain
     const drive = driveRun({
       run: plan.run,
       context: plan.context,
@@ -78,7 +78,7 @@ export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartP
           return Effect.ignore(launcher.ask("DriverExited", { runId, detail }))
         })
       ),
-      Effect.ensuring(Scope.close(held, Exit.void)),
+      Effect.ensuring(release),
       Effect.interruptible,
       // Started on this stack: the turn is on its way to the provider before the reply.
       (driver) => forkNowIn(driver, launcher.scope)
