@@ -2,7 +2,8 @@
  * A supervised actor over a typed protocol: a queue of envelopes, each carrying its
  * caller's resumption (`Effect.async`) as its reply, served in arrival order by one
  * worker fiber at a time. The message that finds no worker starts one (with the runtime
- * the actor was made in); the worker ends when no message waits, so an idle actor holds
+ * the actor was made in, on the sender's stack until the worker first waits); the
+ * worker ends when no message waits, so an idle actor holds
  * no fiber, and little else (docs/decisions/0009-idle-actors.md). (A
  * resumption, not a `Deferred`: making a `Deferred` costs some 12 µs on Node 20, most
  * of a command's round trip; docs/decisions/0008-actor-replies.md.) Messages are
@@ -101,7 +102,9 @@ class Actor<R extends Rpc.Any, E, C> implements SupervisedActor<R, E> {
   private readonly waiting = MutableQueue.unbounded<Envelope>()
   /** False once the actor takes no more messages. */
   private open = true
-  /** The fiber serving messages, set by the message that starts it, cleared as it ends. */
+  /** Whether a worker is serving: set by the message that starts it, cleared as it ends. */
+  private serving = false
+  /** The worker while it serves, once its start has returned (see `post`). */
   private worker: Fiber.RuntimeFiber<void> | undefined = undefined
   /** Whether the actor has stopped for good. */
   private over = false
@@ -170,7 +173,12 @@ class Actor<R extends Rpc.Any, E, C> implements SupervisedActor<R, E> {
   private post(envelope: Envelope): boolean {
     if (!this.open) return false
     MutableQueue.offer(this.waiting, envelope)
-    if (this.worker === undefined) this.worker = this.fork(this.work())
+    if (!this.serving) {
+      this.serving = true
+      // The worker runs on this stack until it first waits: it may have ended already.
+      const worker = this.fork(this.work())
+      if (this.serving) this.worker = worker
+    }
     return true
   }
 
@@ -193,7 +201,10 @@ class Actor<R extends Rpc.Any, E, C> implements SupervisedActor<R, E> {
   /** The next message, or undefined: the worker ends (in the same step, so that a message posted next starts another). */
   private next(): Envelope | undefined {
     const envelope = MutableQueue.poll(this.waiting, undefined)
-    if (envelope === undefined) this.worker = undefined
+    if (envelope === undefined) {
+      this.serving = false
+      this.worker = undefined
+    }
     return envelope
   }
 
@@ -253,8 +264,7 @@ export const make = <R extends Rpc.Any, E, C = void>(
   Effect.gen(function* () {
     const scope = yield* Effect.scope
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-    // On a later turn of the scheduler, never on the poster's stack.
-    const actor = new Actor<R, E, C>(options, (work) => runFork(work, { immediate: false }))
+    const actor = new Actor<R, E, C>(options, (work) => runFork(work, { immediate: true }))
     actor.behave(options.behaviour(actor))
     // Closing the actor's scope stops it: pending callers hear, then the worker is interrupted.
     yield* Scope.addFinalizer(scope, actor.stop)
