@@ -19,8 +19,7 @@
  */
 import type { AppThread, Run, SkeinError, ThreadId, TurnItem } from "@skein/domain"
 import { ActorFailed, ActorStopped, ThreadNotFound } from "@skein/domain"
-import { Effect, Option, Ref } from "effect"
-import type { Scope } from "effect"
+import { Effect, FiberSet, Option, Ref, Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import type { SpawnInput } from "../lineage/Spawn.js"
 import { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
@@ -170,6 +169,7 @@ export const makeThreadActor = (
     const children = childrenHint()
     const queue = queueMemory(yield* store.queue.ids(threadId))
     let inherited: InheritedCache | undefined
+    let drivers: FiberSet.FiberSet<unknown, unknown> | undefined
 
     const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError, HandlerParts>({
       name: `thread ${threadId}`,
@@ -183,7 +183,13 @@ export const makeThreadActor = (
             scope,
             children,
             queue,
-            inheritedCache: () => (inherited ??= new Map())
+            inheritedCache: () => (inherited ??= new Map()),
+            // Made with the first run: an idle actor that never ran keeps none.
+            drivers: Effect.suspend(() =>
+              drivers !== undefined
+                ? Effect.succeed(drivers)
+                : Effect.tap(Scope.extend(FiberSet.make(), scope), (made) => Effect.sync(() => void (drivers = made)))
+            )
           },
           answering
         }

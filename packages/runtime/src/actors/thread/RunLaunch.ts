@@ -6,10 +6,9 @@
  */
 import type { AppThread, ProviderName, Run, SkeinError, ThreadId } from "@skein/domain"
 import { autonomyRefusal, defaultAutonomy } from "@skein/domain"
-import { Effect, Exit, Ref } from "effect"
+import { Effect, Exit, FiberSet, Ref } from "effect"
 import type { Scope } from "effect"
 import type { SpawnInput } from "../../lineage/Spawn.js"
-import { forkNowIn } from "../../resources/ForkNow.js"
 import * as Telemetry from "../../resources/Telemetry.js"
 import { activeRun } from "../../store/ThreadState.js"
 import { driveRun } from "../RunDriver.js"
@@ -29,19 +28,23 @@ export interface LaunchContext {
   readonly spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
   /** The actor's scope: drivers are interrupted when it closes. */
   readonly scope: Scope.Scope
+  /** The actor's drivers in flight (made with its first run, in its scope): interrupted when it closes. */
+  readonly drivers: Effect.Effect<FiberSet.FiberSet<unknown, unknown>>
 }
 
 /**
- * Starts the run's driver on a fiber of the actor's scope, on this stack until the
- * driver first waits (mostly, once its turn is written to the provider). The actor is retained
- * before this returns (so that it cannot passivate between the reply and the
- * driver's start), and released when the driver ends.
+ * Starts the run's driver on a fiber of the actor's drivers, on this stack until the
+ * driver first waits (mostly, once its turn is written to the provider;
+ * docs/decisions/0007-fork-now.md). The actor is retained before this returns (so that
+ * it cannot passivate between the reply and the driver's start), and released when the
+ * driver ends.
  */
 export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartPlan, control: ActiveRun) =>
   Effect.gen(function* () {
     const runId = plan.run.id
     const workspace = ctx.cell.state().thread.workspace
     const release = yield* launcher.retain
+    const start = yield* FiberSet.runtime(yield* launcher.drivers)()
     const drive = driveRun({
       run: plan.run,
       context: plan.context,
@@ -81,7 +84,7 @@ export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartP
       Effect.ensuring(release),
       Effect.interruptible,
       // Started on this stack: the turn is on its way to the provider before the reply.
-      (driver) => forkNowIn(driver, launcher.scope)
+      (driver) => Effect.sync(() => start(driver))
     )
   })
 
