@@ -16,10 +16,10 @@
  */
 import type { ProviderEvent, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option, Ref } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option, Ref, Scope } from "effect"
 import { defaultDeadlines, type ProviderDeadlines } from "../RuntimeConfig.js"
-import { forkNowScoped } from "../resources/ForkNow.js"
-import { onClose } from "../resources/OnClose.js"
+import { forkNowIn } from "../resources/ForkNow.js"
+import { withScope } from "../resources/LocalScope.js"
 
 export { defaultDeadlines, type ProviderDeadlines }
 
@@ -172,42 +172,53 @@ export const guardSession = (
    * Interrupting the caller interrupts the call and the watcher.
    */
   const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-    Effect.gen(function* () {
-      const heard = yield* Effect.flatMap(Clock.currentTimeMillis, (at) =>
-        Ref.make<Heard>({ at, first: true, waiting: false })
-      )
-      /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
-      const sinkCause = yield* Ref.make(Option.none<Cause.Cause<E>>())
-      const sink: TurnEventSink<E> = (events) =>
-        Effect.flatMap(Clock.currentTimeMillis, (at) =>
-          Effect.zipRight(
-            Ref.set(heard, { at, first: false, waiting: asksForApproval(events) }),
-            Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
-          )
+    withScope((scope) =>
+      Effect.gen(function* () {
+        const heard = yield* Effect.flatMap(Clock.currentTimeMillis, (at) =>
+          Ref.make<Heard>({ at, first: true, waiting: false })
         )
-      const call = yield* forkNowScoped(Effect.suspend(() => handle.runTurn(input, sink)))
-      /** Why the turn was cut short, when a deadline or the process's exit did it. */
-      const verdict = yield* Deferred.make<never, ProviderFailure>()
-      const cut = (failure: ProviderFailure) =>
-        Effect.zipRight(Deferred.fail(verdict, failure), Fiber.interruptFork(call))
-      const onExit = (how: ProcessExit) => cut(crashFailure("runTurn", how))
-      yield* watchOnce
-      yield* onClose(Effect.sync(() => turnsInFlight.delete(onExit)))
-      turnsInFlight.add(onExit)
-      // Exited before this turn was listening: it hears it now.
-      const gone = yield* Deferred.poll(processExit)
-      if (Option.isSome(gone)) yield* Effect.flatMap(gone.value, onExit)
-      yield* Effect.forkScoped(Effect.catchAll(silence(provider, deadlines, heard), cut))
-      const exit = yield* Fiber.await(call)
-      // The run's end was most often recorded from the turn's end event already: whoever
-      // was waiting for it (and their next command) goes before this turn unwinds.
-      yield* Effect.yieldNow()
-      if (Exit.isSuccess(exit)) return
-      const failed = yield* Deferred.poll(verdict)
-      if (Option.isSome(failed)) return yield* failed.value
-      const own = yield* Ref.get(sinkCause)
-      return yield* Option.isSome(own) ? Effect.failCause(own.value) : toFailure(provider, "runTurn")(exit.cause)
-    }).pipe(Effect.scoped)
+        /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
+        const sinkCause = yield* Ref.make(Option.none<Cause.Cause<E>>())
+        const sink: TurnEventSink<E> = (events) =>
+          Effect.flatMap(Clock.currentTimeMillis, (at) =>
+            Effect.zipRight(
+              Ref.set(heard, { at, first: false, waiting: asksForApproval(events) }),
+              Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
+            )
+          )
+        const call = yield* forkNowIn(
+          Effect.suspend(() => handle.runTurn(input, sink)),
+          scope
+        )
+        /** Why the turn was cut short, when a deadline or the process's exit did it. */
+        const verdict = yield* Ref.make(Option.none<ProviderFailure>())
+        const cut = (failure: ProviderFailure) =>
+          Effect.zipRight(
+            Ref.update(verdict, (first) => Option.orElse(first, () => Option.some(failure))),
+            Fiber.interruptFork(call)
+          )
+        const onExit = (how: ProcessExit) => cut(crashFailure("runTurn", how))
+        yield* watchOnce
+        yield* Scope.addFinalizer(
+          scope,
+          Effect.sync(() => turnsInFlight.delete(onExit))
+        )
+        turnsInFlight.add(onExit)
+        // Exited before this turn was listening: it hears it now.
+        const gone = yield* Deferred.poll(processExit)
+        if (Option.isSome(gone)) yield* Effect.flatMap(gone.value, onExit)
+        yield* Effect.forkIn(Effect.catchAll(silence(provider, deadlines, heard), cut), scope)
+        const exit = yield* Fiber.await(call)
+        // The run's end was most often recorded from the turn's end event already: whoever
+        // was waiting for it (and their next command) goes before this turn unwinds.
+        yield* Effect.yieldNow()
+        if (Exit.isSuccess(exit)) return
+        const failed = yield* Ref.get(verdict)
+        if (Option.isSome(failed)) return yield* Effect.fail(failed.value)
+        const own = yield* Ref.get(sinkCause)
+        return yield* Option.isSome(own) ? Effect.failCause(own.value) : toFailure(provider, "runTurn")(exit.cause)
+      })
+    )
 
   return {
     pid: handle.pid,

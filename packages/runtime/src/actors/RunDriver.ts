@@ -31,9 +31,9 @@
  */
 import type { ProviderName, RunFailure, SkeinError, TurnInput } from "@skein/domain"
 import type { ProviderFailure, Run } from "@skein/domain"
-import { Deferred, Effect, Exit, Fiber, Option, Ref } from "effect"
-import { forkNowScoped } from "../resources/ForkNow.js"
-import { onClose } from "../resources/OnClose.js"
+import { Deferred, Effect, Exit, Fiber, Option, Ref, Scope } from "effect"
+import { forkNowIn } from "../resources/ForkNow.js"
+import { withScope } from "../resources/LocalScope.js"
 import * as Telemetry from "../resources/Telemetry.js"
 import type { CheckpointGate } from "./CheckpointGate.js"
 import * as ItemBatch from "./ItemBatch.js"
@@ -120,17 +120,16 @@ const sendTurn = (input: DriveInput, cell: RunCell, lease: SessionLease, initial
 
 /** The turn from the gate to its call's return, with the stop watched beside it; its exit is a word of the turn's end. */
 const turn = (input: DriveInput, cell: RunCell): Effect.Effect<TurnOutcome, ProviderFailure | SkeinError> =>
-  Effect.gen(function* () {
-    yield* Effect.forkScoped(RunStop.watch({ ...cell, stop: input.stop, graceMs: input.graceMs }))
-    yield* input.gate.settled
-    const context = yield* ensureSummary(input, input.context)
-    return yield* input.sessions.use(input.run.provider, input.workspace, (lease) =>
-      sendTurn(input, cell, lease, context)
-    )
-  }).pipe(
-    Effect.scoped,
-    Effect.onExit((exit) => endTurn(cell.phase, cell.ended, { by: "call", exit }))
-  )
+  withScope((scope) =>
+    Effect.gen(function* () {
+      yield* Effect.forkIn(RunStop.watch({ ...cell, stop: input.stop, graceMs: input.graceMs }), scope)
+      yield* input.gate.settled
+      const context = yield* ensureSummary(input, input.context)
+      return yield* input.sessions.use(input.run.provider, input.workspace, (lease) =>
+        sendTurn(input, cell, lease, context)
+      )
+    })
+  ).pipe(Effect.onExit((exit) => endTurn(cell.phase, cell.ended, { by: "call", exit })))
 
 /**
  * Records the run's end (its `FinishRun`) from how the turn ended; true when a git
@@ -166,11 +165,24 @@ const recordEnd = (
     return pending
   })
 
+const noCheckpoint: RunCheckpoint.CheckpointDue = { due: false, note: null }
+
+/** `effect` run the first time it is asked for, its value given again after (it is asked for at most twice). */
+const once = <A>(effect: Effect.Effect<A>): Effect.Effect<Effect.Effect<A>> =>
+  Effect.map(Ref.make(Option.none<A>()), (memo) =>
+    Effect.flatMap(Ref.get(memo), (known) =>
+      Option.isSome(known)
+        ? Effect.succeed(known.value)
+        : Effect.tap(effect, (value) => Ref.set(memo, Option.some(value)))
+    )
+  )
+
 /** The checkpoint gate's capture for this run, begun at most once and released when the driver ends. */
-const captureOnce = (input: DriveInput) =>
+const captureOnce = (input: DriveInput, scope: Scope.Scope) =>
   Effect.gen(function* () {
     const release = yield* Ref.make(Option.none<Effect.Effect<void>>())
-    yield* onClose(
+    yield* Scope.addFinalizer(
+      scope,
       Effect.flatMap(
         Ref.get(release),
         Option.getOrElse(() => Effect.void)
@@ -184,36 +196,38 @@ const captureOnce = (input: DriveInput) =>
   })
 
 export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> =>
-  Effect.gen(function* () {
-    const { ask, run } = input
-    const cell: RunCell = {
-      phase: yield* Ref.make<RunPhase>(RunPhase.Preparing()),
-      report: yield* Ref.make(emptyReport),
-      items: yield* ItemBatch.make((batch) => ask("RecordItems", { runId: run.id, items: batch })),
-      ended: yield* Deferred.make<TurnEnd>()
-    }
-    const checkpointDue =
-      input.checkpoint === null
-        ? Effect.succeed({ due: false, note: null })
-        : yield* Effect.cached(RunCheckpoint.due(input.checkpoint))
-    const beginCapture = yield* captureOnce(input)
-    const record = (exit: TurnExit) => recordEnd(input, cell, checkpointDue, beginCapture, exit)
+  withScope((scope) =>
+    Effect.gen(function* () {
+      const { ask, run } = input
+      const cell: RunCell = {
+        phase: yield* Ref.make<RunPhase>(RunPhase.Preparing()),
+        report: yield* Ref.make(emptyReport),
+        items: yield* ItemBatch.make((batch) => ask("RecordItems", { runId: run.id, items: batch })),
+        ended: yield* Deferred.make<TurnEnd>()
+      }
+      const checkpointDue =
+        input.checkpoint === null ? Effect.succeed(noCheckpoint) : yield* once(RunCheckpoint.due(input.checkpoint))
+      const beginCapture = yield* captureOnce(input, scope)
+      const record = (exit: TurnExit) => recordEnd(input, cell, checkpointDue, beginCapture, exit)
 
-    const turnFiber = yield* forkNowScoped(turn(input, cell))
-    const first = yield* Deferred.await(cell.ended)
-    // A stop ended the run: the turn is cut short first, and what its adapter gives up
-    // on the way is held for the run's end.
-    if (first.by === "stop") yield* Fiber.interrupt(turnFiber)
-    // If recording fails, the actor hears why from this fiber's exit (DriverExited) and
-    // ends the run itself; from the end event, it is tried again once the call returns.
-    const pending = yield* record(first.exit).pipe(
-      Effect.catchAll((error) => (first.by === "event" ? Effect.flatMap(turnFiber.await, record) : Effect.fail(error)))
-    )
-    // The turn's call unwinds, then the pending checkpoint is taken.
-    yield* turnFiber.await
-    if (pending && input.checkpoint !== null) {
-      yield* RunCheckpoint.take(input.checkpoint, ask, run.id).pipe(
-        Telemetry.traced("checkpoint.capture", { attributes: { "skein.run.id": run.id } })
+      const turnFiber = yield* forkNowIn(turn(input, cell), scope)
+      const first = yield* Deferred.await(cell.ended)
+      // A stop ended the run: the turn is cut short first, and what its adapter gives up
+      // on the way is held for the run's end.
+      if (first.by === "stop") yield* Fiber.interrupt(turnFiber)
+      // If recording fails, the actor hears why from this fiber's exit (DriverExited) and
+      // ends the run itself; from the end event, it is tried again once the call returns.
+      const pending = yield* record(first.exit).pipe(
+        Effect.catchAll((error) =>
+          first.by === "event" ? Effect.flatMap(turnFiber.await, record) : Effect.fail(error)
+        )
       )
-    }
-  }).pipe(Effect.scoped)
+      // The turn's call unwinds, then the pending checkpoint is taken.
+      yield* turnFiber.await
+      if (pending && input.checkpoint !== null) {
+        yield* RunCheckpoint.take(input.checkpoint, ask, run.id).pipe(
+          Telemetry.traced("checkpoint.capture", { attributes: { "skein.run.id": run.id } })
+        )
+      }
+    })
+  )

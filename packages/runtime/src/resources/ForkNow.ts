@@ -11,21 +11,22 @@
 import { Effect, Fiber, Runtime, Scope } from "effect"
 
 /**
- * Forks `effect` into the scope of the calling effect, running it on this stack until it
- * first waits; for a scope that ends with the work it forks for (a run's, a turn's): the
- * fiber is interrupted by a finalizer of that scope itself, which stays there until the
- * scope closes. (`Runtime.runFork`'s `scope` option forks a scope for each fiber instead,
- * at three times the price.)
+ * Forks `effect` into `scope`, running it on this stack until it first waits; for a scope
+ * that ends with the work it forks for (a run's, a turn's): the fiber is interrupted by a
+ * finalizer of that scope itself, which stays there until the scope closes.
+ * (`Runtime.runFork`'s `scope` option forks a scope for each fiber instead, at three
+ * times the price.)
  */
-export const forkNowScoped = <A, E, R>(
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R | Scope.Scope> =>
-  Effect.flatMap(Effect.runtime<R | Scope.Scope>(), (runtime) =>
-    Effect.flatMap(Effect.scope, (scope) =>
-      // One step: no interruption between the fork and its finalizer.
+export const forkNowIn = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  scope: Scope.Scope
+): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R> =>
+  Effect.flatMap(Effect.runtime<R>(), (runtime) =>
+    // One step: no interruption between the fork and its finalizer.
+    Effect.uninterruptible(
       Effect.suspend(() => {
         const fiber = Runtime.runFork(runtime)(effect)
         return Effect.as(Scope.addFinalizer(scope, Fiber.interrupt(fiber)), fiber)
-      }).pipe(Effect.uninterruptible)
+      })
     )
   )
