@@ -16,7 +16,7 @@
  * decoded once per batch on the consumer's fiber rather than on the line that brought it.
  */
 import type { ProviderEvent, ProviderFailure, TurnEventSink } from "@skein/domain"
-import { Chunk, Deferred, Effect, Exit, Mailbox, Stream } from "effect"
+import { Chunk, Deferred, Effect, Exit, FiberId, Mailbox, Stream } from "effect"
 
 /** The event that ends a turn. */
 export const isTerminal = (event: ProviderEvent): boolean =>
@@ -113,11 +113,13 @@ const handOverRest = <E>(
 
 /** A queue for one turn; `delayMs` 0 (or less) hands every event over at once. */
 export const make = (delayMs: number): Effect.Effect<TurnQueue> =>
-  Effect.zipWith(Mailbox.make<Held, ProviderFailure>(), Deferred.make<void>(), (mailbox, over) => {
+  Effect.map(Mailbox.make<Held, ProviderFailure>(), (mailbox) => {
     /** Plain items and reports waiting for what follows them (or the delay). */
     let held: Array<Held> = []
     let timer: ReturnType<typeof setTimeout> | undefined
     let ended = false
+    /** What `ended` waits on, made by the first that waits before the end (most turns have none). */
+    let over: Deferred.Deferred<void> | undefined
     const release = () => {
       if (timer !== undefined) clearTimeout(timer)
       timer = undefined
@@ -146,9 +148,9 @@ export const make = (delayMs: number): Effect.Effect<TurnQueue> =>
         ended = true
         release()
         mailbox.unsafeDone(exit)
-        Deferred.unsafeDone(over, Exit.void)
+        if (over !== undefined) Deferred.unsafeDone(over, Exit.void)
       },
-      ended: Deferred.await(over),
+      ended: Effect.suspend(() => (ended ? Effect.void : Deferred.await((over ??= Deferred.unsafeMake(FiberId.none))))),
       deliver: (onEvents) =>
         Effect.onInterrupt(deliverFrom(mailbox, onEvents), () =>
           Effect.zipRight(Effect.sync(release), handOverRest(mailbox, onEvents))

@@ -32,7 +32,9 @@ export const make = (): RunWatch => {
   let latest: Run | null = null
   let endTold = false
   const items: Array<TurnItem> = []
-  const ended = Deferred.unsafeMake<RunView>(FiberId.none)
+  /** The run's view once its end was told; what `ended` waits on until then, made by the first that waits. */
+  let view: RunView | undefined
+  let waiting: Deferred.Deferred<RunView> | undefined
   const take = (events: ReadonlyArray<ThreadEvent>) => {
     let end = false
     for (const event of events) {
@@ -53,7 +55,8 @@ export const make = (): RunWatch => {
     // Called from the store's listener, outside any fiber.
     if (end && latest !== null && !endTold) {
       endTold = true
-      Deferred.unsafeDone(ended, Exit.succeed(toRunView(latest, items)))
+      view = toRunView(latest, items)
+      if (waiting !== undefined) Deferred.unsafeDone(waiting, Exit.succeed(view))
     }
   }
   return {
@@ -73,6 +76,8 @@ export const make = (): RunWatch => {
     },
     sawStart: () => started,
     sawEnd: () => endTold,
-    ended: Deferred.await(ended)
+    ended: Effect.suspend(() =>
+      view !== undefined ? Effect.succeed(view) : Deferred.await((waiting ??= Deferred.unsafeMake(FiberId.none)))
+    )
   }
 }
