@@ -33,8 +33,8 @@ import type { ApprovalParts, RespondApprovalPayload } from "./thread/ApprovalHan
 import { approvalHandlers, respondApproval } from "./thread/ApprovalHandlers.js"
 import { checkpointHandlers, settleAbandonedCheckpoints } from "./thread/CheckpointHandlers.js"
 import { lineageHandlers } from "./thread/LineageHandlers.js"
-import { drain, queueMemory } from "./thread/QueuedRuns.js"
-import type { RunParts } from "./thread/RunHandlers.js"
+import { drain, type QueueMemory, queueMemory } from "./thread/QueuedRuns.js"
+import type { RunParts, RunsContext } from "./thread/RunHandlers.js"
 import type { InheritedCache } from "./thread/RunStart.js"
 import { runHandlers } from "./thread/RunHandlers.js"
 import type { StartRunPayload } from "./thread/SteerHandlers.js"
@@ -168,29 +168,13 @@ export const makeThreadActor = (
     const answering = yield* Ref.make(noneAnswering)
     const children = childrenHint()
     const queue = queueMemory(yield* store.queue.ids(threadId))
-    let inherited: InheritedCache | undefined
-    let drivers: FiberSet.FiberSet<unknown, unknown> | undefined
 
     const actor = yield* SupervisedActor.make<ThreadMessage, SkeinError, HandlerParts>({
       name: `thread ${threadId}`,
       behaviour: (self) => {
         const parts: HandlerParts = {
           ctx,
-          runs: {
-            ask: self.ask,
-            retain,
-            spawn,
-            scope,
-            children,
-            queue,
-            inheritedCache: () => (inherited ??= new Map()),
-            // Made with the first run: an idle actor that never ran keeps none.
-            drivers: Effect.suspend(() =>
-              drivers !== undefined
-                ? Effect.succeed(drivers)
-                : Effect.tap(Scope.extend(FiberSet.make(), scope), (made) => Effect.sync(() => void (drivers = made)))
-            )
-          },
+          runs: new Runs(self.ask, retain, spawn, scope, children, queue),
           answering
         }
         return { handlers, context: parts, restart, afterEach: Effect.suspend(() => afterMessage(parts)) }
@@ -210,6 +194,31 @@ export const makeThreadActor = (
 
     return new Thread(threadId, ctx, actor, scope, children)
   })
+
+/**
+ * What the run handlers are given besides the thread's context; what a run makes the
+ * first time (the inherited context read, the drivers' set) is kept here, made when needed.
+ */
+class Runs implements RunsContext {
+  private inherited: InheritedCache | undefined = undefined
+  private set: FiberSet.FiberSet<unknown, unknown> | undefined = undefined
+  constructor(
+    readonly ask: ThreadAsk,
+    readonly retain: Effect.Effect<Effect.Effect<void>>,
+    readonly spawn: ThreadActorHost["spawn"],
+    readonly scope: Scope.Scope,
+    readonly children: ChildrenHint,
+    readonly queue: QueueMemory
+  ) {}
+  inheritedCache(): InheritedCache {
+    return (this.inherited ??= new Map())
+  }
+  get drivers(): Effect.Effect<FiberSet.FiberSet<unknown, unknown>> {
+    return this.set !== undefined
+      ? Effect.succeed(this.set)
+      : Effect.tap(Scope.extend(FiberSet.make(), this.scope), (made) => Effect.sync(() => void (this.set = made)))
+  }
+}
 
 /** The actor's face, its ways in as methods and getters: an idle actor keeps five fields. */
 class Thread implements ThreadActor {
