@@ -62,7 +62,7 @@ export interface TxDb {
    * Runs an INSERT of `rows` rows into a table whose integer column `key` the database
    * assigns, ascending in the order of the rows: the keys given, in that order. (SQLite
    * knows them from the last row's id, without a `RETURNING`, which costs it as much
-   * again as the insert.)
+   * again as the insert; there `key` must be the table's `INTEGER PRIMARY KEY`.)
    */
   readonly insert: (
     sql: string,
