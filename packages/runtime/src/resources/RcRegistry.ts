@@ -176,11 +176,16 @@ export const make = <K, A, E, R>(options: {
         return entry.holders > 0 ? Effect.void : Effect.asVoid(Effect.forkIn(closeEntry(entry), registryScope))
       })
 
+    /** One more holder: the entry is not idle, whatever its time. To be matched by one `release`. */
+    const take = (entry: Entry<A, E>): void => {
+      entry.holders++
+      idle.delete(entry)
+    }
+
     /** Holds the entry until the answered release runs (see `lookup`'s `hold`). */
     const holdEntry = (key: K, entry: Entry<A, E>): Effect.Effect<Effect.Effect<void>> =>
       Effect.sync(() => {
-        entry.holders++
-        idle.delete(entry)
+        take(entry)
         return release(key, entry)
       })
 
@@ -207,8 +212,7 @@ export const make = <K, A, E, R>(options: {
         let entry = entries.get(key)
         const creating = entry === undefined
         if (entry === undefined) entry = create(key)
-        entry.holders++
-        idle.delete(entry)
+        take(entry)
         const held = entry
         if (!creating) return Effect.succeed(held)
         // In a fiber of its own, interruptible (closing the entry stops it), so that
