@@ -124,10 +124,11 @@ export const makeClaudePool = (
     /** The session's process, in use until the caller's scope closes. Call it holding the session's slot. */
     const get = (sessionId: string): Effect.Effect<ClaudeProcess, ProviderFailure, Scope.Scope> =>
       Effect.suspend(() => {
-        if (closed) return Effect.fail(closedFailure())
+        if (closed) return Effect.failSync(closedFailure)
         return Effect.raceFirst(
           RcMap.get(processes, sessionId).pipe(Effect.tapError(() => RcMap.invalidate(processes, sessionId))),
-          Effect.zipRight(Deferred.await(shut), Effect.fail(closedFailure()))
+          // Made only if the session closes: an error's construction captures a stack.
+          Effect.zipRight(Deferred.await(shut), Effect.failSync(closedFailure))
         )
       })
 
