@@ -3,7 +3,8 @@
  * request to the thread (the child starts now, and the call's output says where, or why
  * not), the turn's handle, outcome and usage to the run's report. The turn's end event
  * ends the phase (nothing is left for a stop to interrupt) and tells the driver at once,
- * then lets it run: the run's end is recorded before the provider's call unwinds.
+ * then yields: the driver goes on to record the run's end before the provider's call
+ * unwinds on this fiber.
  */
 import type { ProviderEvent, SkeinError, TurnItemContent } from "@skein/domain"
 import { ProviderName, TurnUsage } from "@skein/domain"
@@ -94,7 +95,7 @@ export const make =
       yield* input.items.end(reported)
       const { outcome } = yield* Ref.get(input.report)
       yield* endTurn(input.phase, input.ended, { by: "event", exit: Exit.succeed(outcome) })
-      // The driver, woken by the end, records the run's end before the adapter's call
-      // unwinds on this fiber: whoever waits for the run is answered first.
+      // The driver, woken by the end, goes on to record the run's end before the adapter's
+      // call unwinds on this fiber: whoever waits for the run is answered sooner.
       yield* Effect.yieldNow()
     })
