@@ -253,6 +253,45 @@ describe("RcRegistry", () => {
     })
   )
 
+  it.scoped("use of a ready entry lets go of it however its function ends, a throw while building included", () =>
+    Effect.gen(function* () {
+      const closed: Array<string> = []
+      const registry = yield* RcRegistry.make({
+        lookup: (key: string) =>
+          Effect.as(
+            Effect.addFinalizer(() => Effect.sync(() => void closed.push(key))),
+            key
+          ),
+        idleTimeToLive: Duration.seconds(10)
+      })
+      const ends: ReadonlyArray<readonly [string, (key: string) => Effect.Effect<unknown, string>]> = [
+        ["ok", (key) => Effect.succeed(key)],
+        ["fails", () => Effect.fail("no")],
+        ["dies", () => Effect.die("defect")],
+        [
+          "throws",
+          () => {
+            throw new Error("while building the effect")
+          }
+        ]
+      ]
+      for (const [key, f] of ends) {
+        // The entry is ready once a first use has ended: the next use finds it so.
+        yield* registry.use(key, () => Effect.void)
+        yield* Effect.exit(registry.use(key, f))
+        yield* registry.invalidate(key)
+      }
+      expect(closed).toEqual(["ok", "fails", "dies", "throws"])
+      // Interrupted while its function runs: let go as well.
+      yield* registry.use("interrupted", () => Effect.void)
+      const running = yield* Effect.fork(registry.use("interrupted", () => Effect.never))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(running)
+      yield* registry.invalidate("interrupted")
+      expect(closed).toEqual(["ok", "fails", "dies", "throws", "interrupted"])
+    })
+  )
+
   it.effect("closing the registry closes every entry", () =>
     Effect.gen(function* () {
       const closed: Array<string> = []
