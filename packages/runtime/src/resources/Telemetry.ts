@@ -168,17 +168,20 @@ export const runEnded = (
   }
 ): Effect.Effect<void> =>
   whenOn(
-    Effect.zipRight(
-      Effect.annotateCurrentSpan({
-        "skein.run.status": end.outcome,
-        ...(end.usage === undefined
-          ? {}
-          : {
-              "gen_ai.usage.input_tokens": end.usage.inputTokens,
-              "gen_ai.usage.output_tokens": end.usage.outputTokens
-            })
-      }),
-      Metric.increment(Metric.tagged(Metric.tagged(runsEnded, "status", end.outcome), "provider", provider))
+    // Built only while telemetry is on.
+    Effect.suspend(() =>
+      Effect.zipRight(
+        Effect.annotateCurrentSpan({
+          "skein.run.status": end.outcome,
+          ...(end.usage === undefined
+            ? {}
+            : {
+                "gen_ai.usage.input_tokens": end.usage.inputTokens,
+                "gen_ai.usage.output_tokens": end.usage.outputTokens
+              })
+        }),
+        Metric.increment(Metric.tagged(Metric.tagged(runsEnded, "status", end.outcome), "provider", provider))
+      )
     )
   )
 
