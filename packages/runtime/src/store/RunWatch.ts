@@ -30,9 +30,8 @@ export const make = (): RunWatch => {
   let runId: RunId | null = null
   let started = false
   let latest: Run | null = null
-  let endTold = false
   const items: Array<TurnItem> = []
-  /** The run's view once its end was told; what `ended` waits on until then, made by the first that waits. */
+  /** The run's view once its end was seen; what `ended` waits on until then, made by the first that waits. */
   let view: RunView | undefined
   let waiting: Deferred.Deferred<RunView> | undefined
   const take = (events: ReadonlyArray<ThreadEvent>) => {
@@ -53,8 +52,7 @@ export const make = (): RunWatch => {
       }
     }
     // Called from the store's listener, outside any fiber.
-    if (end && latest !== null && !endTold) {
-      endTold = true
+    if (end && latest !== null && view === undefined) {
       view = toRunView(latest, items)
       if (waiting !== undefined) Deferred.unsafeDone(waiting, Exit.succeed(view))
     }
@@ -75,7 +73,7 @@ export const make = (): RunWatch => {
       early = null
     },
     sawStart: () => started,
-    sawEnd: () => endTold,
+    sawEnd: () => view !== undefined,
     ended: Effect.suspend(() =>
       view !== undefined ? Effect.succeed(view) : Deferred.await((waiting ??= Deferred.unsafeMake(FiberId.none)))
     )

@@ -15,6 +15,7 @@ import {
   StorageError
 } from "@skein/domain"
 import { Deferred, Effect, Option, Ref, Schema } from "effect"
+import type { Scope } from "effect"
 import { loadIncoming } from "../../lineage/LineageContext.js"
 import { toRunView } from "../../store/Projection.js"
 import * as Telemetry from "../../resources/Telemetry.js"
@@ -55,6 +56,8 @@ type StartRunPayload = Schema.Struct.Type<typeof StartRunFields>
 
 /** What the run handlers need beyond the shared context. */
 export interface RunsContext extends LaunchContext {
+  /** The actor's scope: what it starts for itself (its drivers' set, the next queued run's start) ends with it. */
+  readonly scope: Scope.Scope
   readonly children: ChildrenHint
   /** The inherited context read so far, made by the first run start that reads any. */
   readonly inheritedCache: () => InheritedCache

@@ -1,5 +1,5 @@
 /**
- * A thread actor's runs in flight: launching a run's driver in the actor's scope, and
+ * A thread actor's runs in flight: launching a run's driver among the actor's drivers, and
  * ending a run that has no driver left to end it. The driver reports through the
  * actor's mailbox like any other sender; its exit reaches the actor as `DriverExited`
  * when the run's end was not recorded.
@@ -7,7 +7,6 @@
 import type { AppThread, ProviderName, Run, SkeinError, ThreadId } from "@skein/domain"
 import { autonomyRefusal, defaultAutonomy } from "@skein/domain"
 import { Effect, Exit, FiberSet, Ref } from "effect"
-import type { Scope } from "effect"
 import type { SpawnInput } from "../../lineage/Spawn.js"
 import * as Telemetry from "../../resources/Telemetry.js"
 import { activeRun } from "../../store/ThreadState.js"
@@ -26,8 +25,6 @@ export interface LaunchContext {
   /** Keeps the actor from passivating while a run is in flight, until the release it answers runs. */
   readonly retain: Effect.Effect<Effect.Effect<void>>
   readonly spawn: (input: SpawnInput) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
-  /** The actor's scope: drivers are interrupted when it closes. */
-  readonly scope: Scope.Scope
   /** The actor's drivers in flight (made with its first run, in its scope): interrupted when it closes. */
   readonly drivers: Effect.Effect<FiberSet.FiberSet<unknown, unknown>>
 }
