@@ -5,6 +5,7 @@
  * that run ended.
  */
 import type { CommandId, ProviderName } from "@skein/domain"
+import { makeId } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { inTempRuntime } from "../support/runtime.js"
@@ -47,6 +48,30 @@ describe("run.start with wait", () => {
         expect(retried.status).toBe("completed")
         expect(retried).toEqual((yield* o.getThread(thread.id)).runs.find((run) => run.id === first.id))
         expect(retried.items.some((item) => item.type === "assistant_message")).toBe(true)
+      })
+    )
+  })
+
+  it("a start delivered again with the run id it chose answers that run, and starts no other", async () => {
+    await inTempRuntime((o, actors) =>
+      Effect.gen(function* () {
+        const thread = yield* o.createThread({})
+        // Ended: answered as it ended.
+        const ended = { threadId: thread.id, provider: alpha, message: busyTurn, runId: makeId.run() }
+        const first = yield* actors.startAndWait(ended)
+        expect(first.id).toBe(ended.runId)
+        expect(first.status).toBe("completed")
+        expect(yield* actors.startAndWait(ended)).toEqual(first)
+        // Going: answered as it goes, not refused as a run in the way.
+        const going = { threadId: thread.id, provider: alpha, message: "[[sleep:300]] later", runId: makeId.run() }
+        const start = (input: typeof going) => actors.use(thread.id, (actor) => actor.askSettled("StartRun", input))
+        expect((yield* start(going)).run.id).toBe(going.runId)
+        const again = yield* start(going)
+        expect([again.run.id, again.run.status]).toEqual([going.runId, "running"])
+        const after = { threadId: thread.id, provider: alpha, message: "after", wait: true, whenBusy: "queue" as const }
+        expect((yield* o.startRun(after)).status).toBe("completed")
+        const runs = (yield* o.getThread(thread.id)).runs
+        expect(runs.map((run) => run.id)).toEqual([ended.runId, going.runId, runs[2]!.id])
       })
     )
   })

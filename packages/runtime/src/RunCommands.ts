@@ -10,7 +10,6 @@ import { isTerminalRunStatus } from "@skein/domain"
 import { Effect } from "effect"
 import type { ThreadActorsShape } from "./actors/ThreadActors.js"
 import type { EventStoreShape } from "./store/EventStore.js"
-import * as RunWatch from "./store/RunWatch.js"
 
 /** How many runs in the way a `whenBusy: interrupt` start stops before it gives up. */
 const INTERRUPT_ATTEMPTS = 3
@@ -25,50 +24,9 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
   /** The run's start, as the thread's actor accepted it (after the checkpoint gate). */
   const start = (input: StartInput) => actors.use(input.threadId, (actor) => actor.askSettled("StartRun", input))
 
-  /**
-   * Starts a run and waits for its end, watching the thread's events from before the
-   * start: a run seen from its RunStarted on is known whole from those events (its
-   * items, its final record), with no read once it ends. A run not seen starting (a
-   * replayed command naming an older run) is awaited and read as usual, unless its
-   * start arrives while it is awaited (in a cluster, the thread's runner answers before
-   * its commit reaches this process).
-   */
-  const startAndWait = (input: StartInput) =>
-    Effect.suspend(() => {
-      const watch = RunWatch.make()
-      return store.watching(
-        input.threadId,
-        watch.listener,
-        Effect.gen(function* () {
-          const accepted = yield* start(input)
-          watch.begin(accepted.run.id)
-          if (!watch.sawStart()) {
-            if (!isTerminalRunStatus(accepted.run.status)) yield* awaitEnd(input.threadId, accepted.run.id)
-            // Its start may have come after the answer (another process's commit, told a little
-            // later): then it was seen whole after all.
-            if (!watch.sawStart() || !watch.sawEnd()) return yield* getRun(input.threadId, accepted.run.id)
-          }
-          return yield* watch.ended
-        })
-      )
-    })
-
-  /**
-   * Starts a run of a thread whose actor lives in another process, and waits for its end
-   * there, where the thread's commits are made (rather than following them from here).
-   */
-  const startAndAwaitThere = (input: StartInput) =>
-    Effect.flatMap(start(input), (accepted) =>
-      isTerminalRunStatus(accepted.run.status)
-        ? getRun(input.threadId, accepted.run.id)
-        : actors.awaitRun(input.threadId, accepted.run.id)
-    )
-
   const startOnce = (input: StartInput) =>
     input.wait
-      ? actors.isHere(input.threadId)
-        ? startAndWait(input)
-        : startAndAwaitThere(input)
+      ? actors.startAndWait(input)
       : Effect.flatMap(start(input), (accepted) => getRun(input.threadId, accepted.run.id))
 
   const interruptRun: OrchestratorShape["interruptRun"] = (input) =>

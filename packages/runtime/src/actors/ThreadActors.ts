@@ -22,6 +22,7 @@ import type { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
 import * as RcRegistry from "../resources/RcRegistry.js"
 import * as Telemetry from "../resources/Telemetry.js"
 import type { ThreadActor } from "./ThreadActor.js"
+import type { StartRunPayload } from "./ThreadProtocol.js"
 import { makeThreadActor } from "./ThreadActor.js"
 
 export interface ThreadActorsShape {
@@ -38,12 +39,12 @@ export interface ThreadActorsShape {
   ) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
   /** Closes the thread's actor here, if it is active (the thread moved elsewhere). */
   readonly release: (threadId: ThreadId) => Effect.Effect<void>
-  /** Whether the thread's actor lives in this process (always, without a cluster). */
-  readonly isHere: (threadId: ThreadId) => boolean
   /**
-   * Waits for the run's end where the thread's actor lives, and answers the run as it
-   * ended: there its commits are heard as they are made, with nothing read back.
+   * Starts a run and answers it once it has ended, where the thread's actor lives: there
+   * its commits are heard as they are made, with nothing read back.
    */
+  readonly startAndWait: (input: StartRunPayload) => Effect.Effect<RunView, SkeinError>
+  /** Waits for the run's end where the thread's actor lives, and answers the run as it ended. */
   readonly awaitRun: (threadId: ThreadId, runId: RunId) => Effect.Effect<RunView, SkeinError>
 }
 
@@ -110,12 +111,36 @@ export const makeLocal = (
           )
         )
       })
+    /**
+     * Watches the thread's events from before the start: a run seen from its RunStarted
+     * on is known whole from those events (its items, its final record), with no read once
+     * it ends. A run not seen starting (a replayed command naming an older run) is awaited
+     * and read as usual.
+     */
+    const startAndWait: ThreadActorsShape["startAndWait"] = (input) =>
+      Effect.suspend(() => {
+        const watch = RunWatch.make()
+        const getRun = (runId: RunId) => use(input.threadId, (actor) => actor.ask("GetRun", { runId }))
+        return store.watching(
+          input.threadId,
+          watch.listener,
+          Effect.gen(function* () {
+            const accepted = yield* use(input.threadId, (actor) => actor.askSettled("StartRun", input))
+            watch.begin(accepted.run.id)
+            if (!watch.sawStart()) {
+              if (!isTerminalRunStatus(accepted.run.status)) yield* store.awaitRunEnd(input.threadId, accepted.run.id)
+              if (!watch.sawStart() || !watch.sawEnd()) return yield* getRun(accepted.run.id)
+            }
+            return yield* watch.ended
+          })
+        )
+      })
     return {
       use,
       activeThreads: actors.keys,
       spawnSubagent: spawn,
       release: (threadId) => actors.invalidate(threadId),
-      isHere: () => true,
+      startAndWait,
       awaitRun
     } satisfies ThreadActorsShape
   })

@@ -80,7 +80,13 @@ const error = SkeinError
 
 // --- from clients ------------------------------------------------------------------
 
-export const StartRun = Rpc.make("StartRun", { payload: StartRunFields, success: RunAccepted, error })
+/**
+ * `run.start`. `runId`, from the cluster only, is the id the run is to have: a start
+ * delivered again with it (the thread moved under it) answers the run it made.
+ */
+export const StartRunPayload = Schema.Struct({ ...StartRunFields, runId: Schema.optional(RunId) })
+export type StartRunPayload = typeof StartRunPayload.Type
+export const StartRun = Rpc.make("StartRun", { payload: StartRunPayload, success: RunAccepted, error })
 export const InterruptRun = Rpc.make("InterruptRun", { payload: InterruptRunFields, success: RunAccepted, error })
 /** Stop the active run with a reason other than the user's (shutdown). */
 export const StopRun = Rpc.make("StopRun", { payload: { failure: RunFailure }, success: RunAccepted, error })

@@ -15,17 +15,25 @@
  *   seems dead and writes on is refused by the log's expected-sequence fence.
  * - When the entity leaves a runner (its shard moved, or the runner stops), the actor
  *   there closes.
- * - A run started with `wait` from another process is awaited on the thread's runner,
- *   which hears the thread's commits as it makes them (`AwaitRun`), rather than followed
- *   from afar through the database.
+ * - A run started with `wait` from another process is started and awaited on the
+ *   thread's runner in one message (`StartAndWait`), where the thread's commits are heard
+ *   as they are made, rather than followed from afar through the database.
  */
 import { Entity, EntityId, Sharding } from "@effect/cluster"
-import { type RunId, type SkeinError, StorageError, type ThreadId } from "@skein/domain"
+import {
+  isTerminalRunStatus,
+  makeId,
+  type RunId,
+  type RunView,
+  type SkeinError,
+  StorageError,
+  type ThreadId
+} from "@skein/domain"
 import { Cause, Effect, Layer, Option } from "effect"
 import type { ThreadActor } from "../actors/ThreadActor.js"
 import { makeLocal, ThreadActors, type ThreadActorsShape } from "../actors/ThreadActors.js"
 import { planRecovery } from "../actors/ThreadPlanner.js"
-import type { ThreadAsk } from "../actors/ThreadProtocol.js"
+import type { StartRunPayload, ThreadAsk } from "../actors/ThreadProtocol.js"
 import { threadRpcs } from "../actors/ThreadProtocol.js"
 import { EventStore } from "../store/EventStore.js"
 import { ThreadEntity } from "./ThreadEntity.js"
@@ -85,6 +93,7 @@ const entityLayer = (hosted: ThreadActorsShape) =>
       handlers["Respond"] = ({ payload }) => onActor((actor) => actor.respondApproval(payload as never))
       handlers["ChildSpawned"] = () => onActor((actor) => Effect.sync(() => actor.childSpawned()))
       handlers["AwaitRun"] = ({ payload }) => hosted.awaitRun(threadId, (payload as { runId: RunId }).runId)
+      handlers["StartAndWait"] = ({ payload }) => hosted.startAndWait(payload as StartRunPayload)
       return handlers as never
     }),
     // The actor passivates on its own; the entity stays, so its start means a move.
@@ -132,6 +141,32 @@ export const layer: Layer.Layer<
       const entityId = EntityId.make(threadId)
       return sharding.hasShardId(sharding.getShardId(entityId, ThreadEntity.getShardGroup(entityId)))
     }
+    const getRun = (threadId: ThreadId, runId: RunId) => use(threadId, (actor) => actor.ask("GetRun", { runId }))
+    /**
+     * The run started with `runId` on the thread's runner, and its end. If the thread moved
+     * on the way, the run is looked for where it went: its end awaited there if it started,
+     * else started there under the same id (once).
+     */
+    const startThere = (input: StartRunPayload, runId: RunId, again: boolean): Effect.Effect<RunView, SkeinError> =>
+      Effect.catchAllCause(
+        Effect.mapError(
+          clientFor(input.threadId).StartAndWait({ ...input, runId }),
+          undelivered(input.threadId, "StartAndWait")
+        ),
+        (cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? getRun(input.threadId, runId).pipe(
+                Effect.flatMap((run) =>
+                  isTerminalRunStatus(run.status) ? Effect.succeed(run) : awaitRun(input.threadId, runId)
+                ),
+                Effect.catchTag("RunNotFound", (notFound) =>
+                  again ? startThere(input, runId, false) : Effect.fail(notFound)
+                )
+              )
+            : Effect.failCause(cause)
+      )
+    const startAndWait: ThreadActorsShape["startAndWait"] = (input) =>
+      isHere(input.threadId) ? hosted.startAndWait(input) : startThere(input, input.runId ?? makeId.run(), true)
     const awaitRun: ThreadActorsShape["awaitRun"] = (threadId, runId) =>
       isHere(threadId)
         ? hosted.awaitRun(threadId, runId)
@@ -140,10 +175,7 @@ export const layer: Layer.Layer<
             // Its entity stopped on the way (the thread moved): the run is followed from here instead.
             (cause) =>
               Cause.isInterruptedOnly(cause)
-                ? Effect.zipRight(
-                    store.awaitRunEnd(threadId, runId),
-                    use(threadId, (actor) => actor.ask("GetRun", { runId }))
-                  )
+                ? Effect.zipRight(store.awaitRunEnd(threadId, runId), getRun(threadId, runId))
                 : Effect.failCause(cause)
           )
     return ThreadActors.context({
@@ -151,7 +183,7 @@ export const layer: Layer.Layer<
       activeThreads: hosted.activeThreads,
       spawnSubagent: hosted.spawnSubagent,
       release: hosted.release,
-      isHere,
+      startAndWait,
       awaitRun
     })
   })

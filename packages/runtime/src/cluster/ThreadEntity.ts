@@ -1,8 +1,8 @@
 /**
  * A thread as an `@effect/cluster` entity: the thread actor's protocol (ThreadProtocol.ts)
- * and the four things a client asks of a thread beyond one message to its actor
+ * and the five things a client asks of a thread beyond one message to its actor
  * (steering a running turn, answering an approval, a subagent child's existence, a run's
- * end). The cluster places each thread on one runner, by its id, and routes these to it
+ * end, a run's start and end at once). The cluster places each thread on one runner, by its id, and routes these to it
  * from any process.
  */
 import { Entity } from "@effect/cluster"
@@ -31,4 +31,16 @@ export const ChildSpawned = Rpc.make("ChildSpawned", { error: SkeinError })
  */
 export const AwaitRun = Rpc.make("AwaitRun", { payload: { runId: RunId }, success: RunView, error: SkeinError })
 
-export const ThreadEntity = Entity.make("Thread", [...threadRpcs, Steer, Respond, ChildSpawned, AwaitRun])
+/**
+ * `run.start` with `wait`, from another process: the run started and its end awaited
+ * where the thread's events are written, in one message. `runId` is the id the run is to
+ * have, so that after the thread moved on the way the sender finds the run, or starts it
+ * again under that id, without starting a second.
+ */
+export const StartAndWait = Rpc.make("StartAndWait", {
+  payload: { ...StartRunFields, runId: RunId },
+  success: RunView,
+  error: SkeinError
+})
+
+export const ThreadEntity = Entity.make("Thread", [...threadRpcs, Steer, Respond, ChildSpawned, AwaitRun, StartAndWait])

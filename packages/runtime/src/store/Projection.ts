@@ -85,6 +85,8 @@ export const putRun = (state: ThreadState, run: Run): void => {
     state.runCount = run.ordinal
     // A new run: its items so far are none (a compact state keeps the active run's).
     if (!state.items.has(run.id)) state.items.set(run.id, [])
+    // Its id, looked for before it started (a start that chose it), is found now.
+    state.absent.delete(run.id)
   }
   state.runs.set(run.ordinal, run)
   if (run.status === "rolled_back") markRolledBack(state.rolledBack, run.ordinal)

@@ -8,20 +8,18 @@
  * context cannot reach it) is recorded as a failed run, so whoever waits on it hears.
  * A stop for shutdown holds the queue: what is queued starts after the next start-up.
  */
-import type { CommandId, Run, RunFailure, RunId, SkeinError, StartRunFields } from "@skein/domain"
+import type { CommandId, Run, RunFailure, RunId, SkeinError } from "@skein/domain"
 import { makeId, RunStarted } from "@skein/domain"
 import { Effect, Ref, Schedule } from "effect"
-import type { Schema, Scope } from "effect"
+import type { Scope } from "effect"
 import type { QueuedRun } from "../../store/RunQueue.js"
 import { queuedRunOf } from "../../store/RunQueue.js"
 import { activeRun } from "../../store/ThreadState.js"
 import type { ThreadState } from "../../store/ThreadState.js"
-import type { RunAccepted, ThreadAsk } from "../ThreadProtocol.js"
+import type { RunAccepted, StartRunPayload, ThreadAsk } from "../ThreadProtocol.js"
 import { planFinish } from "../ThreadPlanner.js"
 import type { StartRequest } from "./RunHandlers.js"
 import type { ThreadContext } from "./ThreadContext.js"
-
-type StartRunPayload = Schema.Struct.Type<typeof StartRunFields>
 
 /** The actor's memory of its queue: run ids in order, and whether it may start them. */
 export interface QueueMemory {
@@ -29,6 +27,7 @@ export interface QueueMemory {
   readonly next: () => RunId | null
   readonly add: (runId: RunId) => void
   readonly remove: (runId: RunId) => void
+  readonly includes: (runId: RunId) => boolean
   readonly reset: (runIds: ReadonlyArray<RunId>) => void
   /** Held after a stop for shutdown: nothing more starts in this actor. */
   readonly held: () => boolean
@@ -47,6 +46,9 @@ class Memory implements QueueMemory {
   }
   add(runId: RunId): void {
     this.ids = [...this.ids, runId]
+  }
+  includes(runId: RunId): boolean {
+    return this.ids.includes(runId)
   }
   remove(runId: RunId): void {
     this.ids = this.ids.filter((id) => id !== runId)
@@ -85,7 +87,7 @@ export const enqueue = (
 ): Effect.Effect<RunAccepted, SkeinError> =>
   Effect.gen(function* () {
     yield* ctx.sessions.adapter(command.provider)
-    const runId = makeId.run()
+    const runId = command.runId ?? makeId.run()
     const entry = yield* ctx.store.queue.enqueue({
       runId,
       threadId: ctx.threadId,

@@ -4,7 +4,7 @@
  * the native thread, the summary, a failed resume, the end). The run in flight is the
  * context's `current`, written only here.
  */
-import type { CommandId, RunFailure, SkeinError, StartRunFields, TurnItem } from "@skein/domain"
+import type { CommandId, RunFailure, SkeinError, TurnItem } from "@skein/domain"
 import {
   HandoffNotFound,
   NoActiveRun,
@@ -23,7 +23,7 @@ import { payloadHash } from "../../store/Receipts.js"
 import { activeRun, itemsOf, runById } from "../../store/ThreadState.js"
 import { extraHandoffs } from "../ContextPlanning.js"
 import type { Handlers } from "../SupervisedActor.js"
-import type { RunAccepted, ThreadMessage } from "../ThreadProtocol.js"
+import type { RunAccepted, StartRunPayload, ThreadMessage } from "../ThreadProtocol.js"
 import {
   planBindNativeThread,
   planFinish,
@@ -51,8 +51,6 @@ export type RunMessages =
   | "DriverExited"
   | "GetRun"
   | "Status"
-
-type StartRunPayload = Schema.Struct.Type<typeof StartRunFields>
 
 /** What the run handlers need beyond the shared context. */
 export interface RunsContext extends LaunchContext {
@@ -141,6 +139,8 @@ export const begin = (
     readonly hash: string | null
     /** A queued run: the id its caller was given. */
     readonly queued: RunId | null
+    /** The id the caller chose for the run (StartRun's `runId`). */
+    readonly runId?: RunId | undefined
   }
 ) =>
   Effect.gen(function* () {
@@ -170,7 +170,7 @@ export const begin = (
         draft: start.draft,
         extras: extraHandoffs(start.decision, budgetTokens),
         summaryBy: start.summaryBy,
-        runId: origin.queued ?? undefined,
+        runId: origin.queued ?? origin.runId,
         now: at
       })
     )
@@ -202,14 +202,25 @@ const startRun =
       const hash = command.commandId === undefined ? "" : startRunHash(command)
       const replayed = yield* cell.replay(command.commandId, "run.start", hash, RunReceipt)
       if (Option.isSome(replayed)) return yield* accepted(ctx, replayed.value.runId)
+      // A start delivered again (the thread moved under it) answers the run it made: the
+      // one going or queued, or (on an idle thread, where reading costs no refusal) one
+      // that ended.
+      const chosen = command.runId
+      if (chosen !== undefined && (activeRun(cell.state())?.id === chosen || runs.queue.includes(chosen))) {
+        return yield* accepted(ctx, chosen)
+      }
       if (cell.state().thread.lineage.observeOnly) return yield* new ObserveOnlyThread({ threadId })
       yield* refuseWhileRestoring(ctx)
       const busy = activeRun(cell.state())?.id ?? (command.whenBusy === "interrupt" ? null : runs.queue.next())
       if (busy !== null) return yield* whenBusy(ctx, runs, command, busy, hash)
+      if (chosen !== undefined && (yield* cell.demand((s) => runById(s, chosen))) !== undefined) {
+        return yield* accepted(ctx, chosen)
+      }
       return yield* begin(ctx, runs, requestOf(command), {
         commandId: command.commandId,
         hash: command.commandId === undefined ? null : hash,
-        queued: null
+        queued: null,
+        runId: chosen
       })
     })
 
