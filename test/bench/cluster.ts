@@ -210,6 +210,9 @@ export async function run(): Promise<void> {
         `  runs/s, ${i + 1} runner(s) on one PostgreSQL:     ${fmt(rate)} (${(rate / sqlite).toFixed(2)}x SQLite)`
       )
     }
+    for (const [i, label] of ["SQLite", "1 runner", "2 runners", "3 runners"].entries()) {
+      console.log(`  runs/s by round, ${label}: ${rates[i]!.map(fmt).join(" ")}`)
+    }
     console.log(`  3 runners / 1 runner by round: ${ratios.map((x) => x.toFixed(2)).join(" ")}`)
     console.log(`  3 runners / 1 runner: ${ratio.toFixed(2)}x (goal >= 0.80x: ${ratio >= 0.8 ? "met" : "MISSED"})`)
     const p50 = percentile(times, 50)
