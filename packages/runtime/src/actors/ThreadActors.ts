@@ -129,6 +129,7 @@ export const makeLocal = (
             watch.begin(accepted.run.id)
             if (!watch.sawStart()) {
               if (!isTerminalRunStatus(accepted.run.status)) yield* store.awaitRunEnd(input.threadId, accepted.run.id)
+              // Its start may have been told while it was awaited: then it was seen whole after all.
               if (!watch.sawStart() || !watch.sawEnd()) return yield* getRun(accepted.run.id)
             }
             return yield* watch.ended
