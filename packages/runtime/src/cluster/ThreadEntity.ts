@@ -9,7 +9,7 @@ import { Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
 import { RespondApprovalFields, RunId, RunView, SkeinError, StartRunFields, TurnItem } from "@skein/domain"
 import { Schema } from "effect"
-import { RunAccepted, threadRpcs } from "../actors/ThreadProtocol.js"
+import { RunAccepted, StartRunPayload, threadRpcs } from "../actors/ThreadProtocol.js"
 
 /** `run.start` with `whenBusy: steer`: into the running turn, or `idle` when none runs. */
 export const Steer = Rpc.make("Steer", {
@@ -38,7 +38,7 @@ export const AwaitRun = Rpc.make("AwaitRun", { payload: { runId: RunId }, succes
  * again under that id, without starting a second.
  */
 export const StartAndWait = Rpc.make("StartAndWait", {
-  payload: { ...StartRunFields, runId: RunId },
+  payload: { ...StartRunPayload.fields, runId: RunId },
   success: RunView,
   error: SkeinError
 })
