@@ -101,12 +101,21 @@ const expectMoved = async (via: Awaited<ReturnType<typeof runner>>, threadId: st
   ])
 }
 
+/**
+ * Waits for the shards to settle after the last runner joined: the others see it at their
+ * next read of the runners (each second at this lease) and let go of its shards, which it
+ * takes at its next try (each second). A thread placed before then may move once, and a
+ * test would take the runner that served its first run for the one that holds it.
+ */
+const settled = () => new Promise((r) => setTimeout(r, 3000))
+
 /** Whether the daemon runs an agent (the scripted provider's process): it holds a thread with a session. */
 const runsAnAgent = (daemon: DaemonProcess) => descendants(daemon.child.pid!).length > 0
 
 describe("a cluster of daemons", () => {
   it("serves a thread from any daemon, and moves it when its runner is SIGKILLed mid-run", async () => {
     const runners = [await runner(), await runner(), await runner()]
+    await settled()
     const [a, b, c] = runners
     const thread = await a!.call<{ id: string }>("thread.create", { title: "clustered" })
     const first = await b!.call<RunView>("run.start", {
@@ -158,6 +167,7 @@ describe("a cluster of daemons", () => {
 
   it("answers a run waited for through a daemon that does not hold its thread, also when its runner dies", async () => {
     const runners = [await runner(), await runner(), await runner()]
+    await settled()
     const thread = await runners[0]!.call<{ id: string }>("thread.create", { title: "awaited elsewhere" })
     const start = (via: Awaited<ReturnType<typeof runner>>, message: string) =>
       via.call<RunView>("run.start", { threadId: thread.id, provider: "alpha", message, wait: true }, LEASE_MS + 30_000)
@@ -180,6 +190,28 @@ describe("a cluster of daemons", () => {
     expect([lost.ordinal, lost.status, lost.failure?.reason]).toEqual([3, "interrupted", "runner_lost"])
   }, 120_000)
 
+  it("a waited run.start through the daemon a dead runner's thread moved to ends the lost run first", async () => {
+    // Two runners: the one left is where the thread goes. Asked once the thread is there,
+    // the daemon starts it as the cluster would, not from the log as the dead runner left it.
+    const runners = [await runner(), await runner()]
+    await settled()
+    const thread = await runners[0]!.call<{ id: string }>("thread.create", { title: "moves here" })
+    await runners[1]!.call<RunView>("run.start", { threadId: thread.id, provider: "alpha", message: "hi", wait: true })
+    const holder = runners.find((r) => runsAnAgent(r.daemon))!
+    const survivor = runners.find((r) => r !== holder)!
+    await startLongRun(survivor, thread.id)
+    holder.daemon.kill()
+    await holder.daemon.exited
+    await new Promise((r) => setTimeout(r, LEASE_MS + 3000))
+    const next = await survivor.call<RunView>(
+      "run.start",
+      { threadId: thread.id, provider: "alpha", message: "here", wait: true },
+      LEASE_MS + 30_000
+    )
+    expect([next.ordinal, next.status]).toEqual([3, "completed"])
+    await expectMoved(survivor, thread.id)
+  }, 120_000)
+
   it("moves a thread whose runner is cut off from the database, as if it had died", async () => {
     // Each runner reaches the database through a proxy of its own, so any of them can be cut off.
     const proxies: Array<TcpProxy> = []
@@ -196,6 +228,7 @@ describe("a cluster of daemons", () => {
         const { proxy, url } = await throughProxy()
         runners.push({ ...(await runner(url)), proxy })
       }
+      await settled()
       const thread = await runners[0]!.call<{ id: string }>("thread.create", { title: "cut off" })
       await runners[1]!.call<RunView>("run.start", {
         threadId: thread.id,

@@ -15,11 +15,11 @@
  *   seems dead and writes on is refused by the log's expected-sequence fence.
  * - When the entity leaves a runner (its shard moved, or the runner stops), the actor
  *   there closes.
- * - A run started with `wait` from another process is started and awaited on the
- *   thread's runner in one message (`StartAndWait`), where the thread's commits are heard
- *   as they are made, rather than followed from afar through the database.
+ * - A run started with `wait` is started and awaited on the thread's runner in one
+ *   message (`StartAndWait`), where the thread's commits are heard as they are made,
+ *   rather than followed from afar through the database.
  */
-import { Entity, EntityId, Sharding } from "@effect/cluster"
+import { Entity, Sharding } from "@effect/cluster"
 import {
   isTerminalRunStatus,
   makeId,
@@ -113,7 +113,6 @@ export const layer: Layer.Layer<
 > = Layer.scopedContext(
   Effect.gen(function* () {
     const clientFor = yield* ThreadEntity.client
-    const sharding = yield* Sharding.Sharding
     const store = yield* EventStore
     const proxy = (threadId: ThreadId): ThreadActor => {
       const client = clientFor(threadId) as unknown as Record<
@@ -137,10 +136,6 @@ export const layer: Layer.Layer<
     const use: ThreadActorsShape["use"] = (threadId, f) => f(proxy(threadId))
     const hosted = yield* makeLocal(use)
     yield* Layer.buildWithScope(entityLayer(hosted), yield* Effect.scope)
-    const isHere = (threadId: ThreadId) => {
-      const entityId = EntityId.make(threadId)
-      return sharding.hasShardId(sharding.getShardId(entityId, ThreadEntity.getShardGroup(entityId)))
-    }
     const getRun = (threadId: ThreadId, runId: RunId) => use(threadId, (actor) => actor.ask("GetRun", { runId }))
     /**
      * The run started with `runId` on the thread's runner, and its end. If the thread moved
@@ -165,19 +160,21 @@ export const layer: Layer.Layer<
               )
             : Effect.failCause(cause)
       )
+    // Both go through the thread's entity even when its runner is this one: the entity's
+    // start here is what ends a run a lost runner left in flight, and its end what closes
+    // the actor when the thread moves on. An actor made here without it would serve the
+    // log as the lost runner left it.
     const startAndWait: ThreadActorsShape["startAndWait"] = (input) =>
-      isHere(input.threadId) ? hosted.startAndWait(input) : startThere(input, input.runId ?? makeId.run(), true)
+      startThere(input, input.runId ?? makeId.run(), true)
     const awaitRun: ThreadActorsShape["awaitRun"] = (threadId, runId) =>
-      isHere(threadId)
-        ? hosted.awaitRun(threadId, runId)
-        : Effect.catchAllCause(
-            Effect.mapError(clientFor(threadId).AwaitRun({ runId }), undelivered(threadId, "AwaitRun")),
-            // Its entity stopped on the way (the thread moved): the run is followed from here instead.
-            (cause) =>
-              Cause.isInterruptedOnly(cause)
-                ? Effect.zipRight(store.awaitRunEnd(threadId, runId), getRun(threadId, runId))
-                : Effect.failCause(cause)
-          )
+      Effect.catchAllCause(
+        Effect.mapError(clientFor(threadId).AwaitRun({ runId }), undelivered(threadId, "AwaitRun")),
+        // Its entity stopped on the way (the thread moved): the run is followed from here instead.
+        (cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.zipRight(store.awaitRunEnd(threadId, runId), getRun(threadId, runId))
+            : Effect.failCause(cause)
+      )
     return ThreadActors.context({
       use,
       activeThreads: hosted.activeThreads,

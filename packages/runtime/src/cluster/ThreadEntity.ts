@@ -32,7 +32,7 @@ export const ChildSpawned = Rpc.make("ChildSpawned", { error: SkeinError })
 export const AwaitRun = Rpc.make("AwaitRun", { payload: { runId: RunId }, success: RunView, error: SkeinError })
 
 /**
- * `run.start` with `wait`, from another process: the run started and its end awaited
+ * `run.start` with `wait`, from any process: the run started and its end awaited
  * where the thread's events are written, in one message. `runId` is the id the run is to
  * have, so that after the thread moved on the way the sender finds the run, or starts it
  * again under that id, without starting a second.
