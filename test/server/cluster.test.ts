@@ -212,6 +212,53 @@ describe("a cluster of daemons", () => {
     await expectMoved(survivor, thread.id)
   }, 120_000)
 
+  it("a runner that joins takes its share: each run in flight that moves is ended where it ran", async () => {
+    const first = await runner()
+    await settled()
+    const threads: Array<string> = []
+    for (let i = 0; i < 8; i++) {
+      const thread = await first.call<{ id: string }>("thread.create", { title: `before the join ${i}` })
+      await first.call<RunView>("run.start", { threadId: thread.id, provider: "alpha", message: "hi", wait: true })
+      await startLongRun(first, thread.id)
+      threads.push(thread.id)
+    }
+    const joined = await runner()
+    await settled()
+    // About half the threads move to the runner that joined. The run each had in flight is
+    // stopped and recorded by the runner it ran on before the thread goes (its message says
+    // the thread moved, not that its runner stopped); the next runs where the thread went.
+    // The runs of the threads that stay go on.
+    const outcomes: Array<string> = []
+    for (const threadId of threads) {
+      const next = await joined
+        .call<RunView>("run.start", { threadId, provider: "alpha", message: "after the join", wait: true })
+        .catch((error: Error) => {
+          if (!error.message.includes("RunAlreadyActive")) throw error
+          return undefined
+        })
+      const { runs } = await joined.call<{ runs: Array<RunView> }>("thread.get", { threadId })
+      const seen = runs.map((r) => [r.ordinal, r.status, r.failure?.reason ?? null])
+      if (next === undefined) {
+        expect(seen).toEqual([
+          [1, "completed", null],
+          [2, "running", null]
+        ])
+        outcomes.push("stayed")
+      } else {
+        expect(seen).toEqual([
+          [1, "completed", null],
+          [2, "interrupted", "runner_lost"],
+          [3, "completed", null]
+        ])
+        expect(runs[1]!.failure!.message).toContain("the thread moved to another Skein process")
+        outcomes.push("moved")
+      }
+    }
+    console.log(`after a runner joined: ${outcomes.join(", ")}`)
+    // With 8 threads, none moving is a chance of 1 in 256.
+    expect(outcomes).toContain("moved")
+  }, 120_000)
+
   it("moves a thread whose runner is cut off from the database, as if it had died", async () => {
     // Each runner reaches the database through a proxy of its own, so any of them can be cut off.
     const proxies: Array<TcpProxy> = []

@@ -11,7 +11,8 @@ export const isTerminalRunStatus = (status: RunStatus): boolean => terminalRunSt
  * Why a run did not complete. `provider_timeout`: a provider call passed its deadline;
  * `provider_defect`: the adapter died with a defect; `runtime_error`: Skein itself
  * failed while driving the run (the message says where); `runner_lost`: in a cluster,
- * the process that held the thread died, and the thread moved to another one.
+ * the thread moved to another process while the run was in flight (the one that held it
+ * died or was cut off from the database, or let the thread go to a runner that joined).
  */
 export const RunFailureReason = Schema.Literal(
   "provider_error",

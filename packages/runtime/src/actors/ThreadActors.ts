@@ -8,7 +8,7 @@
  * In a cluster, the service reaches the actors through the cluster, and each runner
  * keeps its own threads' actors in such a registry (cluster/ClusterThreads.ts).
  */
-import type { AppThread, Run, RunId, RunView, SkeinError, ThreadId } from "@skein/domain"
+import type { AppThread, Run, RunFailure, RunId, RunView, SkeinError, ThreadId } from "@skein/domain"
 import { isTerminalRunStatus } from "@skein/domain"
 import { Context, Duration, Effect, Layer } from "effect"
 import type { Scope } from "effect"
@@ -37,7 +37,10 @@ export interface ThreadActorsShape {
   readonly spawnSubagent: (
     input: SpawnInput
   ) => Effect.Effect<{ readonly thread: AppThread; readonly run: Run }, SkeinError>
-  /** Closes the thread's actor here, if it is active (the thread moved elsewhere). */
+  /**
+   * Closes the thread's actor here, if it is active (the thread moved elsewhere), once a
+   * run it has in flight is stopped and its end recorded (within 4 s).
+   */
   readonly release: (threadId: ThreadId) => Effect.Effect<void>
   /**
    * Starts a run and answers it once it has ended, where the thread's actor lives: there
@@ -46,6 +49,12 @@ export interface ThreadActorsShape {
   readonly startAndWait: (input: StartRunPayload) => Effect.Effect<RunView, SkeinError>
   /** Waits for the run's end where the thread's actor lives, and answers the run as it ended. */
   readonly awaitRun: (threadId: ThreadId, runId: RunId) => Effect.Effect<RunView, SkeinError>
+}
+
+/** How a run in flight ends when its thread moves to another runner of a cluster. */
+const MOVED: RunFailure = {
+  reason: "runner_lost",
+  message: "the thread moved to another Skein process of the cluster while this run was in flight"
 }
 
 /** What the local registry needs, as a layer requires it. */
@@ -136,11 +145,35 @@ export const makeLocal = (
           })
         )
       })
+    /**
+     * The thread moved away: its run in flight here is stopped and its end recorded from
+     * here (what is queued stays queued), and a checkpoint being taken is recorded, within
+     * 4 s, before the actor goes; else the runner that takes the thread would find the run
+     * in flight and end it while it went on here.
+     */
+    const release: ThreadActorsShape["release"] = (threadId) =>
+      Effect.suspend(() => {
+        const actor = actors.peek(threadId)
+        if (actor === undefined) return actors.invalidate(threadId)
+        const stop = Effect.gen(function* () {
+          const status = yield* actor.ask("Status", undefined)
+          if (status.activeRunId !== null) {
+            const accepted = yield* actor.ask("StopRun", { failure: MOVED })
+            yield* store.awaitRunEnd(threadId, accepted.run.id)
+          }
+          // A git checkpoint being taken gets the same time to be recorded.
+          yield* actor.settled
+        })
+        return Effect.zipRight(
+          stop.pipe(Effect.interruptible, Effect.timeout(Duration.seconds(4)), Effect.ignore),
+          actors.invalidate(threadId)
+        )
+      })
     return {
       use,
       activeThreads: actors.keys,
       spawnSubagent: spawn,
-      release: (threadId) => actors.invalidate(threadId),
+      release,
       startAndWait,
       awaitRun
     } satisfies ThreadActorsShape

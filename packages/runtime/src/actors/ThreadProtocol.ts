@@ -88,7 +88,7 @@ export const StartRunPayload = Schema.Struct({ ...StartRunFields, runId: Schema.
 export type StartRunPayload = typeof StartRunPayload.Type
 export const StartRun = Rpc.make("StartRun", { payload: StartRunPayload, success: RunAccepted, error })
 export const InterruptRun = Rpc.make("InterruptRun", { payload: InterruptRunFields, success: RunAccepted, error })
-/** Stop the active run with a reason other than the user's (shutdown). */
+/** Stop the active run with a reason other than the user's (shutdown, its thread moving away). */
 export const StopRun = Rpc.make("StopRun", { payload: { failure: RunFailure }, success: RunAccepted, error })
 /** First half of approval.respond: check the approval and reserve it while the provider hears the decision. */
 export const RespondApproval = Rpc.make("RespondApproval", {

@@ -54,9 +54,12 @@ export interface EndFacts {
   readonly checkpoint: "pending" | null
 }
 
-/** A stop that is not a failure of the run: it ends `interrupted`, anything else `failed`. */
+/**
+ * A stop that is not a failure of the run: it ends `interrupted`, anything else `failed`.
+ * `runner_lost` here: its thread moved to another runner of a cluster.
+ */
 export const isInterruption = (failure: RunFailure): boolean =>
-  failure.reason === "user_interrupt" || failure.reason === "shutdown"
+  failure.reason === "user_interrupt" || failure.reason === "shutdown" || failure.reason === "runner_lost"
 
 /** The run's failure for a provider's typed failure (its kind), or for any other error of the runtime. */
 export const failureOf = (error: ProviderFailure | SkeinError): RunFailure => {

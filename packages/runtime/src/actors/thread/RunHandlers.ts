@@ -343,7 +343,8 @@ export const runHandlers: Pick<Handlers<ThreadMessage, RunParts>, RunMessages> =
 
   StopRun: ({ failure }, { ctx, runs }) =>
     Effect.gen(function* () {
-      // Stopped from outside (shutdown): what is queued waits for the next start-up.
+      // Stopped from outside (shutdown, or the thread moving away): what is queued waits
+      // for the thread's next start (after a restart, or on the runner it moved to).
       runs.queue.hold()
       const current = yield* inFlight(ctx)
       yield* Deferred.succeed(current.stop, failure)
