@@ -14,7 +14,7 @@
  *   `interrupted`, reason `runner_lost`, before the actor loads. A runner that only
  *   seems dead and writes on is refused by the log's expected-sequence fence.
  * - When the entity leaves a runner (its shard moved, or the runner stops), the actor
- *   there closes.
+ *   there stops its run in flight, records that end, and closes.
  * - A run started with `wait` is started and awaited on the thread's runner in one
  *   message (`StartAndWait`), where the thread's commits are heard as they are made,
  *   rather than followed from afar through the database.
