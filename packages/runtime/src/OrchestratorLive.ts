@@ -28,7 +28,7 @@ import { makeForkCommands } from "./ForkCommands.js"
 import { makeRollback } from "./RollbackCommand.js"
 import { makeRunCommands } from "./RunCommands.js"
 import { payloadHash, replay } from "./store/Receipts.js"
-import { ThreadActors } from "./actors/ThreadActors.js"
+import { stopInFlight, ThreadActors } from "./actors/ThreadActors.js"
 import { checked } from "./InputCheck.js"
 import { Orchestrator } from "./Orchestrator.js"
 import type { OrchestratorShape } from "./Orchestrator.js"
@@ -63,7 +63,7 @@ export const makeOrchestrator = Effect.gen(function* () {
   const config = yield* RuntimeConfig
   const checkpoints = yield* WorkspaceCheckpoints
   const restores = yield* makeRestores
-  const { awaitEnd, interruptRun, startRun } = makeRunCommands(store, actors)
+  const { interruptRun, startRun } = makeRunCommands(store, actors)
   const { forkThread, mergeBack } = makeForkCommands(store, actors)
 
   /** `thread.get`, with the runs queued on the thread after its runs. */
@@ -153,12 +153,6 @@ export const makeOrchestrator = Effect.gen(function* () {
     )
   })
 
-  /**
-   * Every active run is stopped (reason `shutdown`) and awaited, and every git
-   * checkpoint being taken, all at once, for at most 4 s in all: whatever is left then
-   * is cut short when the actors' scopes close, and ends `interrupted` (a checkpoint:
-   * not taken) at the next start (crash recovery).
-   */
   /** Activates the actor of every thread with runs queued: each starts its next once idle. */
   const resumeQueues = Effect.flatMap(store.queue.threads, (threadIds) =>
     Effect.forEach(threadIds, (threadId) => Effect.ignoreLogged(actors.use(threadId, () => Effect.void)), {
@@ -166,23 +160,19 @@ export const makeOrchestrator = Effect.gen(function* () {
     })
   )
 
+  /**
+   * Every active run is stopped (reason `shutdown`) and awaited, and every git
+   * checkpoint being taken, all at once, for at most 4 s in all: whatever is left then
+   * is cut short when the actors' scopes close, and ends `interrupted` (a checkpoint:
+   * not taken) at the next start (crash recovery).
+   */
   const shutdown: OrchestratorShape["shutdown"] = Effect.gen(function* () {
     const threads = yield* actors.activeThreads
     yield* Effect.forEach(
       threads,
       (threadId) =>
         actors.use(threadId, (actor) =>
-          Effect.gen(function* () {
-            const status = yield* actor.ask("Status", undefined)
-            if (status.activeRunId !== null) {
-              const accepted = yield* actor.ask("StopRun", {
-                failure: { reason: "shutdown", message: "Skein is shutting down" }
-              })
-              yield* awaitEnd(threadId, accepted.run.id)
-            }
-            // A git checkpoint being taken gets the same time to be recorded.
-            yield* actor.settled
-          })
+          stopInFlight(store, actor, { reason: "shutdown", message: "Skein is shutting down" })
         ),
       { concurrency: "unbounded", discard: true }
     ).pipe(

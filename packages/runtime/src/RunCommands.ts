@@ -82,5 +82,5 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
     return attempt(INTERRUPT_ATTEMPTS)
   }
 
-  return { startRun, interruptRun, awaitEnd }
+  return { startRun, interruptRun }
 }

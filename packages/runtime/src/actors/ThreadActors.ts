@@ -15,7 +15,7 @@ import type { Scope } from "effect"
 import { RuntimeConfig } from "../RuntimeConfig.js"
 import type { SpawnInput } from "../lineage/Spawn.js"
 import { spawnSubagent } from "../lineage/Spawn.js"
-import { EventStore } from "../store/EventStore.js"
+import { EventStore, type EventStoreShape } from "../store/EventStore.js"
 import * as RunWatch from "../store/RunWatch.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import type { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
@@ -47,9 +47,26 @@ export interface ThreadActorsShape {
    * its commits are heard as they are made, with nothing read back.
    */
   readonly startAndWait: (input: StartRunPayload) => Effect.Effect<RunView, SkeinError>
-  /** Waits for the run's end where the thread's actor lives, and answers the run as it ended. */
-  readonly awaitRun: (threadId: ThreadId, runId: RunId) => Effect.Effect<RunView, SkeinError>
 }
+
+/**
+ * Stops the actor's run in flight, if any, with `failure`, and waits for its end to be
+ * recorded, then for a git checkpoint being taken: what a shutdown does to every actor,
+ * and a runner to the actor of a thread that moves away.
+ */
+export const stopInFlight = (
+  store: EventStoreShape,
+  actor: ThreadActor,
+  failure: RunFailure
+): Effect.Effect<void, SkeinError> =>
+  Effect.gen(function* () {
+    const status = yield* actor.ask("Status", undefined)
+    if (status.activeRunId !== null) {
+      const accepted = yield* actor.ask("StopRun", { failure })
+      yield* store.awaitRunEnd(actor.threadId, accepted.run.id)
+    }
+    yield* actor.settled
+  })
 
 /** How a run in flight ends when its thread moves to another runner of a cluster. */
 const MOVED: RunFailure = {
@@ -103,23 +120,6 @@ export const makeLocal = (
     const activate = (threadId: ThreadId, evict: Effect.Effect<void>, hold: Effect.Effect<Effect.Effect<void>>) =>
       Effect.tap(makeThreadActor(threadId, { retain: hold, spawn, onStopped: evict }), () => Telemetry.countThreadAlive)
     actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
-    const awaitRun: ThreadActorsShape["awaitRun"] = (threadId, runId) =>
-      Effect.suspend(() => {
-        const watch = RunWatch.make()
-        return store.watching(
-          threadId,
-          watch.listener,
-          // While the run goes on, the actor holds it whole in memory; its commits do the rest.
-          Effect.flatMap(
-            use(threadId, (actor) => actor.ask("GetRun", { runId })),
-            (sofar): Effect.Effect<RunView> => {
-              if (isTerminalRunStatus(sofar.status)) return Effect.succeed(sofar)
-              watch.begin(runId, sofar)
-              return watch.ended
-            }
-          )
-        )
-      })
     /**
      * Watches the thread's events from before the start: a run seen from its RunStarted
      * on is known whole from those events (its items, its final record), with no read once
@@ -155,17 +155,12 @@ export const makeLocal = (
       Effect.suspend(() => {
         const actor = actors.peek(threadId)
         if (actor === undefined) return actors.invalidate(threadId)
-        const stop = Effect.gen(function* () {
-          const status = yield* actor.ask("Status", undefined)
-          if (status.activeRunId !== null) {
-            const accepted = yield* actor.ask("StopRun", { failure: MOVED })
-            yield* store.awaitRunEnd(threadId, accepted.run.id)
-          }
-          // A git checkpoint being taken gets the same time to be recorded.
-          yield* actor.settled
-        })
         return Effect.zipRight(
-          stop.pipe(Effect.interruptible, Effect.timeout(Duration.seconds(4)), Effect.ignore),
+          stopInFlight(store, actor, MOVED).pipe(
+            Effect.interruptible,
+            Effect.timeout(Duration.seconds(4)),
+            Effect.ignore
+          ),
           actors.invalidate(threadId)
         )
       })
@@ -174,8 +169,7 @@ export const makeLocal = (
       activeThreads: actors.keys,
       spawnSubagent: spawn,
       release,
-      startAndWait,
-      awaitRun
+      startAndWait
     } satisfies ThreadActorsShape
   })
 

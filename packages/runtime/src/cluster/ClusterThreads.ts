@@ -92,7 +92,6 @@ const entityLayer = (hosted: ThreadActorsShape) =>
       handlers["Steer"] = ({ payload }) => onActor((actor) => actor.steer(payload as never))
       handlers["Respond"] = ({ payload }) => onActor((actor) => actor.respondApproval(payload as never))
       handlers["ChildSpawned"] = () => onActor((actor) => Effect.sync(() => actor.childSpawned()))
-      handlers["AwaitRun"] = ({ payload }) => hosted.awaitRun(threadId, (payload as { runId: RunId }).runId)
       handlers["StartAndWait"] = ({ payload }) => hosted.startAndWait(payload as StartRunPayload)
       return handlers as never
     }),
@@ -139,8 +138,8 @@ export const layer: Layer.Layer<
     const getRun = (threadId: ThreadId, runId: RunId) => use(threadId, (actor) => actor.ask("GetRun", { runId }))
     /**
      * The run started with `runId` on the thread's runner, and its end. If the thread moved
-     * on the way, the run is looked for where it went: its end awaited there if it started,
-     * else started there under the same id (once).
+     * on the way, the run is looked for where it went: if it started, its end is followed
+     * from here through the database; else it is started there under the same id (once).
      */
     const startThere = (input: StartRunPayload, runId: RunId, again: boolean): Effect.Effect<RunView, SkeinError> =>
       Effect.catchAllCause(
@@ -152,7 +151,9 @@ export const layer: Layer.Layer<
           Cause.isInterruptedOnly(cause)
             ? getRun(input.threadId, runId).pipe(
                 Effect.flatMap((run) =>
-                  isTerminalRunStatus(run.status) ? Effect.succeed(run) : awaitRun(input.threadId, runId)
+                  isTerminalRunStatus(run.status)
+                    ? Effect.succeed(run)
+                    : Effect.zipRight(store.awaitRunEnd(input.threadId, runId), getRun(input.threadId, runId))
                 ),
                 Effect.catchTag("RunNotFound", (notFound) =>
                   again ? startThere(input, runId, false) : Effect.fail(notFound)
@@ -160,28 +161,18 @@ export const layer: Layer.Layer<
               )
             : Effect.failCause(cause)
       )
-    // Both go through the thread's entity even when its runner is this one: the entity's
-    // start here is what ends a run a lost runner left in flight, and its end what closes
-    // the actor when the thread moves on. An actor made here without it would serve the
-    // log as the lost runner left it.
+    // Through the thread's entity even when its runner is this one: the entity's start
+    // here is what ends a run a lost runner left in flight, and its end what closes the
+    // actor when the thread moves on. An actor made here without it would serve the log
+    // as the lost runner left it.
     const startAndWait: ThreadActorsShape["startAndWait"] = (input) =>
       startThere(input, input.runId ?? makeId.run(), true)
-    const awaitRun: ThreadActorsShape["awaitRun"] = (threadId, runId) =>
-      Effect.catchAllCause(
-        Effect.mapError(clientFor(threadId).AwaitRun({ runId }), undelivered(threadId, "AwaitRun")),
-        // Its entity stopped on the way (the thread moved): the run is followed from here instead.
-        (cause) =>
-          Cause.isInterruptedOnly(cause)
-            ? Effect.zipRight(store.awaitRunEnd(threadId, runId), getRun(threadId, runId))
-            : Effect.failCause(cause)
-      )
     return ThreadActors.context({
       use,
       activeThreads: hosted.activeThreads,
       spawnSubagent: hosted.spawnSubagent,
       release: hosted.release,
-      startAndWait,
-      awaitRun
+      startAndWait
     })
   })
 )

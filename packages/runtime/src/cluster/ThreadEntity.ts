@@ -1,8 +1,8 @@
 /**
  * A thread as an `@effect/cluster` entity: the thread actor's protocol (ThreadProtocol.ts)
- * and the five things a client asks of a thread beyond one message to its actor
+ * and the four things a client asks of a thread beyond one message to its actor
  * (steering a running turn, answering an approval, a subagent child's existence, a run's
- * end, a run's start and end at once). The cluster places each thread on one runner, by
+ * start and end at once). The cluster places each thread on one runner, by
  * its id, and routes these to it from any process.
  */
 import { Entity } from "@effect/cluster"
@@ -25,13 +25,6 @@ export const Respond = Rpc.make("Respond", { payload: RespondApprovalFields, suc
 export const ChildSpawned = Rpc.make("ChildSpawned", { error: SkeinError })
 
 /**
- * `run.start` with `wait`, from another process: the run's end, awaited where the thread's
- * events are written. Asked again after a runner is lost, it answers the run as the
- * thread's new runner recorded it (`interrupted`).
- */
-export const AwaitRun = Rpc.make("AwaitRun", { payload: { runId: RunId }, success: RunView, error: SkeinError })
-
-/**
  * `run.start` with `wait`, from any process: the run started and its end awaited
  * where the thread's events are written, in one message. `runId` is the id the run is to
  * have, so that after the thread moved on the way the sender finds the run, or starts it
@@ -43,4 +36,4 @@ export const StartAndWait = Rpc.make("StartAndWait", {
   error: SkeinError
 })
 
-export const ThreadEntity = Entity.make("Thread", [...threadRpcs, Steer, Respond, ChildSpawned, AwaitRun, StartAndWait])
+export const ThreadEntity = Entity.make("Thread", [...threadRpcs, Steer, Respond, ChildSpawned, StartAndWait])

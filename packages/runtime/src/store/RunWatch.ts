@@ -4,9 +4,7 @@
  * may update the record after its RunEnded).
  *
  * The watch listens before it knows its run (a start's events may be told before the
- * start is answered): what it is told until `begin` waits, then is folded. `begin` may
- * take a seed, the run's view read while it went on; events folded over the seed may
- * overlap it, which changes nothing.
+ * start is answered): what it is told until `begin` waits, then is folded.
  */
 import type { Run, RunId, RunView, StoredEvent, ThreadEvent, TurnItem } from "@skein/domain"
 import { Deferred, Effect, Exit, FiberId } from "effect"
@@ -15,8 +13,8 @@ import { toRunView, upsertItem } from "./Projection.js"
 export interface RunWatch {
   /** The listener to follow the thread with (see Followers). */
   readonly listener: (events: ReadonlyArray<StoredEvent>) => void
-  /** The run watched, and what was known of it before (a view read while it went on). */
-  readonly begin: (runId: RunId, seed?: RunView) => void
+  /** The run watched. */
+  readonly begin: (runId: RunId) => void
   /** Whether the run's start was among the events told since the watch began to listen. */
   readonly sawStart: () => boolean
   /** Whether the run's end was told. */
@@ -63,12 +61,8 @@ export const make = (): RunWatch => {
       if (early !== null) early.push(...batch)
       else take(batch)
     },
-    begin: (id, seed) => {
+    begin: (id) => {
       runId = id
-      if (seed !== undefined) {
-        latest = seed
-        items.push(...seed.items)
-      }
       take(early!)
       early = null
     },
