@@ -14,7 +14,7 @@
  * time on a process is the process's own check (`cp.turn`), released at the turn's end.
  */
 import type { ProviderFailure } from "@skein/domain"
-import { Deferred, Duration, Effect, Exit, FiberId, RcMap, Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, FiberId, RcMap, Runtime, Scheduler, Scope } from "effect"
 import type { TurnSlots } from "../agents/TurnSlot.js"
 import { makeTurnSlots } from "../agents/TurnSlot.js"
 import type { ClaudeProcess } from "./ClaudeEvents.js"
@@ -66,6 +66,24 @@ const exclusive = <A>(
         Deferred.unsafeDone(mine, Exit.void)
       })
     )
+  })
+
+/**
+ * `effect` run to its end before this returns, when it can end without waiting; else
+ * awaited. `RcMap.get` of a ready entry still waits on the entry's `Deferred`, and a
+ * fiber that waits, even on something done, goes on only after whatever its starter's
+ * stack does next: a turn's driver starts on its actor's stack, so its turn would reach
+ * Claude Code after the rest of the run's start. Here it runs on a fiber of its own under
+ * a synchronous scheduler, flushed at once; what must wait after all goes on under the
+ * default scheduler and is joined.
+ */
+const atOnce = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+    const scheduler = new Scheduler.SyncScheduler()
+    const fiber = Runtime.runFork(runtime)(effect, { scheduler })
+    scheduler.flush()
+    const exit = fiber.unsafePoll()
+    return exit !== null ? exit : Fiber.join(fiber)
   })
 
 export const makeClaudePool = (
@@ -125,8 +143,11 @@ export const makeClaudePool = (
     const get = (sessionId: string): Effect.Effect<ClaudeProcess, ProviderFailure, Scope.Scope> =>
       Effect.suspend(() => {
         if (closed) return Effect.failSync(closedFailure)
+        const held = RcMap.get(processes, sessionId).pipe(Effect.tapError(() => RcMap.invalidate(processes, sessionId)))
+        // A ready process: taken at once (see `atOnce`). Only a start, which may wait, races the close.
+        if (live.has(sessionId)) return Effect.flatMap(Effect.scope, (scope) => atOnce(Scope.extend(held, scope)))
         return Effect.raceFirst(
-          RcMap.get(processes, sessionId).pipe(Effect.tapError(() => RcMap.invalidate(processes, sessionId))),
+          held,
           // Made only if the session closes: an error's construction captures a stack.
           Effect.zipRight(Deferred.await(shut), Effect.failSync(closedFailure))
         )
