@@ -77,6 +77,8 @@ interface RunCell {
   readonly report: Ref.Ref<TurnReport>
   readonly items: ItemBatch.ItemBatch
   readonly ended: Deferred.Deferred<TurnEnd>
+  /** Completed once the driver has tried to record the run's end: the turn's sink waits for it. */
+  readonly recorded: Deferred.Deferred<void>
 }
 
 /** A call that timed out or died leaves its session suspect: close it. */
@@ -203,7 +205,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> =>
         phase: yield* Ref.make<RunPhase>(RunPhase.Preparing()),
         report: yield* Ref.make(emptyReport),
         items: yield* ItemBatch.make((batch) => ask("RecordItems", { runId: run.id, items: batch })),
-        ended: yield* Deferred.make<TurnEnd>()
+        ended: yield* Deferred.make<TurnEnd>(),
+        recorded: yield* Deferred.make<void>()
       }
       const checkpointDue =
         input.checkpoint === null ? Effect.succeed(noCheckpoint) : yield* once(RunCheckpoint.due(input.checkpoint))
@@ -218,6 +221,7 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> =>
       // If recording fails, the actor hears why from this fiber's exit (DriverExited) and
       // ends the run itself; from the end event, it is tried again once the call returns.
       const pending = yield* record(first.exit).pipe(
+        Effect.ensuring(Deferred.done(cell.recorded, Exit.void)),
         Effect.catchAll((error) =>
           first.by === "event" ? Effect.flatMap(turnFiber.await, record) : Effect.fail(error)
         )

@@ -8,8 +8,7 @@
  */
 import type { ProviderEvent, SkeinError, TurnItemContent } from "@skein/domain"
 import { ProviderName, TurnUsage } from "@skein/domain"
-import type { Deferred } from "effect"
-import { Effect, Exit, Option, Ref, Schema } from "effect"
+import { Deferred, Effect, Exit, Option, Ref, Schema } from "effect"
 import type { ItemBatch } from "../ItemBatch.js"
 import type { TurnReport } from "./RunEnd.js"
 import type { RunPhase, TurnEnd } from "./RunPhase.js"
@@ -20,6 +19,8 @@ export interface TurnSinkInput {
   readonly report: Ref.Ref<TurnReport>
   readonly phase: Ref.Ref<RunPhase>
   readonly ended: Deferred.Deferred<TurnEnd>
+  /** Completed by the driver once it has tried to record the run's end. */
+  readonly recorded: Deferred.Deferred<void>
   /** The provider called the app tool `spawn_subagent`: start the child, say where it runs. */
   readonly spawn: (
     provider: ProviderName,
@@ -95,7 +96,7 @@ export const make =
       yield* input.items.end(reported)
       const { outcome } = yield* Ref.get(input.report)
       yield* endTurn(input.phase, input.ended, { by: "event", exit: Exit.succeed(outcome) })
-      // The driver, woken by the end, goes on to record the run's end before the adapter's
-      // call unwinds on this fiber: whoever waits for the run is answered sooner.
-      yield* Effect.yieldNow()
+      // The driver, woken by the end, records the run's end; the adapter's call unwinds on
+      // this fiber after that, behind whoever the record woke (those waiting for the run).
+      yield* Deferred.await(input.recorded)
     })
