@@ -7,7 +7,10 @@
  *   0.8x one runner; on two cores, no collapse rather than a speed-up). All four are up
  *   at once and measured in turn, a short window each, over several rounds in rotating
  *   order, so that a slow spell of the host falls on all of them: each figure is the
- *   median of its rounds, the ratio the median of the rounds' ratios;
+ *   median of its rounds, the ratio the median of the rounds' ratios. Each configuration
+ *   is first driven the same way for WARMUP_MS, uncounted: a runner of three sees a third
+ *   of the runs, so its code would otherwise still be compiling while one runner's is
+ *   not, and the rounds would compare start-ups rather than steady states;
  * - failover: a thread's runner SIGKILLed, then the time until another daemon has
  *   accepted the thread's next run, p50 and max over several kills (goal: p50 under
  *   the lease plus 1 s).
@@ -31,6 +34,8 @@ const CLIENTS = 30
 /** Each configuration's time measured in all, split over the rounds. */
 const WINDOW_MS = Number(process.env.SKEIN_BENCH_CLUSTER_WINDOW_MS ?? 15_000)
 const ROUNDS = Number(process.env.SKEIN_BENCH_CLUSTER_ROUNDS ?? 5)
+/** Each configuration's uncounted load before the rounds. */
+const WARMUP_MS = Number(process.env.SKEIN_BENCH_CLUSTER_WARMUP_MS ?? 5_000)
 const median = (samples: ReadonlyArray<number>) => percentile(samples, 50)
 const KILLS = Number(process.env.SKEIN_BENCH_CLUSTER_KILLS ?? 5)
 const LEASE_MS = 5_000
@@ -128,6 +133,7 @@ const throughput = async ({ daemons, threads }: Setup, ms: number): Promise<numb
 
 /** Each setup's runs per second in every round, the setups measured in turn in a rotating order. */
 const rounds = async (setups: ReadonlyArray<Setup>): Promise<Array<Array<number>>> => {
+  for (const setup of setups) await throughput(setup, WARMUP_MS)
   const rates = setups.map((): Array<number> => [])
   for (let r = 0; r < ROUNDS; r++) {
     for (let k = 0; k < setups.length; k++) {
@@ -202,7 +208,7 @@ export async function run(): Promise<void> {
     const ratio = median(ratios)
     const fmt = (x: number) => x.toFixed(1)
     console.log(
-      `cluster: ${THREADS} threads, ${CLIENTS} clients, ${ROUNDS} rounds of ${WINDOW_MS / ROUNDS / 1000} s a configuration, medians`
+      `cluster: ${THREADS} threads, ${CLIENTS} clients, ${ROUNDS} rounds of ${WINDOW_MS / ROUNDS / 1000} s a configuration after ${WARMUP_MS / 1000} s uncounted, medians`
     )
     console.log(`  runs/s, one SQLite daemon alone (baseline):  ${fmt(sqlite)}`)
     for (const [i, rate] of perRunners.entries()) {
