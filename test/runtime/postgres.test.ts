@@ -260,9 +260,10 @@ describe("the store on PostgreSQL", () => {
       )
       await until(() => seen.length === 1)
       await writer.runPromise(EventStore)
-      // Both processes listen; then every listening connection ends, and a commit is made
-      // before any listens again: its notice reaches no one.
-      await untilListening(admin, 2)
+      // The reader listens (the writer follows nothing, so it does not); then the
+      // listening connection ends, and a commit is made before it listens again: its
+      // notice reaches no one.
+      await untilListening(admin, 1)
       await admin.query(`SELECT pg_terminate_backend(pid) ${LISTENING}`)
       await retitle(writer, thread, "after the cut")
       await until(() => seen.length === 2)
@@ -270,6 +271,39 @@ describe("the store on PostgreSQL", () => {
         [1, "ThreadCreated"],
         [2, "ThreadUpdated"]
       ])
+      await Effect.runPromise(Fiber.interrupt(following))
+    } finally {
+      await admin.end()
+      await reader.dispose()
+      await writer.dispose()
+      removeDir(dir)
+    }
+  })
+
+  it("listens for other processes' commits only while it follows a thread", async () => {
+    const dir = tempDir()
+    const [writer, reader] = [storeOn(dir, pg.url()), storeOn(dir, pg.url())]
+    const admin = new Pg.Client({ connectionString: pg.url() })
+    await admin.connect()
+    const listening = async () => (await admin.query(`SELECT pid ${LISTENING}`)).rowCount
+    try {
+      const thread = await withRuntime(dir, (o) => o.createThread({ title: "quiet" }), { store: pg.url() })
+      await writer.runPromise(EventStore)
+      await reader.runPromise(EventStore)
+      await retitle(writer, thread, "unheard")
+      expect(await listening()).toBe(0)
+      const seen: Array<StoredEvent> = []
+      const following = reader.runFork(
+        Effect.flatMap(EventStore, (s) =>
+          s.events(thread.id, 0).pipe(Stream.runForEach((event) => Effect.sync(() => void seen.push(event))))
+        )
+      )
+      await until(() => seen.length === 2)
+      // The listen is in place before the follower reads the log.
+      expect(await listening()).toBe(1)
+      await retitle(writer, thread, "heard")
+      await until(() => seen.length === 3)
+      expect(seen.map((e) => e.threadSequence)).toEqual([1, 2, 3])
       await Effect.runPromise(Fiber.interrupt(following))
     } finally {
       await admin.end()
@@ -293,7 +327,11 @@ describe("the store on PostgreSQL", () => {
       const fibers = (["one", "other"] as const).map((name) =>
         (name === "one" ? one : other).runFork(
           Effect.flatMap(StoreDb, (db) =>
-            Stream.runForEach(db.announced!, (c) => Effect.sync(() => heard[name].push(c)))
+            Effect.scoped(
+              Effect.flatMap(db.announced!, (notices) =>
+                Stream.runForEach(notices, (c) => Effect.sync(() => heard[name].push(c)))
+              )
+            )
           )
         )
       )

@@ -101,8 +101,9 @@ export interface EventLogShape {
   ) => Effect.Effect<void, StorageError, Scope.Scope>
   /**
    * Live events only, from now on, while `effect` runs: no replay, no read. For waiting
-   * on something to happen (check the state after subscribing). No scope is made for it:
-   * a run's start waits this way.
+   * on something this process commits (check the state after subscribing): other
+   * processes' commits come only while another follower here has them heard. No scope
+   * is made for it: a run's start on its thread's own runner waits this way.
    */
   readonly watching: <A, E, R>(
     threadId: ThreadId,
@@ -308,8 +309,12 @@ export const make = (direct: StoreDbShape, followers: Followers) =>
       )
     })
 
+    // Other processes' commits on a shared database reach this one's followers too.
+    const remote = yield* RemoteCommits.make(direct, readEvents, followers)
+
     const awaitRunEnd = Effect.fnUntraced(function* (threadId: ThreadId, runId: RunId) {
       const ended = yield* Deferred.make<Run>()
+      yield* remote.need
       return yield* followers.watching(
         threadId,
         (events) => {
@@ -323,7 +328,7 @@ export const make = (direct: StoreDbShape, followers: Followers) =>
             : Deferred.await(ended)
         )
       )
-    })
+    }, Effect.scoped)
 
     const follow = Effect.fnUntraced(function* (
       threadId: ThreadId,
@@ -345,6 +350,7 @@ export const make = (direct: StoreDbShape, followers: Followers) =>
       // Listen before reading the log: what commits from now on is buffered, what
       // committed before is in the log; `last` drops what both hold.
       let buffered: Array<StoredEvent> | null = []
+      yield* remote.need
       yield* followers.listen(threadId, (batch) => (buffered ? buffered.push(...batch) : deliver(batch)))
       for (;;) {
         const page = yield* readEvents(threadId, last, replayPageSize)
@@ -363,8 +369,6 @@ export const make = (direct: StoreDbShape, followers: Followers) =>
         { bufferSize: "unbounded" }
       )
 
-    // Other processes' commits on a shared database reach this one's followers too.
-    yield* RemoteCommits.follow(direct, readEvents, followers)
     return {
       append,
       receipt,

@@ -17,15 +17,16 @@
  * `committed` runs right after the commit. Writes to one thread come from its one
  * actor, one after another, so its followers hear its commits in order. Each append
  * also announces its commit (`NOTIFY`, sent by the server at the commit), which the
- * other processes on the database hear through `announced` (`LISTEN`). A notice names the
- * process that sent it, which drops its own: its followers heard those commits already.
+ * other processes on the database hear through `announced` (`LISTEN`) while they
+ * listen. A notice names the process that sent it, which drops its own: its followers
+ * heard those commits already.
  */
 import { randomBytes } from "node:crypto"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import type * as Client from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
+import { Deferred, Duration, Effect, Layer, Mailbox, Option, Redacted, Schema, Stream } from "effect"
 import Pg from "pg"
 import * as Blobs from "./Blobs.js"
 import {
@@ -88,6 +89,9 @@ export const placeholders = (text: string): string => {
 
 /** The channel appends announce their commits on. */
 const CHANNEL = "skein_commits"
+/** How long a listen waits for a mark of its own to come back, and how often it sends one. */
+const MARK_WAIT = Duration.millis(200)
+const MARK_TRIES = 25
 
 /** A commit's notice; `origin` names the process that sent it (none from an older Skein). */
 const isNotice = Schema.is(
@@ -169,7 +173,36 @@ const make = Effect.gen(function* () {
       Effect.tap((result) => Effect.sync(() => committed?.(result)))
     )
 
-  const announced = client.listen(CHANNEL).pipe(Stream.filterMap(commitOf(origin)))
+  /**
+   * LISTEN is in place once a notice sent after it comes back: until one of this
+   * process's marks does (each sent after the last went unheard for a while), the
+   * stream is not handed out. Other processes take a mark for no commit.
+   */
+  const announced: StoreDbShape["announced"] = Effect.gen(function* () {
+    const notices = yield* Mailbox.make<Commit, SqlError>()
+    const heard = yield* Deferred.make<void>()
+    const mark = JSON.stringify({ origin, mark: randomBytes(8).toString("hex") })
+    const take = commitOf(origin)
+    yield* client.listen(CHANNEL).pipe(
+      Stream.runForEach((payload) =>
+        payload === mark
+          ? Deferred.succeed(heard, undefined)
+          : Option.match(take(payload), { onNone: () => Effect.void, onSome: (commit) => notices.offer(commit) })
+      ),
+      Effect.exit,
+      Effect.flatMap((exit) => notices.done(exit)),
+      Effect.forkScoped
+    )
+    const markHeard = Effect.zipRight(
+      query("SELECT pg_notify(?, ?)", [CHANNEL, mark]),
+      Effect.timeoutFail(Deferred.await(heard), {
+        duration: MARK_WAIT,
+        onTimeout: () => new SqlError({ message: "LISTEN did not take effect (no notice of its own came back)" })
+      })
+    )
+    yield* Effect.retry(markHeard, { times: MARK_TRIES })
+    return Mailbox.toStream(notices)
+  })
 
   const sql: Sql = { dialect: "postgresql", unsafe, withTransaction: client.withTransaction }
   return { sql, transaction, checkpoints: () => null, announced } satisfies StoreDbShape

@@ -7,12 +7,18 @@
  * followers are read from the log and told; a notice for a range already told changes
  * nothing. Followers filter what they already have (EventLog.ts), so overlap is harmless.
  *
+ * A process listens only while something here follows a thread another process may
+ * write (`need`, taken before a follower starts; it waits until the listen is in place);
+ * a notice costs every listening process a wake-up, and a runner that only waits on
+ * its own threads' runs hears those from its own commits.
+ *
  * Notices ride one connection; if it is lost they stop without a word. So every two
  * seconds the followed threads' last sequences are also read, and whatever a lost
  * notice would have brought is read and told then.
  */
 import type { StorageError, StoredEvent, ThreadId } from "@skein/domain"
-import { Effect, Schedule, Stream } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Duration, Effect, Either, RcRef, Schedule, Stream } from "effect"
 import type { Scope } from "effect"
 import { fromSqlError } from "./Codec.js"
 import type { Followers } from "./Followers.js"
@@ -20,6 +26,8 @@ import type { Commit, Sql, StoreDbShape } from "./StoreDb.js"
 
 const PAGE = 500
 const POLL_EVERY = "2 seconds"
+/** How long a listen outlives its last follower, so that followers coming and going share one. */
+const LISTEN_LINGER = Duration.seconds(30)
 
 type Read = (
   threadId: ThreadId,
@@ -68,20 +76,51 @@ const poll = (sql: Sql, read: Read, followers: Followers) =>
     }
   })
 
-/** Tells this process's followers of other processes' commits until the scope closes (nothing where one process writes). */
-export const follow = (db: StoreDbShape, read: Read, followers: Followers): Effect.Effect<void, never, Scope.Scope> => {
-  const announced = db.announced
-  if (announced === null) return Effect.void
-  const logged =
-    <A, E>(what: string) =>
-    (effect: Effect.Effect<A, E>) =>
-      Effect.catchAllCause(effect, (cause) => Effect.logWarning(`remote commits: ${what}`, cause))
-  const notices = Stream.runForEach(announced, (commit) =>
-    onCommit(read, followers)(commit).pipe(logged(`cannot read thread ${commit.threadId}'s new events`))
-  ).pipe(logged("the notices stopped"), Effect.repeat(Schedule.spaced("1 second")))
-  const polling = poll(db.sql, read, followers).pipe(
-    logged("cannot catch up the followed threads"),
-    Effect.repeat(Schedule.spaced(POLL_EVERY))
-  )
-  return Effect.asVoid(Effect.forkScoped(Effect.all([notices, polling], { concurrency: 2, discard: true })))
+export interface RemoteCommits {
+  /**
+   * Other processes' commits reach this process's followers while the scope is open:
+   * taken before a follower that may be told of them starts, once the listen is in place.
+   */
+  readonly need: Effect.Effect<void, never, Scope.Scope>
 }
+
+/**
+ * Tells this process's followers of other processes' commits until the scope closes
+ * (nothing where one process writes): heard while some follower needs them, and read
+ * again every two seconds for the followed threads.
+ */
+export const make = (
+  db: StoreDbShape,
+  read: Read,
+  followers: Followers
+): Effect.Effect<RemoteCommits, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const announced = db.announced
+    if (announced === null) return { need: Effect.void }
+    const logged =
+      <A, E>(what: string) =>
+      (effect: Effect.Effect<A, E>) =>
+        Effect.catchAllCause(effect, (cause) => Effect.logWarning(`remote commits: ${what}`, cause))
+    const hear = (notices: Stream.Stream<Commit, SqlError>) =>
+      Stream.runForEach(notices, (commit) =>
+        onCommit(read, followers)(commit).pipe(logged(`cannot read thread ${commit.threadId}'s new events`))
+      ).pipe(logged("the notices stopped"))
+    const again = Effect.scoped(Effect.flatMap(announced, hear)).pipe(logged("cannot listen"))
+    // Listens at once, then again a second after each time the notices stop.
+    const listening = yield* RcRef.make({
+      acquire: Effect.gen(function* () {
+        const first = yield* Effect.either(announced)
+        const heard = Either.isRight(first)
+          ? hear(first.right)
+          : Effect.logWarning("remote commits: cannot listen", first.left)
+        yield* Effect.forkScoped(Effect.zipRight(heard, Effect.forever(Effect.delay(again, "1 second"))))
+      }),
+      idleTimeToLive: LISTEN_LINGER
+    })
+    yield* poll(db.sql, read, followers).pipe(
+      logged("cannot catch up the followed threads"),
+      Effect.repeat(Schedule.spaced(POLL_EVERY)),
+      Effect.forkScoped
+    )
+    return { need: RcRef.get(listening) }
+  })

@@ -18,7 +18,7 @@
  * replaced by the strings (Blobs.ts); through `SqlClient`, as stored.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import type { Effect, Stream } from "effect"
+import type { Effect, Scope, Stream } from "effect"
 import { Context } from "effect"
 import type * as WalCheckpointer from "./WalCheckpointer.js"
 
@@ -127,11 +127,12 @@ export interface StoreDbShape {
   /** The background WAL checkpointer's progress (null but for a SQLite file). */
   readonly checkpoints: () => WalCheckpointer.WalCheckpointerStatus | null
   /**
-   * The commits other processes announce on a shared database, as they commit (null
-   * where one process writes). A dropped notice is made up for by the next one of the
-   * same thread, which names where its commit begins.
+   * Listens, until the scope closes, for the commits other processes announce on a
+   * shared database (null where one process writes): once it has succeeded, every later
+   * commit's notice comes on the stream. A dropped notice is made up for by the next
+   * one of the same thread, which names where its commit begins.
    */
-  readonly announced: Stream.Stream<Commit, SqlError> | null
+  readonly announced: Effect.Effect<Stream.Stream<Commit, SqlError>, SqlError, Scope.Scope> | null
 }
 
 export class StoreDb extends Context.Tag("@skein/runtime/StoreDb")<StoreDb, StoreDbShape>() {}
