@@ -49,6 +49,36 @@ const retitle = (store: ManagedRuntime.ManagedRuntime<EventStore, unknown>, thre
     )
   )
 
+/** A writer's and a reader's store (two processes) on the test database, and an admin connection. */
+const withTwoStores = async (
+  body: (
+    stores: Record<"writer" | "reader", ReturnType<typeof storeOn>>,
+    admin: Pg.Client,
+    dir: string
+  ) => Promise<void>
+) => {
+  const dir = tempDir()
+  const [writer, reader] = [storeOn(dir, pg.url()), storeOn(dir, pg.url())]
+  const admin = new Pg.Client({ connectionString: pg.url() })
+  await admin.connect()
+  try {
+    await body({ writer, reader }, admin, dir)
+  } finally {
+    await admin.end()
+    await reader.dispose()
+    await writer.dispose()
+    removeDir(dir)
+  }
+}
+
+/** Follows the thread in `store` from its start, each event pushed to `seen`; the fiber. */
+const followInto = (store: ReturnType<typeof storeOn>, threadId: ThreadId, seen: Array<StoredEvent>) =>
+  store.runFork(
+    Effect.flatMap(EventStore, (s) =>
+      s.events(threadId, 0).pipe(Stream.runForEach((event) => Effect.sync(() => void seen.push(event))))
+    )
+  )
+
 /** What a view says, without what differs between two reads of the same state. */
 const comparable = (view: ThreadView) => JSON.parse(JSON.stringify(view)) as unknown
 
@@ -245,19 +275,11 @@ describe("the store on PostgreSQL", () => {
     }
   })
 
-  it("tells a follower what a lost notice would have brought, by reading the followed threads again", async () => {
-    const dir = tempDir()
-    const [writer, reader] = [storeOn(dir, pg.url()), storeOn(dir, pg.url())]
-    const admin = new Pg.Client({ connectionString: pg.url() })
-    await admin.connect()
-    try {
+  it("tells a follower what a lost notice would have brought, by reading the followed threads again", () =>
+    withTwoStores(async ({ writer, reader }, admin, dir) => {
       const thread = await withRuntime(dir, (o) => o.createThread({ title: "cut" }), { store: pg.url() })
       const seen: Array<StoredEvent> = []
-      const following = reader.runFork(
-        Effect.flatMap(EventStore, (s) =>
-          s.events(thread.id, 0).pipe(Stream.runForEach((event) => Effect.sync(() => void seen.push(event))))
-        )
-      )
+      const following = followInto(reader, thread.id, seen)
       await until(() => seen.length === 1)
       await writer.runPromise(EventStore)
       // The reader listens (the writer follows nothing, so it does not); then the
@@ -272,32 +294,18 @@ describe("the store on PostgreSQL", () => {
         [2, "ThreadUpdated"]
       ])
       await Effect.runPromise(Fiber.interrupt(following))
-    } finally {
-      await admin.end()
-      await reader.dispose()
-      await writer.dispose()
-      removeDir(dir)
-    }
-  })
+    }))
 
-  it("listens for other processes' commits only while it follows a thread", async () => {
-    const dir = tempDir()
-    const [writer, reader] = [storeOn(dir, pg.url()), storeOn(dir, pg.url())]
-    const admin = new Pg.Client({ connectionString: pg.url() })
-    await admin.connect()
-    const listening = async () => (await admin.query(`SELECT pid ${LISTENING}`)).rowCount
-    try {
+  it("listens for other processes' commits only while it follows a thread", () =>
+    withTwoStores(async ({ writer, reader }, admin, dir) => {
+      const listening = async () => (await admin.query(`SELECT pid ${LISTENING}`)).rowCount
       const thread = await withRuntime(dir, (o) => o.createThread({ title: "quiet" }), { store: pg.url() })
       await writer.runPromise(EventStore)
       await reader.runPromise(EventStore)
       await retitle(writer, thread, "unheard")
       expect(await listening()).toBe(0)
       const seen: Array<StoredEvent> = []
-      const following = reader.runFork(
-        Effect.flatMap(EventStore, (s) =>
-          s.events(thread.id, 0).pipe(Stream.runForEach((event) => Effect.sync(() => void seen.push(event))))
-        )
-      )
+      const following = followInto(reader, thread.id, seen)
       await until(() => seen.length === 2)
       // The listen is in place before the follower reads the log.
       expect(await listening()).toBe(1)
@@ -305,13 +313,7 @@ describe("the store on PostgreSQL", () => {
       await until(() => seen.length === 3)
       expect(seen.map((e) => e.threadSequence)).toEqual([1, 2, 3])
       await Effect.runPromise(Fiber.interrupt(following))
-    } finally {
-      await admin.end()
-      await reader.dispose()
-      await writer.dispose()
-      removeDir(dir)
-    }
-  })
+    }))
 
   it("hears the commit notices of other processes, not its own", async () => {
     const dir = tempDir()
