@@ -71,7 +71,7 @@ const rolledBackRanges = (sql: Sql, threadId: ThreadId) =>
     `SELECT MIN(ordinal) AS first, MAX(ordinal) AS last FROM (
        SELECT ordinal, ordinal - ROW_NUMBER() OVER (ORDER BY ordinal) AS island
        FROM runs WHERE thread_id = ? AND status = 'rolled_back'
-     ) GROUP BY island ORDER BY first`,
+     ) AS rolled_back GROUP BY island ORDER BY first`,
     [threadId]
   )
 
@@ -165,8 +165,8 @@ export const currentHead = (sql: Sql, threadId: ThreadId, headJson: string, what
     const snapshot = yield* decodeProviderThreadHead(headJson, `${what} provider thread`)
     const key = [threadId, snapshot.id, snapshot.lastRunOrdinal ?? 0] as const
     const served = yield* sql.unsafe<ServedRow>(
-      `SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal LIMIT 1)
-       UNION SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal DESC LIMIT 1)
+      `SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal LIMIT 1) AS first_after
+       UNION SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal DESC LIMIT 1) AS last_after
        UNION SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? AND handoff_id IS NOT NULL
        ORDER BY ordinal`,
       [...key, ...key, ...key]
