@@ -5,8 +5,8 @@
  * run, long strings), read back by a fresh runtime and after the projections are
  * rebuilt; receipts; the expected-sequence fence between two processes' writers; a
  * follower in another process told every commit, also one whose notice was lost; a
- * process deaf to its own notices; one runtime per database; and the schema the same
- * as SQLite's.
+ * process deaf to its own notices; one runtime per database; a server too old refused;
+ * and the schema the same as SQLite's.
  */
 import { SqlClient } from "@effect/sql"
 import type { AppThread, CommandId, ProviderName, StoredEvent, ThreadId, ThreadView } from "@skein/domain"
@@ -16,6 +16,7 @@ import { Database, EventStore, Orchestrator } from "@skein/runtime"
 import { Effect, Either, Fiber, Layer, ManagedRuntime, Schedule, Stream } from "effect"
 import Pg from "pg"
 import { StoreDb } from "../../packages/runtime/src/store/StoreDb.js"
+import { freshDatabase } from "../support/postgres.js"
 import { usePostgres } from "../support/usePostgres.js"
 import { inTempRuntime, removeDir, runtimeLayer, storeOn, tempDir, withRuntime } from "../support/runtime.js"
 
@@ -371,6 +372,38 @@ describe("the store on PostgreSQL", () => {
       await next.dispose()
     } finally {
       removeDir(dir)
+    }
+  })
+
+  it("refuses a server older than PostgreSQL 15, saying which it found, before writing anything", async () => {
+    // A server that says it is 14.11: `current_setting` shadowed for the database's sessions.
+    const url = await freshDatabase(pg.url())
+    const name = new URL(url).pathname.slice(1)
+    const admin = new Pg.Client({ connectionString: url })
+    await admin.connect()
+    try {
+      await admin.query("CREATE SCHEMA shim")
+      await admin.query(
+        `CREATE FUNCTION shim.current_setting(text) RETURNS text LANGUAGE sql AS $$
+           SELECT CASE $1 WHEN 'server_version_num' THEN '140011' WHEN 'server_version' THEN '14.11'
+           ELSE pg_catalog.current_setting($1) END $$`
+      )
+      await admin.query(`ALTER DATABASE ${name} SET search_path = shim, pg_catalog, public`)
+      const refused = await Effect.runPromise(
+        Effect.either(Layer.launch(Database.layer({ filename: url })).pipe(Effect.timeout("20 seconds")))
+      )
+      expect(Either.isLeft(refused) && refused.left._tag).toBe("StorageError")
+      const message = Either.isLeft(refused) ? refused.left.message : ""
+      expect(message).toContain("runs PostgreSQL 14.11; Skein needs PostgreSQL 15 or later")
+      expect(message).not.toContain(new URL(url).password)
+      const tables = await admin.query("SELECT tablename FROM pg_tables WHERE schemaname IN ('public', 'shim')")
+      expect(tables.rows).toEqual([])
+    } finally {
+      await admin.end()
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const base = new Pg.Client({ connectionString: pg.url() })
+      await base.connect()
+      await base.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => base.end())
     }
   })
 

@@ -41,6 +41,18 @@ import {
   txDb
 } from "./StoreDb.js"
 
+/**
+ * The oldest PostgreSQL the store runs on, as `server_version_num` gives it: checked on
+ * 15 (what Debian 12 ships) and 18 (the tests' own server).
+ */
+export const OLDEST_SERVER = 150_000
+
+/** Why the server at `where` is too old for the store (its `server_version_num` and `server_version`), else null. */
+export const tooOld = (versionNum: number, version: string, where: string): string | null =>
+  versionNum >= OLDEST_SERVER
+    ? null
+    : `${where} runs PostgreSQL ${version}; Skein needs PostgreSQL ${OLDEST_SERVER / 10_000} or later`
+
 /** Whether `location` names a PostgreSQL database rather than a SQLite file. */
 export const isUrl = (location: string): boolean => /^postgres(ql)?:\/\//i.test(location)
 
