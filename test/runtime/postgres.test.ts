@@ -16,7 +16,7 @@ import { Database, EventStore, Orchestrator } from "@skein/runtime"
 import { Effect, Either, Fiber, Layer, ManagedRuntime, Schedule, Stream } from "effect"
 import Pg from "pg"
 import { StoreDb } from "../../packages/runtime/src/store/StoreDb.js"
-import { freshDatabase } from "../support/postgres.js"
+import { dropDatabase, freshDatabase } from "../support/postgres.js"
 import { usePostgres } from "../support/usePostgres.js"
 import { inTempRuntime, removeDir, runtimeLayer, storeOn, tempDir, withRuntime } from "../support/runtime.js"
 
@@ -400,10 +400,7 @@ describe("the store on PostgreSQL", () => {
       expect(tables.rows).toEqual([])
     } finally {
       await admin.end()
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      const base = new Pg.Client({ connectionString: pg.url() })
-      await base.connect()
-      await base.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => base.end())
+      await dropDatabase(url)
     }
   })
 

@@ -167,3 +167,11 @@ export const freshDatabase = async (url: string): Promise<string> => {
   fresh.pathname = `/${name}`
   return fresh.toString()
 }
+
+/** Drops the database `freshDatabase` gave (`url`), its connections ended first. */
+export const dropDatabase = async (url: string): Promise<void> => {
+  const name = new URL(url).pathname.slice(1)
+  const server = new URL(url)
+  server.pathname = "/postgres"
+  await withClient(server.toString(), (query) => query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+}

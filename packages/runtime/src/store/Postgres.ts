@@ -45,7 +45,7 @@ import {
  * The oldest PostgreSQL the store runs on, as `server_version_num` gives it: checked on
  * 15 (what Debian 12 ships) and 18 (the tests' own server).
  */
-export const OLDEST_SERVER = 150_000
+const OLDEST_SERVER = 150_000
 
 /** Why the server at `where` is too old for the store (its `server_version_num` and `server_version`), else null. */
 export const tooOld = (versionNum: number, version: string, where: string): string | null =>

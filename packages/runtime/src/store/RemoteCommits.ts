@@ -18,7 +18,7 @@
  */
 import type { StorageError, StoredEvent, ThreadId } from "@skein/domain"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, Either, RcRef, Schedule, Stream } from "effect"
+import { Duration, Effect, RcRef, Schedule, Stream } from "effect"
 import type { Scope } from "effect"
 import { fromSqlError } from "./Codec.js"
 import type { Followers } from "./Followers.js"
@@ -98,22 +98,21 @@ export const make = (
     const announced = db.announced
     if (announced === null) return { need: Effect.void }
     const logged =
-      <A, E>(what: string) =>
-      (effect: Effect.Effect<A, E>) =>
+      (what: string) =>
+      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         Effect.catchAllCause(effect, (cause) => Effect.logWarning(`remote commits: ${what}`, cause))
     const hear = (notices: Stream.Stream<Commit, SqlError>) =>
       Stream.runForEach(notices, (commit) =>
         onCommit(read, followers)(commit).pipe(logged(`cannot read thread ${commit.threadId}'s new events`))
       ).pipe(logged("the notices stopped"))
-    const again = Effect.scoped(Effect.flatMap(announced, hear)).pipe(logged("cannot listen"))
-    // Listens at once, then again a second after each time the notices stop.
+    const unheard = logged("cannot listen")
+    const again = unheard(Effect.scoped(Effect.flatMap(announced, hear)))
+    // Listens at once (in place before `need` returns), then again a second after each time the notices stop.
     const listening = yield* RcRef.make({
       acquire: Effect.gen(function* () {
-        const first = yield* Effect.either(announced)
-        const heard = Either.isRight(first)
-          ? hear(first.right)
-          : Effect.logWarning("remote commits: cannot listen", first.left)
-        yield* Effect.forkScoped(Effect.zipRight(heard, Effect.forever(Effect.delay(again, "1 second"))))
+        // Nothing to hear when the listen failed (logged): the next try comes a second later.
+        const heard = yield* unheard(Effect.map(announced, hear))
+        yield* Effect.forkScoped(Effect.zipRight(heard ?? Effect.void, Effect.forever(Effect.delay(again, "1 second"))))
       }),
       idleTimeToLive: LISTEN_LINGER
     })
