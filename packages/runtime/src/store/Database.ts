@@ -209,17 +209,6 @@ const named =
       })
     )
 
-/** Fails with a StorageError when the PostgreSQL server is older than the store runs on. */
-const supportedServer = (where: string) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const [server] = yield* sql.unsafe<{ readonly num: string; readonly version: string }>(
-      "SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version"
-    )
-    const why = server === undefined ? null : Postgres.tooOld(Number(server.num), server.version, where)
-    if (why !== null) return yield* new StorageError({ detail: why, startup: true })
-  })
-
 /**
  * `client` migrated to the latest schema: refuse a PostgreSQL server too old and a newer
  * database, migrate, then record this format; all of it inside `exclusive` (one process
@@ -233,7 +222,7 @@ const migrated = <E>(
   exclusive: <A, E1, R>(effect: Effect.Effect<A, E1, R>) => Effect.Effect<A, E1 | StorageError, R> = (effect) => effect
 ) => {
   const { check, record } = compatibility(where, format)
-  const supported = dialect === "postgresql" ? supportedServer(where) : Effect.void
+  const supported = dialect === "postgresql" ? Postgres.supportedServer(where) : Effect.void
   const migrate = Effect.zipRight(
     Effect.zipRight(supported, check),
     Effect.zipRight(Migrator.make({})({ loader: loaderFor(dialect) }), record)

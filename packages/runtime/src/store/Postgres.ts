@@ -24,9 +24,10 @@
 import { randomBytes } from "node:crypto"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import type * as Client from "@effect/sql/SqlClient"
+import * as Client from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Deferred, Duration, Effect, Layer, Mailbox, Option, Redacted, Schema, Stream } from "effect"
+import { StorageError } from "@skein/domain"
 import Pg from "pg"
 import * as Blobs from "./Blobs.js"
 import {
@@ -48,10 +49,21 @@ import {
 const OLDEST_SERVER = 150_000
 
 /** Why the server at `where` is too old for the store (its `server_version_num` and `server_version`), else null. */
-export const tooOld = (versionNum: number, version: string, where: string): string | null =>
+const tooOld = (versionNum: number, version: string, where: string): string | null =>
   versionNum >= OLDEST_SERVER
     ? null
     : `${where} runs PostgreSQL ${version}; Skein needs PostgreSQL ${OLDEST_SERVER / 10_000} or later`
+
+/** Fails with a StorageError, at start, when the server at `where` is older than the store runs on. */
+export const supportedServer = (where: string) =>
+  Effect.gen(function* () {
+    const sql = yield* Client.SqlClient
+    const [server] = yield* sql.unsafe<{ readonly num: string; readonly version: string }>(
+      "SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version"
+    )
+    const why = server === undefined ? null : tooOld(Number(server.num), server.version, where)
+    if (why !== null) return yield* new StorageError({ detail: why, startup: true })
+  })
 
 /** Whether `location` names a PostgreSQL database rather than a SQLite file. */
 export const isUrl = (location: string): boolean => /^postgres(ql)?:\/\//i.test(location)
