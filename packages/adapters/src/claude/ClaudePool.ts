@@ -75,7 +75,7 @@ const exclusive = <A>(
  * stack does next: a turn's driver starts on its actor's stack, so its turn would reach
  * Claude Code after the rest of the run's start. Here it runs on a fiber of its own under
  * a synchronous scheduler, flushed at once; what must wait after all goes on under the
- * default scheduler and is joined.
+ * default scheduler and is joined (an interruption of the caller interrupts it too).
  */
 const atOnce = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.flatMap(Effect.runtime<never>(), (runtime) => {
@@ -83,7 +83,7 @@ const atOnce = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
     const fiber = Runtime.runFork(runtime)(effect, { scheduler })
     scheduler.flush()
     const exit = fiber.unsafePoll()
-    return exit !== null ? exit : Fiber.join(fiber)
+    return exit !== null ? exit : Effect.onInterrupt(Fiber.join(fiber), () => Fiber.interrupt(fiber))
   })
 
 export const makeClaudePool = (
