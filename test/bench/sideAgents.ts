@@ -11,9 +11,10 @@
  * fresh processes for all three (each with a home of its own, as one user's agent has),
  * started in a rotating order. Within a round the three take turns in all six orders in
  * cycle, since a process still finishing its last turn (Codex writes its rollout after
- * `turn/completed`) slows whichever turn comes next. Beside the figure: each side's own
- * path (the run's wall time minus the turn's time at the provider port), which leaves
- * the binary's own spread out.
+ * `turn/completed`) slows whichever turn comes next. Beside the figure, its two parts:
+ * each side's own path (the run's wall time minus the turn's time at the provider port),
+ * which leaves the binary's own spread out, and its driver's (the turn's time at the port
+ * minus the binary's turn alone next to it).
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -144,6 +145,11 @@ export const addedLatency = async (sides: readonly [Side, Side], kind: Kind, dir
         under[s]!.wall.map((w, i) => w - under[s]!.port[i]!),
         50
       )
+    const driver = (s: 0 | 1) =>
+      percentile(
+        under[s]!.port.map((p, i) => p - alone.wall[i]!),
+        50
+      )
     const name = kind === "codex" ? "Codex" : "Claude Code"
     return {
       name: `${name} added latency per turn (p50)`,
@@ -154,7 +160,8 @@ export const addedLatency = async (sides: readonly [Side, Side], kind: Kind, dir
         `${name}: ${all.length} turns each of the three, on ${ROUNDS} rounds of fresh processes; the binary alone ` +
         `p50 ${fmt(percentile(alone.wall, 50))} (p10-p90 spread ${fmt(percentile(alone.wall, 90) - percentile(alone.wall, 10))}); ` +
         `ratio's 95% bootstrap interval ${low.toFixed(2)}-${high.toFixed(2)}x; own path (run wall time minus the turn ` +
-        `at the port) p50 before ${fmt(ownPath(0))}, after ${fmt(ownPath(1))}`
+        `at the port) p50 before ${fmt(ownPath(0))}, after ${fmt(ownPath(1))}; driver (the turn at the port minus ` +
+        `the binary alone) p50 before ${fmt(driver(0))}, after ${fmt(driver(1))}`
     }
   } finally {
     for (const side of opened) await side.close()
