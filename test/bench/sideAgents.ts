@@ -133,23 +133,17 @@ export const addedLatency = async (sides: readonly [Side, Side], kind: Kind, dir
       for (let i = 0; i < ROUND_WARMUP; i++) await triple(i, false)
       for (let i = 0; i < perRound; i++) await triple(i, true)
     }
-    const added = (s: 0 | 1, indices: ReadonlyArray<number>) =>
+    /** The p50 over the turns `indices` of `a`'s time less `b`'s, turn by turn. */
+    const gap = (a: ReadonlyArray<number>, b: ReadonlyArray<number>, indices: ReadonlyArray<number>) =>
       percentile(
-        indices.map((i) => under[s]!.wall[i]! - alone.wall[i]!),
+        indices.map((i) => a[i]! - b[i]!),
         50
       )
     const all = alone.wall.map((_, i) => i)
+    const added = (s: 0 | 1, indices: ReadonlyArray<number>) => gap(under[s]!.wall, alone.wall, indices)
     const [low, high] = bootstrapInterval(all, (picked) => added(1, picked) / added(0, picked))
-    const ownPath = (s: 0 | 1) =>
-      percentile(
-        under[s]!.wall.map((w, i) => w - under[s]!.port[i]!),
-        50
-      )
-    const driver = (s: 0 | 1) =>
-      percentile(
-        under[s]!.port.map((p, i) => p - alone.wall[i]!),
-        50
-      )
+    const ownPath = (s: 0 | 1) => gap(under[s]!.wall, under[s]!.port, all)
+    const driver = (s: 0 | 1) => gap(under[s]!.port, alone.wall, all)
     const name = kind === "codex" ? "Codex" : "Claude Code"
     return {
       name: `${name} added latency per turn (p50)`,
