@@ -48,7 +48,8 @@ export const templates: Record<string, Record<string, unknown>> = {
   "transfer.list": { status: "pending", rootThreadId: GHOST },
   "handoff.get": { handoffId: "hof_fuzz_ghost" },
   "approval.respond": { threadId: GHOST, approvalId: "apr_fuzz_ghost", decision: "accept" },
-  "provider.list": {}
+  "provider.list": {},
+  "thread.locate": { threadId: GHOST }
 }
 const methods = Object.keys(templates)
 

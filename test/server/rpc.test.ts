@@ -18,6 +18,19 @@ import { Chunk, Effect, Stream } from "effect"
 import { rawExchange, requestFrame, tempDir, tryUpgrade, withServer } from "./support.js"
 
 describe("RPC over WebSocket", () => {
+  it.live("thread.locate answers the url this daemon serves at; an unknown thread is refused", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const server = yield* withServer()
+        const client = yield* makeSkeinClient({ url: server.url })
+        const thread = yield* client.thread.create({ title: "here" })
+        expect(yield* client.thread.locate({ threadId: thread.id })).toEqual({ url: server.url })
+        const missing = yield* Effect.flip(client.thread.locate({ threadId: ThreadId.make("thr_missing") }))
+        expect(missing._tag).toBe("ThreadNotFound")
+      })
+    )
+  )
+
   it.live(
     "drives the seed example through the typed client and reports the seed's coverage",
     () =>

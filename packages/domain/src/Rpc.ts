@@ -31,6 +31,14 @@ import { ProviderInstanceInfo, RollbackView, RunView, ThreadView, ThreadViewOpti
 export const ToolCredential = Schema.Struct({ url: Schema.NullOr(Schema.String), token: Schema.String })
 export type ToolCredential = typeof ToolCredential.Type
 
+/**
+ * Where a thread lives: the RPC url of the daemon whose process runs its actor (in a
+ * cluster, its runner), or null where that daemon serves none. Any daemon serves any
+ * request; one sent there saves the hop between runners.
+ */
+export const ThreadLocation = Schema.Struct({ url: Schema.NullOr(Schema.String) })
+export type ThreadLocation = typeof ThreadLocation.Type
+
 export class SkeinRpcs extends RpcGroup.make(
   Rpc.make("thread.create", { payload: CreateThreadFields, success: AppThread, error: SkeinError }),
   Rpc.make("thread.get", {
@@ -75,6 +83,7 @@ export class SkeinRpcs extends RpcGroup.make(
   Rpc.make("handoff.get", { payload: { handoffId: ContextHandoffId }, success: ContextHandoff, error: SkeinError }),
   Rpc.make("approval.respond", { payload: RespondApprovalFields, success: TurnItem, error: SkeinError }),
   Rpc.make("provider.list", { success: Schema.Array(ProviderInstanceInfo), error: SkeinError }),
+  Rpc.make("thread.locate", { payload: { threadId: ThreadId }, success: ThreadLocation, error: SkeinError }),
   Rpc.make("thread.toolCredential", {
     payload: { threadId: ThreadId },
     success: ToolCredential,

@@ -20,6 +20,7 @@ import type {
   StartRunFields,
   StoredEvent,
   ThreadId,
+  ThreadLocation,
   RollbackView,
   ThreadView,
   ThreadViewOptions,
@@ -28,6 +29,7 @@ import type {
   TransferStatus
 } from "@skein/domain"
 import { Context } from "effect"
+import type { ServedAtShape } from "./resources/ServedAt.js"
 import type { ToolCredentialsShape } from "./resources/ToolCredentials.js"
 import type { Effect, Schema, Scope, Stream } from "effect"
 
@@ -77,6 +79,10 @@ export interface OrchestratorShape {
   readonly getHandoff: (handoffId: ContextHandoffId) => Effect.Effect<ContextHandoff, SkeinError>
   readonly respondApproval: (input: Payload<typeof RespondApprovalFields>) => Effect.Effect<TurnItem, SkeinError>
   readonly listProviders: Effect.Effect<ReadonlyArray<ProviderInstanceInfo>, SkeinError>
+  /** `thread.locate`: where the thread's actor runs (in a cluster, its runner's RPC url). */
+  readonly locateThread: (threadId: ThreadId) => Effect.Effect<ThreadLocation, SkeinError>
+  /** Where this process serves RPC; a server sets it once it listens. */
+  readonly servedAt: ServedAtShape
   /** Credentials for Skein's own tools (MCP), each acting for one thread. */
   readonly toolCredentials: ToolCredentialsShape
   /** Graceful stop: running runs end `interrupted` (reason `shutdown`), sessions close. */

@@ -38,6 +38,7 @@ import * as Runner from "./cluster/Runner.js"
 import type { ClusterOptions } from "./cluster/Runner.js"
 import { makeRestores } from "./Restores.js"
 import { RuntimeConfig } from "./RuntimeConfig.js"
+import * as ServedAt from "./resources/ServedAt.js"
 import * as ToolCredentials from "./resources/ToolCredentials.js"
 import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
@@ -58,6 +59,7 @@ const CreateReceipt = Schema.Struct({ threadId: ThreadIdSchema })
 export const makeOrchestrator = Effect.gen(function* () {
   const store = yield* EventStore
   const toolCredentials = yield* ToolCredentials.ToolCredentials
+  const servedAt = yield* ServedAt.ServedAt
   const actors = yield* ThreadActors
   const sessions = yield* ProviderSessions
   const config = yield* RuntimeConfig
@@ -215,6 +217,13 @@ export const makeOrchestrator = Effect.gen(function* () {
             )
           )
       ),
+    locateThread: (threadId) =>
+      Effect.gen(function* () {
+        yield* checked("thread.locate", { threadId })
+        if (Option.isNone(yield* store.lookup.thread(threadId))) return yield* new ThreadNotFound({ threadId })
+        return { url: yield* actors.locate(threadId) }
+      }),
+    servedAt,
     respondApproval: (input) =>
       Effect.flatMap(checked("approval.respond", input), (valid) =>
         actors.use(valid.threadId, (actor) => actor.respondApproval(valid))
@@ -278,6 +287,7 @@ const orchestratorWith = <E, R>(actors: Layer.Layer<ThreadActors, E, R>, recover
     Layer.provideMerge(actors),
     Layer.provide(ProviderSessions.layer),
     Layer.provideMerge(ToolCredentials.layer),
+    Layer.provide(ServedAt.layer),
     Layer.provide(
       Layer.unwrapEffect(
         Effect.map(RuntimeConfig, ({ checkpoints }) =>

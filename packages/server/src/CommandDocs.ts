@@ -140,7 +140,7 @@ export const commandDocs: ReadonlyArray<CommandDoc> = [
     args: [
       [
         "METHOD",
-        "The method: thread.create, thread.get, thread.list, thread.events, run.start, run.interrupt, thread.fork, thread.mergeBack, thread.rollback, subagent.spawn, transfer.list, handoff.get, approval.respond, provider.list, thread.toolCredential."
+        "The method: thread.create, thread.get, thread.list, thread.events, run.start, run.interrupt, thread.fork, thread.mergeBack, thread.rollback, subagent.spawn, transfer.list, handoff.get, approval.respond, provider.list, thread.locate, thread.toolCredential."
       ],
       ["JSON", "The payload, a JSON object (default {})."]
     ],

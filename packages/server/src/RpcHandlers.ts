@@ -32,6 +32,7 @@ export const SkeinRpcHandlers = SkeinRpcs.toLayer(
       "handoff.get": ({ handoffId }) => orchestrator.getHandoff(handoffId),
       "approval.respond": (payload) => orchestrator.respondApproval(payload),
       "provider.list": Effect.fn("Server.provider.list")(() => orchestrator.listProviders),
+      "thread.locate": ({ threadId }) => orchestrator.locateThread(threadId),
       "thread.toolCredential": Effect.fn("Server.thread.toolCredential")(({ threadId }) =>
         Effect.map(orchestrator.toolCredentials.issue(threadId), (token) => ({
           url: orchestrator.toolCredentials.endpoint(),

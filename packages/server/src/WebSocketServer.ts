@@ -44,6 +44,9 @@ export interface RunningServer {
 
 const formatHost = (host: string): string => (host.includes(":") && !host.startsWith("[") ? `[${host}]` : host)
 
+/** A bind to every interface (`0.0.0.0`, `::`): no address a client could dial. */
+const isWildcardHost = (host: string): boolean => ["0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"].includes(host)
+
 /**
  * Listens until the scope closes. Closing stops accepting, interrupts every
  * connection's in-flight requests and closes the sockets.
@@ -96,9 +99,17 @@ export const serveWebSocket = (
     const address = server.address
     const port = address._tag === "TcpAddress" ? address.port : 0
     const mcpUrl = `http://${formatHost(host)}:${port}${DEFAULT_MCP_PATH}`
+    const url = `ws://${formatHost(host)}:${port}${path}`
     // Credentials name it, and the agents Skein runs get the tools from now on.
-    const { toolCredentials } = yield* Orchestrator
+    const { servedAt, toolCredentials } = yield* Orchestrator
     toolCredentials.setEndpoint(mcpUrl)
-    yield* Effect.addFinalizer(() => Effect.sync(() => toolCredentials.setEndpoint(null)))
-    return { url: `ws://${formatHost(host)}:${port}${path}`, mcpUrl, host, port }
+    // What `thread.locate` answers; an address for every interface is no address to reach.
+    servedAt.set(isWildcardHost(host) ? null : url)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        toolCredentials.setEndpoint(null)
+        servedAt.set(null)
+      })
+    )
+    return { url, mcpUrl, host, port }
   })

@@ -20,6 +20,7 @@ import * as RunWatch from "../store/RunWatch.js"
 import { ProviderSessions } from "./ProviderSessions.js"
 import type { WorkspaceCheckpoints } from "../lineage/WorkspaceCheckpoints.js"
 import * as RcRegistry from "../resources/RcRegistry.js"
+import { ServedAt } from "../resources/ServedAt.js"
 import * as Telemetry from "../resources/Telemetry.js"
 import type { ThreadActor } from "./ThreadActor.js"
 import type { StartRunPayload } from "./ThreadProtocol.js"
@@ -47,6 +48,11 @@ export interface ThreadActorsShape {
    * its commits are heard as they are made, with nothing read back.
    */
   readonly startAndWait: (input: StartRunPayload) => Effect.Effect<RunView, SkeinError>
+  /**
+   * The RPC url of the process whose actor serves the thread (ServedAt.ts), or null when
+   * that process serves none. The caller checks first that the thread exists.
+   */
+  readonly locate: (threadId: ThreadId) => Effect.Effect<string | null, SkeinError>
 }
 
 /**
@@ -75,7 +81,7 @@ const MOVED: RunFailure = {
 }
 
 /** What the local registry needs, as a layer requires it. */
-type LocalNeeds = EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints
+type LocalNeeds = EventStore | ProviderSessions | RuntimeConfig | WorkspaceCheckpoints | ServedAt
 
 /**
  * The local registry. `reach`, when given, is how a thread's actor reaches another
@@ -89,6 +95,7 @@ export const makeLocal = (
     const config = yield* RuntimeConfig
     const store = yield* EventStore
     const sessions = yield* ProviderSessions
+    const servedAt = yield* ServedAt
     const scope = yield* Effect.scope
     // eslint-disable-next-line prefer-const
     let actors: RcRegistry.RcRegistry<ThreadId, ThreadActor, SkeinError>
@@ -169,7 +176,8 @@ export const makeLocal = (
       activeThreads: actors.keys,
       spawnSubagent: spawn,
       release,
-      startAndWait
+      startAndWait,
+      locate: () => Effect.sync(servedAt.url)
     } satisfies ThreadActorsShape
   })
 

@@ -18,6 +18,9 @@
  * - A run started with `wait` is started and awaited on the thread's runner in one
  *   message (`StartAndWait`), where the thread's commits are heard as they are made,
  *   rather than followed from afar through the database.
+ * - Asked where a thread lives (`Locate`), its runner answers with the url it serves RPC
+ *   at, so that a client may send that thread's requests there rather than through a
+ *   daemon that would pass each one on.
  */
 import { Entity, Sharding } from "@effect/cluster"
 import {
@@ -93,6 +96,7 @@ const entityLayer = (hosted: ThreadActorsShape) =>
       handlers["Respond"] = ({ payload }) => onActor((actor) => actor.respondApproval(payload as never))
       handlers["ChildSpawned"] = () => onActor((actor) => Effect.sync(() => actor.childSpawned()))
       handlers["StartAndWait"] = ({ payload }) => hosted.startAndWait(payload as StartRunPayload)
+      handlers["Locate"] = () => hosted.locate(threadId)
       return handlers as never
     }),
     // The actor passivates on its own; the entity stays, so its start means a move.
@@ -172,7 +176,9 @@ export const layer: Layer.Layer<
       activeThreads: hosted.activeThreads,
       spawnSubagent: hosted.spawnSubagent,
       release: hosted.release,
-      startAndWait
+      startAndWait,
+      // Answered by the thread's runner: its own url.
+      locate: (threadId) => Effect.mapError(clientFor(threadId).Locate(), undelivered(threadId, "Locate"))
     })
   })
 )

@@ -1,8 +1,8 @@
 /**
  * A thread as an `@effect/cluster` entity: the thread actor's protocol (ThreadProtocol.ts)
- * and the four things a client asks of a thread beyond one message to its actor
+ * and the five things a client asks of a thread beyond one message to its actor
  * (steering a running turn, answering an approval, a subagent child's existence, a run's
- * start and end at once). The cluster places each thread on one runner, by
+ * start and end at once, where the thread lives). The cluster places each thread on one runner, by
  * its id, and routes these to it from any process.
  */
 import { Entity } from "@effect/cluster"
@@ -36,4 +36,7 @@ export const StartAndWait = Rpc.make("StartAndWait", {
   error: SkeinError
 })
 
-export const ThreadEntity = Entity.make("Thread", [...threadRpcs, Steer, Respond, ChildSpawned, StartAndWait])
+/** `thread.locate`: the RPC url of the daemon whose runner holds the thread (null: it serves none). */
+export const Locate = Rpc.make("Locate", { success: Schema.NullOr(Schema.String), error: SkeinError })
+
+export const ThreadEntity = Entity.make("Thread", [...threadRpcs, Steer, Respond, ChildSpawned, StartAndWait, Locate])
