@@ -9,6 +9,10 @@
  * network is back it writes nothing over what the thread's new runner recorded.
  */
 import { spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import type { ProviderName, ThreadId } from "@skein/domain"
+import { makeSkeinClusterClient } from "@skein/server"
+import { Effect, Exit, Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import { descendants } from "../agents/support.js"
 import { usePostgres } from "../support/usePostgres.js"
@@ -29,17 +33,18 @@ interface RunView {
   readonly items: ReadonlyArray<{ readonly type: string }>
 }
 
-/** A daemon of the cluster and how to call it. */
-const runner = async (store = pg.url()) => {
+/** A daemon of the cluster and how to call it; with `token`, the token it and its callers use. */
+const runner = async (store = pg.url(), token?: string) => {
   const home = tempDir("skein-cluster-")
+  const shared: Record<string, string> = token === undefined ? {} : { SKEIN_TOKEN: token }
   const daemon = await start(
     ["--port", "0", "--store", store, "--cluster", "--lease-ms", String(LEASE_MS)],
-    childEnv(home)
+    childEnv(home, shared)
   )
   const call = async <A>(method: string, payload: unknown, timeoutMs = 30_000): Promise<A> => {
     const result = await runSkein(
       ["call", method, JSON.stringify(payload)],
-      childEnv(home, { SKEIN_URL: daemon.url }),
+      childEnv(home, { ...shared, SKEIN_URL: daemon.url }),
       timeoutMs
     )
     if (result.code !== 0) throw new Error(`${method} on ${daemon.url} failed: ${result.stderr}`)
@@ -188,6 +193,42 @@ describe("a cluster of daemons", () => {
     holder.daemon.kill()
     const lost = await pending
     expect([lost.ordinal, lost.status, lost.failure?.reason]).toEqual([3, "interrupted", "runner_lost"])
+  }, 120_000)
+
+  it("tells from any daemon where a thread lives, and the cluster client sends the thread's runs there", async () => {
+    const token = randomBytes(32).toString("hex")
+    const runners = [await runner(pg.url(), token), await runner(pg.url(), token), await runner(pg.url(), token)]
+    await settled()
+    const thread = await runners[0]!.call<{ id: string }>("thread.create", { title: "located" })
+    await runners[1]!.call<RunView>("run.start", { threadId: thread.id, provider: "alpha", message: "hi", wait: true })
+    const holder = runners.find((r) => runsAnAgent(r.daemon))!
+    for (const via of runners) {
+      expect(await via.call("thread.locate", { threadId: thread.id })).toEqual({ url: holder.daemon.url })
+    }
+    await expect(runners[0]!.call("thread.locate", { threadId: "thr_nowhere" })).rejects.toThrow(/ThreadNotFound/)
+
+    const scope = Effect.runSync(Scope.make())
+    try {
+      const urls = runners.map((r) => r.daemon.url)
+      const client = await Effect.runPromise(Scope.extend(makeSkeinClusterClient({ urls, token }), scope))
+      expect(await Effect.runPromise(client.urlFor(thread.id as ThreadId))).toBe(holder.daemon.url)
+      // The daemons that do not hold the thread are gone: its runs, sent to its runner, go on.
+      for (const r of runners) if (r !== holder) r.daemon.kill()
+      for (const r of runners) if (r !== holder) await r.daemon.exited
+      for (let i = 0; i < 3; i++) {
+        const run = await Effect.runPromise(
+          client.run.start({
+            threadId: thread.id as ThreadId,
+            provider: "alpha" as ProviderName,
+            message: `m${i}`,
+            wait: true
+          })
+        )
+        expect(run.status).toBe("completed")
+      }
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
   }, 120_000)
 
   it("a waited run.start through the daemon a dead runner's thread moved to ends the lost run first", async () => {

@@ -21,6 +21,8 @@ export {
   SkeinClient
 } from "./Client.js"
 export type { ClientToken, ClientTokenError, FollowOptions, SkeinClientOptions, SkeinClientShape } from "./Client.js"
+export { makeSkeinClusterClient } from "./ClusterClient.js"
+export type { SkeinClusterClientOptions, SkeinClusterClientShape } from "./ClusterClient.js"
 export {
   admitUpgrade,
   hostOfHeader,
