@@ -3,8 +3,12 @@
  * (test/support/postgres.ts):
  * - runs per second across 60 threads, 30 clients each running one run at a time with
  *   `wait` through the daemons in turn, on 1, 2 and 3 runners (each cluster a database
- *   of its own on one server), beside one SQLite daemon alone (goal: 3 runners at least
- *   0.8x one runner; on two cores, no collapse rather than a speed-up). All four are up
+ *   of its own on one server), beside one SQLite daemon alone; and on the 3 runners
+ *   again with a cluster client (ClusterClient.ts), which sends each thread's runs to the
+ *   daemon holding it. Goal: 3 runners at least 0.8x one runner, with the cluster
+ *   client; on two cores, no collapse rather than a speed-up. Through the daemons in
+ *   turn, two runs in three pass from one daemon to another, a hop that costs both
+ *   daemons' CPU, and the figure is printed beside. All five are up
  *   at once and measured in turn, a short window each, over several rounds in rotating
  *   order, so that a slow spell of the host falls on all of them: each figure is the
  *   median of its rounds, the ratio the median of the rounds' ratios. Each configuration
@@ -17,10 +21,11 @@
  *
  *   npm run build && node --expose-gc test/dist/bench/main.js cluster
  */
+import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ProviderName, ThreadId } from "@skein/domain"
-import { makeSkeinClient } from "@skein/server"
+import { makeSkeinClient, makeSkeinClusterClient } from "@skein/server"
 import { Effect, Exit, Scope } from "effect"
 import Pg from "pg"
 import { descendants } from "../agents/support.js"
@@ -49,11 +54,15 @@ type Daemon = Awaited<ReturnType<typeof startDaemon>> & {
   readonly scope: Scope.CloseableScope
 }
 
-/** A daemon in a home of its own, with a typed client connected to it. */
+/** The token the daemons of every cluster here share, as a cluster's daemons do. */
+const CLUSTER_TOKEN = randomBytes(32).toString("hex")
+
+/** A daemon in a home of its own (with the cluster's token, if one of a cluster), with a typed client connected to it. */
 const daemonIn = async (root: string, args: ReadonlyArray<string>): Promise<Daemon> => {
   const home = Fs.mkdtempSync(Path.join(root, "home-"))
-  const daemon = await startDaemon(home, args)
-  const token = Fs.readFileSync(Path.join(home, "token"), "utf8").trim()
+  const clustered = args.includes("--cluster")
+  const daemon = await startDaemon(home, args, clustered ? { SKEIN_TOKEN: CLUSTER_TOKEN } : {})
+  const token = clustered ? CLUSTER_TOKEN : Fs.readFileSync(Path.join(home, "token"), "utf8").trim()
   const scope = Effect.runSync(Scope.make())
   const client = await Effect.runPromise(Scope.extend(makeSkeinClient({ url: daemon.url, token }), scope))
   return { ...daemon, client, scope }
@@ -92,6 +101,8 @@ const spread = async (url: string, runners: number): Promise<void> => {
 interface Setup {
   readonly daemons: ReadonlyArray<Daemon>
   readonly threads: ReadonlyArray<ThreadId>
+  /** The client that takes a client's `i`th run: a daemon's, in turn, unless one client routes them all. */
+  readonly via: (client: number, i: number) => Client
 }
 
 const prepare = async (daemons: ReadonlyArray<Daemon>): Promise<Setup> => {
@@ -107,11 +118,19 @@ const prepare = async (daemons: ReadonlyArray<Daemon>): Promise<Setup> => {
       )
     )
   )
-  return { daemons, threads }
+  return { daemons, threads, via: (n, i) => daemons[(n + i) % daemons.length]!.client }
+}
+
+/** The same daemons and threads through one cluster client, its locations learnt first. */
+const routed = async (setup: Setup, scope: Scope.Scope): Promise<Setup> => {
+  const urls = setup.daemons.map((daemon) => daemon.url)
+  const client = await Effect.runPromise(Scope.extend(makeSkeinClusterClient({ urls, token: CLUSTER_TOKEN }), scope))
+  for (const threadId of setup.threads) await Effect.runPromise(client.urlFor(threadId))
+  return { ...setup, via: () => client }
 }
 
 /** Completed runs per second: CLIENTS clients on the setup's threads, through its daemons in turn, over `ms`. */
-const throughput = async ({ daemons, threads }: Setup, ms: number): Promise<number> => {
+const throughput = async ({ threads, via }: Setup, ms: number): Promise<number> => {
   let completed = 0
   const end = Date.now() + ms
   const started = Date.now()
@@ -120,9 +139,8 @@ const throughput = async ({ daemons, threads }: Setup, ms: number): Promise<numb
       for (let i = 0; Date.now() < end; i++) {
         // Each client keeps to its own two threads, so that no run waits behind another's.
         const threadId = threads[(n * 2 + (i % 2)) % threads.length]!
-        const daemon = daemons[(n + i) % daemons.length]!
         const run = await Effect.runPromise(
-          daemon.client.run.start({ threadId, provider: alpha, message: `m${i}`, wait: true })
+          via(n, i).run.start({ threadId, provider: alpha, message: `m${i}`, wait: true })
         )
         if (run.status === "completed") completed++
       }
@@ -186,6 +204,7 @@ export async function run(): Promise<void> {
   try {
     const pg = await startPostgres()
     let rates: Array<Array<number>>
+    const clients = Effect.runSync(Scope.make())
     try {
       const setups = [await prepare([await started([])])]
       for (const n of [1, 2, 3]) {
@@ -196,15 +215,20 @@ export async function run(): Promise<void> {
         await spread(url, n)
         setups.push(await prepare(cluster))
       }
+      setups.push(await routed(setups[3]!, clients))
       rates = await rounds(setups)
     } finally {
+      await Effect.runPromise(Scope.close(clients, Exit.void))
       for (const daemon of daemons.splice(0)) await close(daemon)
       await pg.stop()
     }
     const failoverPg = await startPostgres()
     const times = await failover(root, failoverPg.url).finally(() => failoverPg.stop())
-    const [sqlite, ...perRunners] = rates.map(median) as [number, number, number, number]
-    const ratios = rates[3]!.map((rate, r) => rate / rates[1]![r]!)
+    const [sqlite, ...perRunners] = rates.map(median) as [number, number, number, number, number]
+    const labels = ["1 runner", "2 runners", "3 runners", "3 runners, cluster client"]
+    /** Each round's rate of configuration `at` over 1 runner's. */
+    const over1 = (at: number) => rates[at]!.map((rate, r) => rate / rates[1]![r]!)
+    const ratios = over1(4)
     const ratio = median(ratios)
     const fmt = (x: number) => x.toFixed(1)
     console.log(
@@ -212,15 +236,20 @@ export async function run(): Promise<void> {
     )
     console.log(`  runs/s, one SQLite daemon alone (baseline):  ${fmt(sqlite)}`)
     for (const [i, rate] of perRunners.entries()) {
-      console.log(
-        `  runs/s, ${i + 1} runner(s) on one PostgreSQL:     ${fmt(rate)} (${(rate / sqlite).toFixed(2)}x SQLite)`
-      )
+      console.log(`  runs/s, ${labels[i]} (one PostgreSQL): ${fmt(rate)} (${(rate / sqlite).toFixed(2)}x SQLite)`)
     }
-    for (const [i, label] of ["SQLite", "1 runner", "2 runners", "3 runners"].entries()) {
+    for (const [i, label] of ["SQLite", ...labels].entries()) {
       console.log(`  runs/s by round, ${label}: ${rates[i]!.map(fmt).join(" ")}`)
     }
-    console.log(`  3 runners / 1 runner by round: ${ratios.map((x) => x.toFixed(2)).join(" ")}`)
-    console.log(`  3 runners / 1 runner: ${ratio.toFixed(2)}x (goal >= 0.80x: ${ratio >= 0.8 ? "met" : "MISSED"})`)
+    const inTurn = over1(3)
+    console.log(
+      `  3 runners / 1 runner by round, through the daemons in turn: ${inTurn.map((x) => x.toFixed(2)).join(" ")}`
+    )
+    console.log(`  3 runners / 1 runner, through the daemons in turn: ${median(inTurn).toFixed(2)}x`)
+    console.log(`  3 runners / 1 runner by round, cluster client: ${ratios.map((x) => x.toFixed(2)).join(" ")}`)
+    console.log(
+      `  3 runners / 1 runner, cluster client: ${ratio.toFixed(2)}x (goal >= 0.80x: ${ratio >= 0.8 ? "met" : "MISSED"})`
+    )
     const p50 = percentile(times, 50)
     console.log(
       `  failover (SIGKILL to the next accepted run, ${times.length} kills, lease ${LEASE_MS} ms): p50 ${p50.toFixed(0)} ms, ` +

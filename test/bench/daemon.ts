@@ -10,7 +10,11 @@ import { fileURLToPath } from "node:url"
 export const bin = fileURLToPath(new URL("../../../packages/server/bin/skein.js", import.meta.url))
 
 /** Starts `skein daemon --port 0 ARGS` from the bundle; its url and pid, and a stop and a kill by PID. */
-export const startDaemon = (home: string, args: ReadonlyArray<string> = []) =>
+export const startDaemon = (
+  home: string,
+  args: ReadonlyArray<string> = [],
+  env: Readonly<Record<string, string>> = {}
+) =>
   new Promise<{
     readonly url: string
     readonly pid: number
@@ -18,7 +22,7 @@ export const startDaemon = (home: string, args: ReadonlyArray<string> = []) =>
     readonly kill: () => Promise<void>
   }>((resolve, reject) => {
     const child = spawn(process.execPath, [bin, "daemon", "--port", "0", ...args], {
-      env: { PATH: process.env.PATH ?? "", HOME: home, SKEIN_HOME: home },
+      env: { PATH: process.env.PATH ?? "", HOME: home, SKEIN_HOME: home, ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let stdout = ""
