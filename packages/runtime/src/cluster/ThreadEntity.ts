@@ -2,8 +2,8 @@
  * A thread as an `@effect/cluster` entity: the thread actor's protocol (ThreadProtocol.ts)
  * and the five things a client asks of a thread beyond one message to its actor
  * (steering a running turn, answering an approval, a subagent child's existence, a run's
- * start and end at once, where the thread lives). The cluster places each thread on one runner, by
- * its id, and routes these to it from any process.
+ * start and end at once, where the thread lives). The cluster places each thread on one
+ * runner, by its id, and routes these to it from any process.
  */
 import { Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
