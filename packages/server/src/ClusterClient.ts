@@ -4,13 +4,14 @@
  * request, but one that does not hold the thread passes it on to the runner that does,
  * and its answer back: a hop, in time and in both daemons' work, on every request.
  *
- * - Where a thread lives is asked once (`thread.locate`, of the daemons in turn) and
- *   trusted for `relocateAfter`; requests for the thread meanwhile wait for that one
- *   answer. A thread that moved since only costs the hop until it is asked again.
+ * - Where a thread lives is asked once (`thread.locate`, of the daemons in turn until
+ *   one answers) and trusted for `relocateAfter`; requests for the thread meanwhile wait
+ *   for that one answer. A thread that moved since only costs the hop until it is asked
+ *   again.
  * - A request is routed by the thread its payload names (`threadId`, else
  *   `sourceThreadId`, `forkThreadId`, `parentThreadId`); the others go to the daemons
- *   in turn, as do a thread's requests when its location is unknown, or is a daemon not
- *   in `urls`.
+ *   in turn. When the thread's location is unknown, or is a daemon not in `urls`, its
+ *   request goes to the daemon that answered.
  * - A request whose daemon cannot be reached fails as with one client (`RpcClientError`),
  *   never sent twice; the thread is located afresh at its next request.
  */
@@ -93,20 +94,29 @@ export const makeRouted = (
       const daemon = Deferred.unsafeMake<number>(FiberId.none)
       const entry = { until: Date.now() + ttl, daemon }
       located.set(threadId, entry)
-      const fallback = inTurn()
       const forget = Effect.sync(() => {
         if (located.get(threadId) === entry) located.delete(threadId)
       })
-      return clients[fallback]!.thread.locate({ threadId: threadId as ThreadId }).pipe(
-        Effect.flatMap(({ url }) => {
-          const index = url === null ? undefined : indexOf.get(daemonKey(url))
-          return index === undefined ? Effect.as(forget, fallback) : Effect.succeed(index)
-        }),
-        // An unknown thread, or a daemon down: this request goes in turn, the next asks again.
-        Effect.catchAll(() => Effect.as(forget, fallback)),
+      /** Asked of the daemons in turn until one answers; a daemon that answers serves when the answer is no daemon of ours. */
+      const ask = (left: number): Effect.Effect<number> => {
+        const asked = inTurn()
+        return clients[asked]!.thread.locate({ threadId: threadId as ThreadId }).pipe(
+          Effect.flatMap(({ url }) => {
+            const index = url === null ? undefined : indexOf.get(daemonKey(url))
+            return index === undefined ? Effect.as(forget, asked) : Effect.succeed(index)
+          }),
+          Effect.catchAll((error) =>
+            error instanceof RpcClientError && left > 1
+              ? ask(left - 1)
+              : // An unknown thread, or no daemon answered: this request goes there, the next asks again.
+                Effect.as(forget, asked)
+          )
+        )
+      }
+      return ask(clients.length).pipe(
         Effect.tap((index) => Deferred.succeed(daemon, index)),
         // Whoever waits on it is answered even if this asker is interrupted.
-        Effect.onInterrupt(() => Effect.zipRight(forget, Deferred.succeed(daemon, fallback)))
+        Effect.onInterrupt(() => Effect.zipRight(forget, Deferred.succeed(daemon, inTurn())))
       )
     })
 

@@ -127,6 +127,17 @@ describe("the cluster client", () => {
     })
   )
 
+  it.effect("asks the next daemon where a thread lives when one cannot be reached", () =>
+    Effect.gen(function* () {
+      const d = daemons()
+      d.down.add(0)
+      d.locate = () => Effect.succeed({ url: URLS[2]! })
+      const client = makeRouted(d.clients, URLS)
+      expect(yield* start(client)).toBe(2)
+      expect(d.log).toEqual(["0 thread.locate", "1 thread.locate", "2 run.start"])
+    })
+  )
+
   it.effect("asks again once a location is older than relocateAfter", () =>
     Effect.gen(function* () {
       const d = daemons()
