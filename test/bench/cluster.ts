@@ -129,7 +129,7 @@ const routed = async (setup: Setup, scope: Scope.Scope): Promise<Setup> => {
   return { ...setup, via: () => client }
 }
 
-/** Completed runs per second: CLIENTS clients on the setup's threads, through its daemons in turn, over `ms`. */
+/** Completed runs per second: CLIENTS clients on the setup's threads, each run through the setup's `via`, over `ms`. */
 const throughput = async ({ threads, via }: Setup, ms: number): Promise<number> => {
   let completed = 0
   const end = Date.now() + ms
