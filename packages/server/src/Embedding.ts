@@ -22,8 +22,6 @@ export interface SkeinRouteOptions extends EndpointOptions {
   readonly mcpPath?: HttpLayerRouter.PathInput | undefined
   /** The absolute URL agents reach `mcpPath` at, which `thread.toolCredential` answers with. */
   readonly mcpUrl?: string | undefined
-  /** The absolute URL clients reach `path` at, which `thread.locate` answers with (null when absent). */
-  readonly url?: string | undefined
 }
 
 export interface SkeinEmbeddingOptions extends SkeinRouteOptions, SkeinRuntimeOptions {}
@@ -35,7 +33,6 @@ const route = (
   HttpLayerRouter.use((router) =>
     Effect.gen(function* () {
       yield* router.add("GET", options.path, yield* makeWebSocketEndpoint(options))
-      if (options.url !== undefined) (yield* Orchestrator).servedAt.set(options.url)
       if (options.mcpPath === undefined) return
       yield* router.add("*", options.mcpPath, yield* makeMcpEndpoint(options))
       // With its URL known, credentials name it and the agents Skein runs get the tools too.

@@ -78,7 +78,8 @@ describe("the cluster client", () => {
       d.locate = () => Deferred.await(answer)
       const client = makeRouted(d.clients, URLS)
       const fiber = yield* Effect.fork(Effect.all([start(client), start(client), start(client)], { concurrency: 3 }))
-      yield* Effect.yieldNow()
+      // All three are waiting before the answer comes.
+      for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
       yield* Deferred.succeed(answer, { url: URLS[2]! })
       expect(yield* Fiber.join(fiber)).toEqual([2, 2, 2])
       expect(d.log.filter((line) => line.endsWith("locate"))).toHaveLength(1)
