@@ -2,7 +2,8 @@
  * Claude Code's process pool at the driver (the pinned binary, offline against the mock
  * Messages API): an idle `claude` process is closed once `processIdleMs` has passed
  * without a turn on its thread, and the next turn opens a new process that resumes the
- * session natively.
+ * session natively; a process in use is never closed; and a burst of uses of a session
+ * without a process starts one.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { ProviderEvent, TurnInput } from "@skein/domain"
@@ -106,6 +107,103 @@ describe("Claude Code's process pool", () => {
           // Resumed natively: the model's request carries the first turn.
           const request = messages.requests.slice(from).find((r) => Messages.latestPrompt(r) === "which river?")!
           expect(Messages.allInputText(request)).toContain("the river is the NILE")
+        })
+      )
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+    expect(await waitUntil(() => claudes().length === 0, 10_000)).toBe(true)
+  })
+
+  it("a burst of resumes and a turn on a session whose process was closed starts one process", async () => {
+    const idleMs = 300
+    const adapter = makeClaudeAdapter({
+      name: ProviderName.make("claude-pool-burst"),
+      capabilities: claudeCapabilities,
+      command: [claudePlaceholder],
+      env: claudeEnv(dir, messages.url),
+      stateDir: Path.join(dir, "state-burst"),
+      processIdleMs: idleMs
+    })
+    const scope = await Effect.runPromise(Scope.make())
+    try {
+      await Effect.runPromise(
+        Effect.gen(function* () {
+          const session = yield* adapter.openSession({ workspace: dir }).pipe(Scope.extend(scope))
+          const native = yield* session.startThread({ workspace: dir, model: null })
+          const turn = (message: string): TurnInput => ({
+            nativeRef: native.nativeRef,
+            runId: makeId.run(),
+            message,
+            handoff: null,
+            model: null,
+            workspace: dir
+          })
+          yield* TurnEvents.collect((onEvents) => session.runTurn(turn("first"), onEvents))
+          census.sample()
+          const [pid] = claudes()
+          expect(yield* Effect.promise(() => waitUntil(() => exeOf(pid!) === null, 10_000))).toBe(true)
+
+          // All at once: whichever starts the process, the others take it.
+          const [, , , events] = yield* Effect.all(
+            [
+              session.resumeThread(native.nativeRef),
+              session.resumeThread(native.nativeRef),
+              session.resumeThread(native.nativeRef),
+              TurnEvents.collect((onEvents) => session.runTurn(turn("again"), onEvents))
+            ],
+            { concurrency: "unbounded" }
+          )
+          expect(kinds(events)).toEqual(["TurnStarted", "Item:assistant_message", "TurnCompleted"])
+          census.sample()
+          const started = claudes()
+          expect(started).toHaveLength(1)
+          expect(started[0]).not.toBe(pid)
+        })
+      )
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+    expect(await waitUntil(() => claudes().length === 0, 10_000)).toBe(true)
+  })
+
+  it("keeps a process through a turn longer than processIdleMs, begun while it was idle", async () => {
+    const idleMs = 400
+    const adapter = makeClaudeAdapter({
+      name: ProviderName.make("claude-pool-held"),
+      capabilities: claudeCapabilities,
+      command: [claudePlaceholder],
+      env: claudeEnv(dir, messages.url),
+      stateDir: Path.join(dir, "state-held"),
+      processIdleMs: idleMs
+    })
+    const scope = await Effect.runPromise(Scope.make())
+    try {
+      await Effect.runPromise(
+        Effect.gen(function* () {
+          const session = yield* adapter.openSession({ workspace: dir }).pipe(Scope.extend(scope))
+          const native = yield* session.startThread({ workspace: dir, model: null })
+          const turn = (message: string): TurnInput => ({
+            nativeRef: native.nativeRef,
+            runId: makeId.run(),
+            message,
+            handoff: null,
+            model: null,
+            workspace: dir
+          })
+          yield* TurnEvents.collect((onEvents) => session.runTurn(turn("first"), onEvents))
+          census.sample()
+          const [pid] = claudes()
+          // Idle for a while, then a turn that outlasts the time to live: the process
+          // is in use, so the idle process's due time passes without closing it.
+          yield* Effect.sleep(idleMs / 4)
+          const slow = yield* TurnEvents.collect((onEvents) =>
+            session.runTurn(turn(`a slow one [[slow:${idleMs * 3}]]`), onEvents)
+          )
+          expect(kinds(slow)).toEqual(["TurnStarted", "Item:assistant_message", "TurnCompleted"])
+          expect(claudes()).toEqual([pid])
+          // Then idle again: closed once the time to live has passed after that turn.
+          expect(yield* Effect.promise(() => waitUntil(() => exeOf(pid!) === null, 10_000))).toBe(true)
         })
       )
     } finally {

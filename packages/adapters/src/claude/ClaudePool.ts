@@ -1,20 +1,21 @@
 /**
  * The processes of a Claude driver session, one per Claude session (native thread) in
- * use: an Effect `RcMap` keyed by session id. A process is started (or resumed) on
- * first use, held while a turn runs on it, and closed once unused for `processIdleMs`;
- * the next use starts a new one, which resumes the session natively. A process that
- * ends by itself is forgotten at once, and a failed start is not kept.
+ * use, counted by their holders. A process is started (or resumed) on first use, held
+ * while a turn runs on it, and closed once unused for `processIdleMs`; the next use
+ * starts a new one, which resumes the session natively. A process that ends by itself is
+ * forgotten at once, and a failed start is not kept.
  *
- * One `get` at a time per session. RcMap's `get` looks a key up before it takes the
- * map's lock, so two fibers getting the same absent key at once could each start a
- * process, and Claude Code refuses the second as "already in use". Every `get` here
- * holds the session's slot (agents/TurnSlot.ts) until it has its process, and whoever
- * comes meanwhile (a turn, a resume) waits for it, then gets the process started. Start
- * and fork also use fresh random session ids, which nobody else knows yet. One turn at a
- * time on a process is the process's own check (`cp.turn`), released at the turn's end.
+ * Taking a ready process is one synchronous step (look up, count the holder), so the
+ * turn's message reaches Claude Code without a hop through the scheduler. A start holds
+ * the session's slot (agents/TurnSlot.ts) until its process is ready; whoever comes
+ * meanwhile (a turn, a resume) waits for it, then takes the process it started, so one
+ * session never gets two processes (Claude Code refuses the second as "already in use").
+ * Start and fork also use fresh random session ids, which nobody else knows yet. One
+ * turn at a time on a process is the process's own check (`cp.turn`), released at the
+ * turn's end. Why not Effect's `RcMap`: docs/decisions/0002-claude-process-pool.md.
  */
 import type { ProviderFailure } from "@skein/domain"
-import { Deferred, Duration, Effect, Exit, Fiber, FiberId, RcMap, Runtime, Scheduler, Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, FiberId, Scope } from "effect"
 import type { TurnSlots } from "../agents/TurnSlot.js"
 import { makeTurnSlots } from "../agents/TurnSlot.js"
 import type { ClaudeProcess } from "./ClaudeEvents.js"
@@ -24,7 +25,7 @@ import { startProcess } from "./ClaudeProcess.js"
 /** How long an unused process is kept for its session's next turn (`processIdleMs`). */
 export const DEFAULT_PROCESS_IDLE_MS = 120_000
 
-/** A get of a session's process in progress: done when it is, however it ended. */
+/** A start of a session's process in progress: done when it is, however it ended. */
 type Opening = Deferred.Deferred<void>
 
 export interface ClaudePool {
@@ -44,8 +45,16 @@ export interface ClaudePool {
   readonly stop: (cp: ClaudeProcess) => Effect.Effect<void>
 }
 
+/** A ready process and who holds it. */
+interface Entry {
+  readonly cp: ClaudeProcess
+  holders: number
+  /** When its last holder let go (ms since epoch). */
+  idleSince: number
+}
+
 /**
- * Runs `body` (a get of a session's process) holding the session's slot; a caller that
+ * Runs `body` (a start of a session's process) holding the session's slot; a caller that
  * finds it held waits until its holder is done, then tries again (finding the process
  * started, or starting it if that start failed).
  */
@@ -68,24 +77,6 @@ const exclusive = <A>(
     )
   })
 
-/**
- * `effect` run to its end before this returns, when it can end without waiting; else
- * awaited. `RcMap.get` of a ready entry still waits on the entry's `Deferred`, and a
- * fiber that waits, even on something done, goes on only after whatever its starter's
- * stack does next: a turn's driver starts on its actor's stack, so its turn would reach
- * Claude Code after the rest of the run's start. Here it runs on a fiber of its own under
- * a synchronous scheduler, flushed at once; what must wait after all goes on under the
- * default scheduler and is joined (an interruption of the caller interrupts it too).
- */
-const atOnce = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-  Effect.flatMap(Effect.runtime<never>(), (runtime) => {
-    const scheduler = new Scheduler.SyncScheduler()
-    const fiber = Runtime.runFork(runtime)(effect, { scheduler })
-    scheduler.flush()
-    const exit = fiber.unsafePoll()
-    return exit !== null ? exit : Effect.onInterrupt(Fiber.join(fiber), () => Fiber.interrupt(fiber))
-  })
-
 export const makeClaudePool = (
   context: Omit<ClaudeProcessContext, "onGone">,
   idleMs: number
@@ -93,42 +84,14 @@ export const makeClaudePool = (
   Effect.gen(function* () {
     const { failure } = context
     const sessionScope = yield* Effect.scope
-    const live = new Map<string, ClaudeProcess>()
+    const clock = yield* Effect.clock
+    const entries = new Map<string, Entry>()
     const slots = makeTurnSlots<Opening>()
+    /** The fiber closing idle processes when they are due; alive only while some are idle. */
+    let sweeper: Fiber.RuntimeFiber<void> | undefined
 
-    const forget = (cp: ClaudeProcess): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (live.get(cp.sessionId) !== cp) return Effect.void
-        live.delete(cp.sessionId)
-        return RcMap.invalidate(processes, cp.sessionId)
-      })
-    const stop = (cp: ClaudeProcess): Effect.Effect<void> =>
-      Effect.zipRight(forget(cp), Scope.close(cp.scope, Exit.void))
-
-    const processes: RcMap.RcMap<string, ClaudeProcess, ProviderFailure> = yield* RcMap.make({
-      lookup: (sessionId: string) =>
-        Effect.tap(
-          startProcess(
-            // Its reader runs in the process's scope, which `stop` closes: it stops it from the session's.
-            { ...context, onGone: (cp) => Effect.asVoid(Effect.forkIn(stop(cp), sessionScope)) },
-            sessionId
-          ),
-          (cp) =>
-            Effect.zipRight(
-              Effect.sync(() => live.set(sessionId, cp)),
-              Scope.addFinalizer(
-                cp.scope,
-                Effect.sync(() => {
-                  if (live.get(sessionId) === cp) live.delete(sessionId)
-                })
-              )
-            )
-        ),
-      idleTimeToLive: Duration.millis(idleMs)
-    })
-
-    // Closing the session closes the map, which would leave a `get` waiting on a start it
-    // interrupted: the session's end fails such a get first (this finalizer runs before the map's).
+    // Closing the session closes every process (each in a scope under the session's); a
+    // start still waiting fails first (this finalizer runs before theirs).
     const shut = yield* Deferred.make<void>()
     let closed = false
     yield* Effect.addFinalizer(() =>
@@ -139,34 +102,116 @@ export const makeClaudePool = (
     )
     const closedFailure = () => failure("error", "the Claude session was closed")
 
-    /** The session's process, in use until the caller's scope closes. Call it holding the session's slot. */
-    const get = (sessionId: string): Effect.Effect<ClaudeProcess, ProviderFailure, Scope.Scope> =>
+    const forget = (cp: ClaudeProcess): void => {
+      if (entries.get(cp.sessionId)?.cp === cp) entries.delete(cp.sessionId)
+    }
+    const stop = (cp: ClaudeProcess): Effect.Effect<void> =>
       Effect.suspend(() => {
+        forget(cp)
+        return Scope.close(cp.scope, Exit.void)
+      })
+
+    /** Closes the idle processes that are due, sleeping until the next is; ends when none is idle. */
+    const sweep: Effect.Effect<void> = Effect.suspend(() => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const due: Array<ClaudeProcess> = []
+      let next = Number.POSITIVE_INFINITY
+      for (const [sessionId, entry] of entries) {
+        if (entry.holders > 0) continue
+        const at = entry.idleSince + idleMs
+        if (at > now) next = Math.min(next, at)
+        else {
+          // Forgotten now, before any closes: nobody can take it while the others close.
+          entries.delete(sessionId)
+          due.push(entry.cp)
+        }
+      }
+      if (due.length > 0) return Effect.zipRight(Effect.forEach(due, stop, { discard: true }), sweep)
+      if (next === Number.POSITIVE_INFINITY) {
+        sweeper = undefined
+        return Effect.void
+      }
+      return Effect.zipRight(Effect.sleep(Duration.millis(next - now)), sweep)
+    })
+
+    const release = (entry: Entry): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        entry.holders--
+        if (entry.holders > 0 || entries.get(entry.cp.sessionId) !== entry || closed) return Effect.void
+        entry.idleSince = clock.unsafeCurrentTimeMillis()
+        if (sweeper !== undefined) return Effect.void
+        // Interruptible: a release may run in a finalizer, whose forks would inherit its
+        // uninterruptibility, and closing the session interrupts this fiber.
+        return Effect.interruptible(sweep).pipe(
+          Effect.forkIn(sessionScope),
+          Effect.map((fiber) => {
+            // It may have ended already (nothing was left idle).
+            if (fiber.unsafePoll() === null) sweeper = fiber
+          })
+        )
+      })
+
+    /** The ready process of `sessionId` with one more holder, if it has one: one synchronous step. */
+    const take = (sessionId: string): Entry | undefined => {
+      const entry = entries.get(sessionId)
+      if (entry !== undefined) entry.holders++
+      return entry
+    }
+
+    /** Starts the process of `sessionId`, held once. Call it holding the session's slot. */
+    const start = (sessionId: string): Effect.Effect<Entry, ProviderFailure> =>
+      Effect.suspend(() => {
+        const ready = take(sessionId)
+        if (ready !== undefined) return Effect.succeed(ready)
         if (closed) return Effect.failSync(closedFailure)
-        const held = RcMap.get(processes, sessionId).pipe(Effect.tapError(() => RcMap.invalidate(processes, sessionId)))
-        // A ready process: taken at once (see `atOnce`). Only a start, which may wait, races the close.
-        if (live.has(sessionId)) return Effect.flatMap(Effect.scope, (scope) => atOnce(Scope.extend(held, scope)))
+        const started = startProcess(
+          // Its reader runs in the process's scope, which `stop` closes: it stops it from the session's.
+          { ...context, onGone: (cp) => Effect.asVoid(Effect.forkIn(stop(cp), sessionScope)) },
+          sessionId
+        ).pipe(
+          Scope.extend(sessionScope),
+          Effect.tap((cp) =>
+            Scope.addFinalizer(
+              cp.scope,
+              Effect.sync(() => forget(cp))
+            )
+          ),
+          Effect.map((cp): Entry => {
+            const entry: Entry = { cp, holders: 1, idleSince: 0 }
+            entries.set(sessionId, entry)
+            return entry
+          })
+        )
         return Effect.raceFirst(
-          held,
+          started,
           // Made only if the session closes: an error's construction captures a stack.
           Effect.zipRight(Deferred.await(shut), Effect.failSync(closedFailure))
         )
       })
 
+    /** The process of `sessionId` with one more holder, started if needed. */
+    const hold = (sessionId: string): Effect.Effect<Entry, ProviderFailure> =>
+      Effect.suspend(() => {
+        // While a start runs, the process it starts is the one to take.
+        const ready = slots.current(sessionId) === undefined ? take(sessionId) : undefined
+        return ready !== undefined ? Effect.succeed(ready) : exclusive(slots, sessionId, start(sessionId))
+      })
+
     const open = (sessionId: string): Effect.Effect<void, ProviderFailure> =>
-      exclusive(slots, sessionId, Effect.asVoid(Effect.scoped(get(sessionId))))
+      Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(hold(sessionId)), release))
 
     const withTurn = <A, E>(
       sessionId: string,
       use: (cp: ClaudeProcess, lease: Scope.CloseableScope) => Effect.Effect<A, E>
     ): Effect.Effect<A, E | ProviderFailure> =>
-      Effect.gen(function* () {
-        const lease = yield* Scope.make()
-        const cp = yield* exclusive(slots, sessionId, Scope.extend(get(sessionId), lease)).pipe(
-          Effect.onError(() => Scope.close(lease, Exit.void))
-        )
-        return yield* use(cp, lease)
-      })
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function* () {
+          const entry = yield* restore(hold(sessionId))
+          const lease = yield* Scope.make()
+          yield* Scope.addFinalizer(lease, release(entry))
+          return yield* restore(use(entry.cp, lease))
+        })
+      )
 
-    return { live: (sessionId) => live.get(sessionId), open, withTurn, stop } satisfies ClaudePool
+    return { live: (sessionId) => entries.get(sessionId)?.cp, open, withTurn, stop } satisfies ClaudePool
   })
