@@ -99,4 +99,7 @@ export const make =
       // The driver, woken by the end, records the run's end; the adapter's call unwinds on
       // this fiber after that, behind whoever the record woke (those waiting for the run).
       yield* Deferred.await(input.recorded)
+      // Woken with them: the unwinding waits one turn of the scheduler more, so that a
+      // caller outside Effect (a promise, resolved as its fiber ends) hears first.
+      yield* Effect.yieldNow()
     })
