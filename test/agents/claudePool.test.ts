@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { ProviderEvent, ProviderSessionHandle, TurnInput } from "@skein/domain"
 import { makeId, ProviderName } from "@skein/domain"
 import { claudeCapabilities, makeClaudeAdapter, TurnEvents } from "@skein/adapters"
-import { Effect, Exit, Scope } from "effect"
+import { Effect, Either, Exit, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { removeDir, tempDir } from "../support/runtime.js"
@@ -177,5 +177,25 @@ describe("Claude Code's process pool", () => {
         expect(yield* Effect.promise(() => waitUntil(() => exeOf(pid!) === null, 10_000))).toBe(true)
       })
     )
+  })
+  it("closing the session while a process starts fails the start as closed and leaves no process", async () => {
+    const adapter = makeClaudeAdapter({
+      name: ProviderName.make("claude-pool-closing"),
+      capabilities: claudeCapabilities,
+      command: [claudePlaceholder],
+      env: claudeEnv(dir, messages.url),
+      stateDir: Path.join(dir, "state-closing"),
+      processIdleMs: IDLE_MS
+    })
+    const scope = await Effect.runPromise(Scope.make())
+    const session = await Effect.runPromise(adapter.openSession({ workspace: dir }).pipe(Scope.extend(scope)))
+    const starting = Effect.runPromise(Effect.either(session.startThread({ workspace: dir, model: null })))
+    // The process is spawned, and still initializing (that takes a few hundred ms).
+    expect(await waitUntil(() => claudes().length === 1, 10_000)).toBe(true)
+    census.sample()
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    const started = await starting
+    expect(Either.isLeft(started) ? started.left.message : "started").toContain("the Claude session was closed")
+    expect(await waitUntil(() => claudes().length === 0, 10_000)).toBe(true)
   })
 })

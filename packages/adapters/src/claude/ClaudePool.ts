@@ -15,7 +15,7 @@
  * turn's end. Why not Effect's `RcMap`: docs/decisions/0002-claude-process-pool.md.
  */
 import type { ProviderFailure } from "@skein/domain"
-import { Deferred, Duration, Effect, Exit, Fiber, FiberId, Scope } from "effect"
+import { Deferred, Duration, Effect, ExecutionStrategy, Exit, Fiber, FiberId, Scope } from "effect"
 import type { TurnSlots } from "../agents/TurnSlot.js"
 import { makeTurnSlots } from "../agents/TurnSlot.js"
 import type { ClaudeProcess } from "./ClaudeEvents.js"
@@ -90,8 +90,9 @@ export const makeClaudePool = (
     /** The fiber closing idle processes when they are due; alive only while some are idle. */
     let sweeper: Fiber.RuntimeFiber<void> | undefined
 
-    // Closing the session closes every process (each in a scope under the session's); a
-    // start still waiting fails first (this finalizer runs before theirs).
+    // Every process runs in a scope of its own under this one, closed with the session, all
+    // at once. A start still waiting fails first: this finalizer, added after, runs before.
+    const processesScope = yield* Scope.fork(sessionScope, ExecutionStrategy.parallel)
     const shut = yield* Deferred.make<void>()
     let closed = false
     yield* Effect.addFinalizer(() =>
@@ -169,7 +170,7 @@ export const makeClaudePool = (
           { ...context, onGone: (cp) => Effect.asVoid(Effect.forkIn(stop(cp), sessionScope)) },
           sessionId
         ).pipe(
-          Scope.extend(sessionScope),
+          Scope.extend(processesScope),
           Effect.tap((cp) =>
             Scope.addFinalizer(
               cp.scope,
