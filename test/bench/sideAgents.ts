@@ -13,8 +13,8 @@
  * cycle, since a process still finishing its last turn (Codex writes its rollout after
  * `turn/completed`) slows whichever turn comes next. Beside the figure, its two parts:
  * each side's own path (the run's wall time minus the turn's time at the provider port),
- * which leaves the binary's own spread out, and its driver's (the turn's time at the port
- * minus the binary's turn alone next to it).
+ * which leaves the binary's own spread out, with its ratio and that ratio's interval, and
+ * its driver's (the turn's time at the port minus the binary's turn alone next to it).
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -142,7 +142,8 @@ export const addedLatency = async (sides: readonly [Side, Side], kind: Kind, dir
     const all = alone.wall.map((_, i) => i)
     const added = (s: 0 | 1, indices: ReadonlyArray<number>) => gap(under[s]!.wall, alone.wall, indices)
     const [low, high] = bootstrapInterval(all, (picked) => added(1, picked) / added(0, picked))
-    const ownPath = (s: 0 | 1) => gap(under[s]!.wall, under[s]!.port, all)
+    const ownPath = (s: 0 | 1, indices: ReadonlyArray<number> = all) => gap(under[s]!.wall, under[s]!.port, indices)
+    const [ownLow, ownHigh] = bootstrapInterval(all, (picked) => ownPath(1, picked) / ownPath(0, picked))
     const driver = (s: 0 | 1) => gap(under[s]!.port, alone.wall, all)
     const name = kind === "codex" ? "Codex" : "Claude Code"
     return {
@@ -154,7 +155,8 @@ export const addedLatency = async (sides: readonly [Side, Side], kind: Kind, dir
         `${name}: ${all.length} turns each of the three, on ${ROUNDS} rounds of fresh processes; the binary alone ` +
         `p50 ${fmt(percentile(alone.wall, 50))} (p10-p90 spread ${fmt(percentile(alone.wall, 90) - percentile(alone.wall, 10))}); ` +
         `ratio's 95% bootstrap interval ${low.toFixed(2)}-${high.toFixed(2)}x; own path (run wall time minus the turn ` +
-        `at the port) p50 before ${fmt(ownPath(0))}, after ${fmt(ownPath(1))}; driver (the turn at the port minus ` +
+        `at the port) p50 before ${fmt(ownPath(0))}, after ${fmt(ownPath(1))}, ${(ownPath(1) / ownPath(0)).toFixed(2)}x ` +
+        `(${ownLow.toFixed(2)}-${ownHigh.toFixed(2)}x); driver (the turn at the port minus ` +
         `the binary alone) p50 before ${fmt(driver(0))}, after ${fmt(driver(1))}`
     }
   } finally {

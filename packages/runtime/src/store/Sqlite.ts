@@ -24,9 +24,9 @@
  * A file database is also watched for being deleted or replaced under the connection
  * (which would go on writing into a file nobody can open again): before each store
  * transaction, the path's device and inode are compared with the file opened (one
- * `stat`, a few microseconds), and once more when the connection closes. Once they
- * differ, every store transaction fails, what the connection holds is saved beside
- * the path (`VACUUM INTO`), and a warning says so, once.
+ * `stat` system call), and once more when the connection closes. Once they differ,
+ * every store transaction fails, what the connection holds is saved beside the path
+ * (`VACUUM INTO`), and a warning says so, once.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as Client from "@effect/sql/SqlClient"
