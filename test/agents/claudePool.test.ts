@@ -57,8 +57,19 @@ const claudes = (): Array<number> =>
 const kinds = (events: ReadonlyArray<ProviderEvent>) =>
   events.map((e) => (e._tag === "Item" ? `${e._tag}:${e.item.type}` : e._tag))
 
+/** A Claude adapter of its own, named `name`, with `processIdleMs` = `idleMs`. */
+const adapterFor = (name: string, idleMs: number) =>
+  makeClaudeAdapter({
+    name: ProviderName.make(`claude-pool-${name}`),
+    capabilities: claudeCapabilities,
+    command: [claudePlaceholder],
+    env: claudeEnv(dir, messages.url),
+    stateDir: Path.join(dir, `state-${name}`),
+    processIdleMs: idleMs
+  })
+
 /**
- * `body` on a new thread of a session of an adapter of its own (`processIdleMs` = `idleMs`);
+ * `body` on a new thread of a session of an adapter of its own (`adapterFor`);
  * afterwards, the session closed, no `claude` process is left.
  */
 const onSession = async (
@@ -70,14 +81,7 @@ const onSession = async (
     readonly turn: (message: string) => TurnInput
   }) => Effect.Effect<void, unknown>
 ) => {
-  const adapter = makeClaudeAdapter({
-    name: ProviderName.make(`claude-pool-${name}`),
-    capabilities: claudeCapabilities,
-    command: [claudePlaceholder],
-    env: claudeEnv(dir, messages.url),
-    stateDir: Path.join(dir, `state-${name}`),
-    processIdleMs: idleMs
-  })
+  const adapter = adapterFor(name, idleMs)
   const scope = await Effect.runPromise(Scope.make())
   try {
     await Effect.runPromise(
@@ -178,15 +182,9 @@ describe("Claude Code's process pool", () => {
       })
     )
   })
+
   it("closing the session while a process starts fails the start as closed and leaves no process", async () => {
-    const adapter = makeClaudeAdapter({
-      name: ProviderName.make("claude-pool-closing"),
-      capabilities: claudeCapabilities,
-      command: [claudePlaceholder],
-      env: claudeEnv(dir, messages.url),
-      stateDir: Path.join(dir, "state-closing"),
-      processIdleMs: IDLE_MS
-    })
+    const adapter = adapterFor("closing", IDLE_MS)
     const scope = await Effect.runPromise(Scope.make())
     const session = await Effect.runPromise(adapter.openSession({ workspace: dir }).pipe(Scope.extend(scope)))
     const starting = Effect.runPromise(Effect.either(session.startThread({ workspace: dir, model: null })))
