@@ -37,6 +37,7 @@ import { drain, type QueueMemory, queueMemory } from "./thread/QueuedRuns.js"
 import type { RunParts, RunsContext } from "./thread/RunHandlers.js"
 import type { InheritedCache } from "./thread/RunStart.js"
 import { runHandlers } from "./thread/RunHandlers.js"
+import { reportHandlers } from "./thread/RunReports.js"
 import type { StartRunPayload } from "./thread/SteerHandlers.js"
 import { steerHandlers, steerRun } from "./thread/SteerHandlers.js"
 import { endOrphan } from "./thread/RunLaunch.js"
@@ -98,6 +99,7 @@ type HandlerParts = RunParts & ApprovalParts
 /** The handler groups, one table for every thread's actor. */
 const handlers: SupervisedActor.Handlers<ThreadMessage, HandlerParts> = {
   ...runHandlers,
+  ...reportHandlers,
   ...approvalHandlers,
   ...checkpointHandlers,
   ...lineageHandlers,

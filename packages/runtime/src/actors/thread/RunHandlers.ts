@@ -1,19 +1,11 @@
 /**
  * A thread actor's runs: starting one (its context decided, its events and receipt
- * committed, its driver launched), stopping it, and what its driver reports (items,
- * the native thread, the summary, a failed resume, the end). The run in flight is the
- * context's `current`, written only here.
+ * committed, its driver launched), stopping it, and reading it. What its driver reports
+ * while it goes is RunReports.ts. The run in flight is the context's `current`, written
+ * only by these two.
  */
 import type { CommandId, RunFailure, SkeinError, TurnItem } from "@skein/domain"
-import {
-  HandoffNotFound,
-  NoActiveRun,
-  ObserveOnlyThread,
-  RunAlreadyActive,
-  RunId,
-  RunNotFound,
-  StorageError
-} from "@skein/domain"
+import { NoActiveRun, ObserveOnlyThread, RunAlreadyActive, RunId, RunNotFound, StorageError } from "@skein/domain"
 import { Deferred, Effect, Option, Ref, Schema } from "effect"
 import type { Scope } from "effect"
 import { loadIncoming } from "../../lineage/LineageContext.js"
@@ -24,33 +16,14 @@ import { activeRun, itemsOf, runById } from "../../store/ThreadState.js"
 import { extraHandoffs } from "../ContextPlanning.js"
 import type { Handlers } from "../SupervisedActor.js"
 import type { RunAccepted, StartRunPayload, ThreadMessage } from "../ThreadProtocol.js"
-import {
-  planBindNativeThread,
-  planFinish,
-  planItems,
-  planResumeFallback,
-  planRunStart,
-  planSummary
-} from "../ThreadPlanner.js"
-import { collectChildResults, observeChildren, refuseWhileRestoring, supersede } from "./LineageHandlers.js"
+import { planRunStart } from "../ThreadPlanner.js"
+import { collectChildResults, refuseWhileRestoring, supersede } from "./LineageHandlers.js"
 import { cancelQueued, enqueue, findQueued, type QueueMemory, startQueued } from "./QueuedRuns.js"
-import { endOrphan, launch, type LaunchContext } from "./RunLaunch.js"
+import { launch, type LaunchContext } from "./RunLaunch.js"
 import { decideStart, type InheritedCache } from "./RunStart.js"
-import { type ActiveRun, type ChildrenHint, currentIs, type ThreadContext } from "./ThreadContext.js"
+import type { ActiveRun, ChildrenHint, ThreadContext } from "./ThreadContext.js"
 
-export type RunMessages =
-  | "StartRun"
-  | "StartQueued"
-  | "InterruptRun"
-  | "StopRun"
-  | "ResumeFailed"
-  | "FinishRun"
-  | "RecordItems"
-  | "BindNativeThread"
-  | "RecordSummary"
-  | "DriverExited"
-  | "GetRun"
-  | "Status"
+export type RunMessages = "StartRun" | "StartQueued" | "InterruptRun" | "StopRun" | "GetRun" | "Status"
 
 /** What the run handlers need beyond the shared context. */
 export interface RunsContext extends LaunchContext {
@@ -224,81 +197,6 @@ const startRun =
       })
     })
 
-const resumeFailed =
-  (ctx: ThreadContext, runs: RunsContext): Handlers<ThreadMessage>["ResumeFailed"] =>
-  ({ detail, runId }) =>
-    Effect.gen(function* () {
-      const control = currentIs(yield* Ref.get(ctx.current), runId)
-      const run = control === null ? undefined : yield* ctx.cell.demand((s) => runById(s, runId))
-      if (!run || control === null) return yield* new RunNotFound({ runId })
-      const adapter = yield* ctx.sessions.adapter(run.provider)
-      const start = yield* decideStart(ctx, runs.inheritedCache(), {
-        adapter,
-        model: run.model,
-        cleanContext: false,
-        resumeFailed: true,
-        budgetTokens: ctx.config.handoffBudgetTokens,
-        forRun: run.id
-      })
-      const at = ctx.cell.now()
-      const plan = yield* ctx.cell.demand((s) =>
-        planResumeFallback(s, {
-          runId: run.id,
-          provider: start.provider,
-          decision: start.decision,
-          draft: start.draft,
-          summaryBy: start.summaryBy,
-          detail,
-          now: at
-        })
-      )
-      yield* ctx.cell.commit(plan.events)
-      // What else the run delivers (merged work) was recorded at its start and stays.
-      const context = { ...plan.context, extras: control.context.extras }
-      yield* Ref.set(ctx.current, { ...control, context })
-      return context
-    })
-
-const finishRun =
-  (ctx: ThreadContext): Handlers<ThreadMessage>["FinishRun"] =>
-  (message) =>
-    Effect.gen(function* () {
-      const { threadId } = ctx
-      const at = ctx.cell.now()
-      const planned = yield* ctx.cell.demand((s) => planFinish(s, { ...message, now: at }))
-      const events = yield* observeChildren(ctx, message.runId, planned)
-      const control = currentIs(yield* Ref.get(ctx.current), message.runId)
-      const stopCommandId = control?.stopCommandId ?? undefined
-      yield* ctx.cell.commit(
-        events,
-        stopCommandId,
-        stopCommandId
-          ? { method: "run.interrupt", hash: payloadHash({ threadId }), result: { runId: message.runId } }
-          : undefined
-      )
-      if (control) yield* Ref.set(ctx.current, null)
-    })
-
-const recordSummary =
-  (ctx: ThreadContext): Handlers<ThreadMessage>["RecordSummary"] =>
-  ({ handoffId, runId, summary }) =>
-    Effect.gen(function* () {
-      const control = currentIs(yield* Ref.get(ctx.current), runId)
-      const delivery = control?.context.delivery ?? null
-      const at = ctx.cell.now()
-      const planned =
-        control && delivery
-          ? yield* ctx.cell.demand((s) => planSummary(s, { runId, handoffId, summary, delivery, now: at }))
-          : undefined
-      if (control === null || planned === undefined) return yield* new HandoffNotFound({ handoffId })
-      yield* ctx.cell.commit(planned.events)
-      yield* Ref.set(ctx.current, {
-        ...control,
-        context: { ...control.context, handoff: planned.handoff, summaryBy: null }
-      })
-      return planned.handoff
-    })
-
 /** The run in flight, or `NoActiveRun`. */
 const inFlight = (ctx: ThreadContext) =>
   Effect.flatMap(Ref.get(ctx.current), (current) =>
@@ -316,9 +214,6 @@ export const runHandlers: Pick<Handlers<ThreadMessage, RunParts>, RunMessages> =
   StartRun: (command, { ctx, runs }) => startRun(ctx, runs)(command),
   StartQueued: (_, { ctx, runs }) =>
     startQueued(ctx, runs.queue, (request, origin) => begin(ctx, runs, request, origin)),
-  ResumeFailed: (failed, { ctx, runs }) => resumeFailed(ctx, runs)(failed),
-  FinishRun: (message, { ctx }) => finishRun(ctx)(message),
-  RecordSummary: (summary, { ctx }) => recordSummary(ctx)(summary),
 
   InterruptRun: (command, { ctx, runs }) =>
     Effect.gen(function* () {
@@ -369,37 +264,5 @@ export const runHandlers: Pick<Handlers<ThreadMessage, RunParts>, RunMessages> =
     Effect.map(Ref.get(ctx.current), (current) => {
       const state = ctx.cell.state()
       return { lastSequence: state.lastThreadSequence, activeRunId: current?.runId ?? activeRun(state)?.id ?? null }
-    }),
-
-  RecordItems: ({ items, runId }, { ctx }) =>
-    Effect.flatMap(Ref.get(ctx.current), (current) =>
-      currentIs(current, runId) === null
-        ? Effect.void
-        : Effect.flatMap(
-            observeChildren(ctx, runId, planItems(ctx.cell.state(), runId, items, ctx.cell.now())),
-            (events) => ctx.cell.commit(events)
-          )
-    ),
-
-  BindNativeThread: ({ forked, nativeRef, providerThreadId, runId, strength }, { ctx }) =>
-    Effect.flatMap(Ref.get(ctx.current), (current) => {
-      if (currentIs(current, runId) === null) return Effect.void
-      const at = ctx.cell.now()
-      return Effect.flatMap(
-        ctx.cell.demand((s) =>
-          planBindNativeThread(s, { runId, providerThreadId, nativeRef, strength, forked, now: at })
-        ),
-        (events) => ctx.cell.commit(events)
-      )
-    }),
-
-  DriverExited: ({ detail, runId }, { ctx }) =>
-    Effect.flatMap(Ref.get(ctx.current), (current) => {
-      const control = currentIs(current, runId)
-      if (control === null) return Effect.void
-      return Effect.zipRight(
-        Ref.set(ctx.current, { ...control, driverExited: true }),
-        endOrphan(ctx, `the run's driver stopped without recording the end of the run: ${detail}`)
-      )
     })
 }
