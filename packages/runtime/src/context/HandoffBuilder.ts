@@ -27,9 +27,9 @@ export {
   collectHandoffMaterial,
   type HandoffMaterial,
   handoffSectionOrder,
-  makeScrubber,
   type MaterialRange
 } from "./HandoffMaterial.js"
+export { makeScrubber } from "./Scrubber.js"
 
 export interface HandoffRequest {
   readonly fromOrdinal: number

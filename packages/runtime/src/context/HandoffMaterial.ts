@@ -1,14 +1,15 @@
 /**
  * A handoff's material: the covered runs of the app thread read once into plain lines,
  * section by section (goals, constraints, plan, decisions, files, commands, ...), every
- * text scrubbed of the runs' hidden reasoning. `HandoffBuilder` sizes and renders it.
+ * text scrubbed of the runs' hidden reasoning (Scrubber.ts). `HandoffBuilder` sizes and renders it.
  */
-import type { ContextHandoffId, HandoffSectionKind, HandoffStrategy, Run, TurnItem } from "@skein/domain"
+import type { Checkpoint, ContextHandoffId, HandoffSectionKind, HandoffStrategy, Run, TurnItem } from "@skein/domain"
 import { HandoffSectionKind as HandoffSectionKindSchema } from "@skein/domain"
 import type { ThreadState } from "../store/ThreadState.js"
 import { fullHandoff, isLiveOrdinal, itemsOf, needHandoffs, needRuns, runAt } from "../store/ThreadState.js"
 import { latestReadyCheckpoint } from "./CheckpointLookup.js"
 import { isLiveRun as isLive } from "./Coverage.js"
+import { makeScrubber, oneLine, type Scrub } from "./Scrubber.js"
 
 /** Section order = importance (the domain lists the kinds in that order): the budget drops from the end first. */
 export const handoffSectionOrder: ReadonlyArray<HandoffSectionKind> = HandoffSectionKindSchema.literals
@@ -24,93 +25,11 @@ const broughtKinds: ReadonlyArray<HandoffSectionKind> = [
 const SHORT_USER = 160
 const SHORT_REPLY = 240
 const MAX_DIFF_ENTRIES = 200
-const REDACTED = "[redacted]"
 
 const CONSTRAINT = /\b(must|never|don't|do not|always|only|should not|shouldn't|avoid|without)\b/i
 const DECISION = /^\s*(?:[-*]\s*)?decision:\s*(.+?)\s*$/gim
 
-const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim()
-
 const clip = (text: string, cap: number): string => (text.length <= cap ? text : `${text.slice(0, cap - 1)}…`)
-
-// ---------------------------------------------------------------------------------------
-// Scrubbing reasoning text out of emitted text
-// ---------------------------------------------------------------------------------------
-
-type Scrub = (text: string) => string
-
-const identity: Scrub = (text) => text
-
-/**
- * A scrubber replacing every occurrence of the given secrets with "[redacted]". Linear in
- * the text: secrets are indexed by their first three characters (with a small bitmap in
- * front), so a thousand secrets cost about what one does.
- */
-export const makeScrubber = (texts: Iterable<string>): Scrub => {
-  const secrets = new Set<string>()
-  for (const text of texts) {
-    const whole = text.trim()
-    if (whole.length === 0) continue
-    secrets.add(whole)
-    secrets.add(oneLine(whole))
-    for (const line of whole.split("\n")) {
-      const l = line.trim()
-      if (l.length > 0) secrets.add(l)
-    }
-  }
-  if (secrets.size === 0) return identity
-  const short = [...secrets].filter((s) => s.length < 3)
-  const long = [...secrets].filter((s) => s.length >= 3).sort((a, b) => b.length - a.length)
-  // A bitmap about 16 slots per secret (a power of two, 256 to 65,536) keeps misses cheap.
-  let size = 256
-  while (size < long.length * 16 && size < 65_536) size *= 2
-  const mask = size - 1
-  const bloom = new Uint8Array(size)
-  const index = new Map<number, Array<string>>()
-  for (const s of long) {
-    const c0 = s.charCodeAt(0)
-    const c1 = s.charCodeAt(1)
-    const c2 = s.charCodeAt(2)
-    bloom[(c0 * 961 + c1 * 31 + c2) & mask] = 1
-    const key = c0 * 4294967296 + c1 * 65536 + c2
-    const bucket = index.get(key)
-    if (bucket) bucket.push(s)
-    else index.set(key, [s])
-  }
-  return (text) => {
-    let out = ""
-    let last = 0
-    let changed = false
-    let i = 0
-    if (long.length > 0) {
-      const end = text.length - 3
-      while (i <= end) {
-        const c0 = text.charCodeAt(i)
-        const c1 = text.charCodeAt(i + 1)
-        const c2 = text.charCodeAt(i + 2)
-        if (bloom[(c0 * 961 + c1 * 31 + c2) & mask] === 1) {
-          const bucket = index.get(c0 * 4294967296 + c1 * 65536 + c2)
-          const hit = bucket?.find((s) => text.startsWith(s, i))
-          if (hit !== undefined) {
-            out += text.slice(last, i) + REDACTED
-            i += hit.length
-            last = i
-            changed = true
-            continue
-          }
-        }
-        i++
-      }
-    }
-    let result = changed ? out + text.slice(last) : text
-    for (const s of short) if (result.includes(s)) result = result.split(s).join(REDACTED)
-    return result
-  }
-}
-
-// ---------------------------------------------------------------------------------------
-// Collecting the raw sections of a range
-// ---------------------------------------------------------------------------------------
 
 interface Draft {
   readonly kind: HandoffSectionKind
@@ -158,9 +77,186 @@ export interface MaterialRange {
   readonly subject?: string | undefined
 }
 
+/** What the live runs of a range say, section by section, gathered as they are read in order. */
+interface Notes {
+  readonly goals: Array<string>
+  readonly constraints: Array<string>
+  readonly seenConstraints: Set<string>
+  readonly openQuestions: Array<string>
+  readonly failures: Array<string>
+  /** The newest plan, and the run that reported it. */
+  plan: { readonly item: TurnItem & { readonly type: "plan" }; readonly ordinal: number } | undefined
+  readonly decisions: Array<string>
+  /** The last change to each file, in the order of the last changes. */
+  readonly files: Map<string, string>
+  /** The last run of each command, in the order of the last runs. */
+  readonly commands: Map<
+    string,
+    { readonly ordinal: number; readonly exitCode: number | null; readonly output: string }
+  >
+  readonly subagents: Array<string>
+  readonly conversation: Array<string>
+  liveRuns: number
+}
+
+/** How the runs are read: the state, and every text scrubbed (`clean` also makes it one line and clips it). */
+interface Reader {
+  readonly state: ThreadState
+  readonly scrub: Scrub
+  readonly clean: (text: string, cap: number) => string
+}
+
+/** The range's runs and the goal run's, asked for at once before any work (a compact state reads them in a few queries). */
+const loadRange = (state: ThreadState, from: number, to: number, goalRun: Run | undefined): void => {
+  if (goalRun !== undefined) needRuns(state, goalRun.ordinal, goalRun.ordinal, true)
+  const brought: Array<ContextHandoffId> = []
+  for (let o = from; o <= to; o++) {
+    for (const item of itemsOf(state, runAt(state, o)!.id))
+      if (item.type === "handoff_context") brought.push(item.handoffId)
+  }
+  needHandoffs(state, brought, true)
+}
+
+/** Every reasoning text of the covered runs (and of the goal run) is a secret. */
+const scrubberOf = (state: ThreadState, from: number, to: number, goalRun: Run | undefined): Scrub => {
+  const secrets: Array<string> = []
+  const addSecrets = (run: Run) => {
+    for (const item of itemsOf(state, run.id)) if (item.type === "reasoning") secrets.push(item.text)
+  }
+  for (let o = from; o <= to; o++) addSecrets(runAt(state, o)!)
+  if (goalRun !== undefined && (goalRun.ordinal < from || goalRun.ordinal > to)) addSecrets(goalRun)
+  return makeScrubber(secrets)
+}
+
+/** What one item of run `o` adds to the notes (an assistant message's text is the caller's). */
+const noteItem = (notes: Notes, { clean, state }: Reader, item: TurnItem, o: number): void => {
+  switch (item.type) {
+    case "assistant_message":
+      for (const match of item.text.matchAll(DECISION)) {
+        notes.decisions.push(`${clean(match[1]!, LINE_CAP)} (run ${o})`)
+      }
+      break
+    case "tool_call":
+      if (item.name === "spawn_subagent" && item.output !== null) {
+        notes.subagents.push(`Run ${o}: ${clean(item.input, 120)} → ${clean(item.output, LINE_CAP - 130)}`)
+      }
+      break
+    case "command_execution":
+      notes.commands.delete(item.command)
+      notes.commands.set(item.command, { ordinal: o, exitCode: item.exitCode, output: item.output })
+      break
+    case "file_change":
+      notes.files.delete(item.path)
+      notes.files.set(item.path, `${clean(item.path, 200)} (${item.kind}, run ${o}): ${clean(item.summary, 180)}`)
+      break
+    case "plan":
+      notes.plan = { item, ordinal: o }
+      break
+    case "approval_request":
+      if (item.status === "open")
+        notes.openQuestions.push(`Run ${o}: ${clean(item.question, LINE_CAP)} (awaiting answer)`)
+      break
+    case "error":
+      notes.failures.push(`Run ${o} error${item.code ? ` ${item.code}` : ""}: ${clean(item.message, LINE_CAP)}`)
+      break
+    case "child_agent":
+      if (item.status !== "running") {
+        const outcome = item.result === null ? item.status : clean(item.result, LINE_CAP - 130)
+        notes.subagents.push(`Run ${o}: ${clean(item.description, 120)} → ${outcome}`)
+      }
+      break
+    case "handoff_context": {
+      // Work brought in from another thread (a merged fork, a subagent's result) is
+      // part of this conversation from then on: later summaries keep its gist.
+      const brought = fullHandoff(state, item.handoffId)
+      if (brought !== undefined && brought.threadId !== state.thread.id) {
+        const gist = brought.payload.sections
+          .filter((section) => broughtKinds.includes(section.kind))
+          .flatMap((section) => section.lines)
+          .slice(0, 6)
+        for (const line of gist)
+          notes.subagents.push(`Run ${o} took in ${brought.threadId}: ${clean(line, LINE_CAP - 60)}`)
+      }
+      break
+    }
+    case "user_message":
+    case "reasoning":
+      break
+  }
+}
+
+/** What live run `o` adds to the notes: its ask, its constraints, its items, how it ended. */
+const noteRun = (notes: Notes, reader: Reader, run: Run, o: number, goalRun: Run | undefined): void => {
+  const { clean, scrub, state } = reader
+  notes.liveRuns++
+  const items = itemsOf(state, run.id)
+  const rawUser = userTextOf(run, items)
+  const user = scrub(oneLine(rawUser))
+  if (run !== goalRun && user.length > 0) notes.goals.push(`Run ${o}: ${clip(user, LINE_CAP)}`)
+  for (const sentence of rawUser.split(/\n|(?<=[.!?;])\s+/)) {
+    const s = scrub(oneLine(sentence))
+    if (s.length > 0 && CONSTRAINT.test(s) && !notes.seenConstraints.has(s)) {
+      notes.seenConstraints.add(s)
+      notes.constraints.push(`${clip(s, LINE_CAP)} (run ${o})`)
+    }
+  }
+  let reply = ""
+  for (const item of items) {
+    if (item.type === "assistant_message") reply = reply.length === 0 ? item.text : `${reply}\n${item.text}`
+    noteItem(notes, reader, item, o)
+  }
+  if (run.status === "failed") {
+    const why = run.failure ? `${run.failure.reason}: ${clean(run.failure.message, 300)}` : "no reason recorded"
+    notes.failures.push(`Run ${o} failed (${why})`)
+  }
+  const status = run.status === "completed" ? "" : ` [${run.status}]`
+  const replyText = reply.length > 0 ? ` → assistant: ${clean(reply, SHORT_REPLY)}` : ""
+  notes.conversation.push(`#${o} ${run.provider}${status}: user: ${clip(user, SHORT_USER)}${replyText}`)
+}
+
+/** Each command's last run; one that failed is also a known failure. */
+const commandLines = (notes: Notes, clean: Reader["clean"]): Array<string> => {
+  const lines: Array<string> = []
+  for (const [command, last] of notes.commands) {
+    const exit = last.exitCode === null ? "no exit code" : `exit ${last.exitCode}`
+    lines.push(`\`${clean(command, 200)}\` → ${exit} (run ${last.ordinal})`)
+    if (last.exitCode !== null && last.exitCode !== 0) {
+      const tail = lastLine(last.output)
+      notes.failures.push(
+        `\`${clean(command, 200)}\` failed with exit ${last.exitCode} in run ${last.ordinal}${tail.length > 0 ? `: ${clean(tail, 160)}` : ""}`
+      )
+    }
+  }
+  return lines
+}
+
+const planLines = (plan: Notes["plan"], clean: Reader["clean"]): Array<string> =>
+  plan === undefined
+    ? []
+    : [
+        `As of run ${plan.ordinal}:`,
+        ...plan.item.steps.map((step) => `${planMark[step.status]} ${clean(step.text, LINE_CAP)}`)
+      ]
+
+/** The newest ready checkpoint of the range, and the files it changed. */
+const checkpointLines = (checkpoint: Checkpoint | undefined, clean: Reader["clean"]): Array<string> => {
+  if (checkpoint === undefined) return []
+  const where =
+    checkpoint.kind === "git" && checkpoint.treeSha ? `git tree ${checkpoint.treeSha.slice(0, 12)}` : checkpoint.kind
+  const lines = [
+    `After run ${checkpoint.runOrdinal} (${where}); ${checkpoint.diffSummary.length} file(s) changed since the previous checkpoint`
+  ]
+  for (const entry of checkpoint.diffSummary.slice(0, MAX_DIFF_ENTRIES)) {
+    lines.push(`${clean(entry.path, 200)} (${entry.change}, +${entry.additions} -${entry.deletions})`)
+  }
+  if (checkpoint.diffSummary.length > MAX_DIFF_ENTRIES) {
+    lines.push(`… and ${checkpoint.diffSummary.length - MAX_DIFF_ENTRIES} more file(s)`)
+  }
+  return lines
+}
+
 /** Reads the live runs of a range into handoff material (scrubbed of reasoning). */
 export const collectHandoffMaterial = (state: ThreadState, range: MaterialRange): HandoffMaterial => {
-  const request = range
   const isLiveRun = (run: Run) =>
     isLive(run) || (range.asOf !== undefined && run.status === "rolled_back" && (run.rolledBackAt ?? "") >= range.asOf)
   /** The first run that counts as live (with `asOf`, rolled-back runs before it are read to tell). */
@@ -176,196 +272,60 @@ export const collectHandoffMaterial = (state: ThreadState, range: MaterialRange)
     }
     return runAt(state, first)
   }
-  const from = Math.max(1, Math.floor(request.fromOrdinal))
-  const to = Math.min(state.runCount, Math.floor(request.toOrdinal))
-  const full = request.strategy === "full_thread_summary" || request.strategy === "checkpoint_summary"
-  // What it reads, asked for at once before any work (a compact state reads it in a few queries).
+  const from = Math.max(1, Math.floor(range.fromOrdinal))
+  const to = Math.min(state.runCount, Math.floor(range.toOrdinal))
+  const full = range.strategy === "full_thread_summary" || range.strategy === "checkpoint_summary"
   needRuns(state, from, to, true)
   const goalRun = full ? firstLiveRun() : undefined
-  if (goalRun !== undefined) needRuns(state, goalRun.ordinal, goalRun.ordinal, true)
-  const brought: Array<ContextHandoffId> = []
-  for (let o = from; o <= to; o++) {
-    for (const item of itemsOf(state, runAt(state, o)!.id))
-      if (item.type === "handoff_context") brought.push(item.handoffId)
-  }
-  needHandoffs(state, brought, true)
+  loadRange(state, from, to, goalRun)
   const checkpoint = latestReadyCheckpoint(state, from, to)
+  const scrub = scrubberOf(state, from, to, goalRun)
+  const reader: Reader = { state, scrub, clean: (text, cap) => clip(scrub(oneLine(text)), cap) }
 
-  // Every reasoning text of the covered runs (and of the goal run) is a secret.
-  const secrets: Array<string> = []
-  const addSecrets = (run: Run) => {
-    for (const item of itemsOf(state, run.id)) if (item.type === "reasoning") secrets.push(item.text)
+  const notes: Notes = {
+    goals: [],
+    constraints: [],
+    seenConstraints: new Set(),
+    openQuestions: [],
+    failures: [],
+    plan: undefined,
+    decisions: [],
+    files: new Map(),
+    commands: new Map(),
+    subagents: [],
+    conversation: [],
+    liveRuns: 0
   }
-  for (let o = from; o <= to; o++) addSecrets(runAt(state, o)!)
-  if (goalRun !== undefined && (goalRun.ordinal < from || goalRun.ordinal > to)) addSecrets(goalRun)
-  const scrub: Scrub = makeScrubber(secrets)
-  const clean = (text: string, cap: number) => clip(scrub(oneLine(text)), cap)
-
-  const goals: Array<string> = []
-  let pinned = 0
   if (goalRun !== undefined) {
-    goals.push(
-      `Overall goal (run ${goalRun.ordinal}): ${clean(userTextOf(goalRun, itemsOf(state, goalRun.id)), LINE_CAP)}`
-    )
-    pinned = 1
+    const goal = reader.clean(userTextOf(goalRun, itemsOf(state, goalRun.id)), LINE_CAP)
+    notes.goals.push(`Overall goal (run ${goalRun.ordinal}): ${goal}`)
   }
-  const constraints: Array<string> = []
-  const seenConstraints = new Set<string>()
-  const openQuestions: Array<string> = []
-  const failures: Array<string> = []
-  let plan: (TurnItem & { readonly type: "plan" }) | undefined
-  let planOrdinal = 0
-  const decisions: Array<string> = []
-  const files = new Map<string, string>()
-  const commands = new Map<
-    string,
-    { readonly ordinal: number; readonly exitCode: number | null; readonly output: string }
-  >()
-  const subagents: Array<string> = []
-  const conversation: Array<string> = []
-  let liveRuns = 0
-
   for (let o = from; o <= to; o++) {
     const run = runAt(state, o)!
-    if (!isLiveRun(run)) continue
-    liveRuns++
-    const items = itemsOf(state, run.id)
-    const rawUser = userTextOf(run, items)
-    const user = scrub(oneLine(rawUser))
-    if (run !== goalRun && user.length > 0) goals.push(`Run ${o}: ${clip(user, LINE_CAP)}`)
-    for (const sentence of rawUser.split(/\n|(?<=[.!?;])\s+/)) {
-      const s = scrub(oneLine(sentence))
-      if (s.length > 0 && CONSTRAINT.test(s) && !seenConstraints.has(s)) {
-        seenConstraints.add(s)
-        constraints.push(`${clip(s, LINE_CAP)} (run ${o})`)
-      }
-    }
-    let reply = ""
-    for (const item of items) {
-      switch (item.type) {
-        case "assistant_message": {
-          reply = reply.length === 0 ? item.text : `${reply}\n${item.text}`
-          for (const match of item.text.matchAll(DECISION)) {
-            decisions.push(`${clean(match[1]!, LINE_CAP)} (run ${o})`)
-          }
-          break
-        }
-        case "tool_call":
-          if (item.name === "spawn_subagent" && item.output !== null) {
-            subagents.push(`Run ${o}: ${clean(item.input, 120)} → ${clean(item.output, LINE_CAP - 130)}`)
-          }
-          break
-        case "command_execution":
-          commands.delete(item.command)
-          commands.set(item.command, { ordinal: o, exitCode: item.exitCode, output: item.output })
-          break
-        case "file_change":
-          files.delete(item.path)
-          files.set(item.path, `${clean(item.path, 200)} (${item.kind}, run ${o}): ${clean(item.summary, 180)}`)
-          break
-        case "plan":
-          plan = item
-          planOrdinal = o
-          break
-        case "approval_request":
-          if (item.status === "open")
-            openQuestions.push(`Run ${o}: ${clean(item.question, LINE_CAP)} (awaiting answer)`)
-          break
-        case "error":
-          failures.push(`Run ${o} error${item.code ? ` ${item.code}` : ""}: ${clean(item.message, LINE_CAP)}`)
-          break
-        case "child_agent":
-          if (item.status !== "running") {
-            const outcome = item.result === null ? item.status : clean(item.result, LINE_CAP - 130)
-            subagents.push(`Run ${o}: ${clean(item.description, 120)} → ${outcome}`)
-          }
-          break
-        case "handoff_context": {
-          // Work brought in from another thread (a merged fork, a subagent's result) is
-          // part of this conversation from then on: later summaries keep its gist.
-          const brought = fullHandoff(state, item.handoffId)
-          if (brought !== undefined && brought.threadId !== state.thread.id) {
-            const gist = brought.payload.sections
-              .filter((section) => broughtKinds.includes(section.kind))
-              .flatMap((section) => section.lines)
-              .slice(0, 6)
-            for (const line of gist)
-              subagents.push(`Run ${o} took in ${brought.threadId}: ${clean(line, LINE_CAP - 60)}`)
-          }
-          break
-        }
-        case "user_message":
-        case "reasoning":
-          break
-      }
-    }
-    if (run.status === "failed") {
-      const why = run.failure ? `${run.failure.reason}: ${clean(run.failure.message, 300)}` : "no reason recorded"
-      failures.push(`Run ${o} failed (${why})`)
-    }
-    const status = run.status === "completed" ? "" : ` [${run.status}]`
-    const replyText = reply.length > 0 ? ` → assistant: ${clean(reply, SHORT_REPLY)}` : ""
-    conversation.push(`#${o} ${run.provider}${status}: user: ${clip(user, SHORT_USER)}${replyText}`)
+    if (isLiveRun(run)) noteRun(notes, reader, run, o, goalRun)
   }
-
-  const commandLines: Array<string> = []
-  for (const [command, last] of commands) {
-    const exit = last.exitCode === null ? "no exit code" : `exit ${last.exitCode}`
-    commandLines.push(`\`${clean(command, 200)}\` → ${exit} (run ${last.ordinal})`)
-    if (last.exitCode !== null && last.exitCode !== 0) {
-      const tail = lastLine(last.output)
-      failures.push(
-        `\`${clean(command, 200)}\` failed with exit ${last.exitCode} in run ${last.ordinal}${tail.length > 0 ? `: ${clean(tail, 160)}` : ""}`
-      )
-    }
-  }
-
-  const planLines: Array<string> =
-    plan === undefined
-      ? []
-      : [
-          `As of run ${planOrdinal}:`,
-          ...plan.steps.map((step) => `${planMark[step.status]} ${clean(step.text, LINE_CAP)}`)
-        ]
-
-  const checkpointLines: Array<string> = []
-  if (checkpoint !== undefined) {
-    const where =
-      checkpoint.kind === "git" && checkpoint.treeSha ? `git tree ${checkpoint.treeSha.slice(0, 12)}` : checkpoint.kind
-    checkpointLines.push(
-      `After run ${checkpoint.runOrdinal} (${where}); ${checkpoint.diffSummary.length} file(s) changed since the previous checkpoint`
-    )
-    for (const entry of checkpoint.diffSummary.slice(0, MAX_DIFF_ENTRIES)) {
-      checkpointLines.push(`${clean(entry.path, 200)} (${entry.change}, +${entry.additions} -${entry.deletions})`)
-    }
-    if (checkpoint.diffSummary.length > MAX_DIFF_ENTRIES) {
-      checkpointLines.push(`… and ${checkpoint.diffSummary.length - MAX_DIFF_ENTRIES} more file(s)`)
-    }
-  }
-
+  // A command that failed adds a known failure, after the runs' own.
+  const commands = commandLines(notes, reader.clean)
   const byKind: Record<HandoffSectionKind, ReadonlyArray<string>> = {
-    goals,
-    constraints,
-    open_questions: openQuestions,
-    known_failures: failures,
-    plan: planLines,
-    decisions,
-    files_changed: [...files.values()],
-    checkpoint: checkpointLines,
-    commands: commandLines,
-    subagent_results: subagents,
-    conversation
+    goals: notes.goals,
+    constraints: notes.constraints,
+    open_questions: notes.openQuestions,
+    known_failures: notes.failures,
+    plan: planLines(notes.plan, reader.clean),
+    decisions: notes.decisions,
+    files_changed: [...notes.files.values()],
+    checkpoint: checkpointLines(checkpoint, reader.clean),
+    commands,
+    subagent_results: notes.subagents,
+    conversation: notes.conversation
   }
+  const pinned = goalRun === undefined ? 0 : 1
   return {
-    strategy: request.strategy,
-    subject: request.subject,
+    strategy: range.strategy,
+    subject: range.subject,
     from,
     to,
-    liveRuns,
+    liveRuns: notes.liveRuns,
     drafts: handoffSectionOrder.map((kind) => ({ kind, lines: byKind[kind], pinned: kind === "goals" ? pinned : 0 }))
   }
 }
-
-// ---------------------------------------------------------------------------------------
-// Rendering and budgeting
-// ---------------------------------------------------------------------------------------
