@@ -111,6 +111,209 @@ const fileWatch = (filename: string, db: RawDatabase, warn: (message: string) =>
   return { check }
 }
 
+type Prepare = (sql: string) => RawStatement
+
+/** Prepared statements by text, kept (up to `STATEMENT_CACHE`). */
+const statementCache = (db: RawDatabase): Prepare => {
+  const statements = new Map<string, RawStatement>()
+  return (sql) => {
+    let statement = statements.get(sql)
+    if (statement === undefined) {
+      statement = db.prepare(sql)
+      if (statements.size >= STATEMENT_CACHE) statements.delete(statements.keys().next().value!)
+      statements.set(sql, statement)
+    }
+    return statement
+  }
+}
+
+/** Runs `f` now: its result, or its throw as a SqlError. */
+const attemptNow = <A>(what: string, f: () => A): Effect.Effect<A, SqlError> => {
+  try {
+    return Effect.succeed(f())
+  } catch (cause) {
+    return Effect.fail(new SqlError({ cause, message: what }))
+  }
+}
+const attempt = <A>(what: string, f: () => A): Effect.Effect<A, SqlError> => Effect.suspend(() => attemptNow(what, f))
+const rows = (statement: RawStatement, params: ReadonlyArray<unknown>) => {
+  if (statement.reader) return statement.all(...params)
+  statement.run(...params)
+  return []
+}
+
+/** `SqlClient`'s connection over `db`. */
+const connectionOver = (db: RawDatabase, prepare: Prepare): Connection => ({
+  execute: (sql, params, transformRows) =>
+    attempt("Failed to execute statement", () => {
+      const result = rows(prepare(sql), params)
+      return transformRows ? transformRows(result as Array<object>) : result
+    }),
+  executeRaw: (sql, params) =>
+    attempt("Failed to execute statement", () => {
+      const statement = prepare(sql)
+      return statement.reader ? statement.all(...params) : statement.run(...params)
+    }),
+  executeValues: (sql, params) =>
+    attempt("Failed to execute statement", () => {
+      const statement = prepare(sql)
+      if (!statement.reader) {
+        statement.run(...params)
+        return []
+      }
+      statement.raw(true)
+      try {
+        return statement.all(...params) as Array<ReadonlyArray<unknown>>
+      } finally {
+        statement.raw(false)
+      }
+    }),
+  executeUnprepared: (sql, params, transformRows) =>
+    attempt("Failed to execute statement", () => {
+      const result = rows(db.prepare(sql), params ?? [])
+      return transformRows ? transformRows(result as Array<object>) : result
+    }),
+  executeStream: () => Stream.dieMessage("executeStream is not implemented for SQLite")
+})
+
+/**
+ * Runs `section`, which must not yield, holding `lock`: at once when the lock is free
+ * (`withPermitsIfAvailable` takes it without suspending the fiber, as `withPermits`
+ * does even then), else once it is.
+ */
+const lockedBy =
+  (lock: Effect.Semaphore) =>
+  <A, E>(section: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    Effect.flatMap(
+      lock.withPermitsIfAvailable(1)(Effect.suspend(section)),
+      Option.match({ onSome: Effect.succeed, onNone: () => lock.withPermits(1)(Effect.suspend(section)) })
+    )
+
+/**
+ * Starts the WAL over while the connection is idle (see WalCheckpointer.ts): one write
+ * that changes nothing (`user_version` set to itself, read and written under the
+ * write lock), whose WAL header sync the next command's commit then does not pay,
+ * and which cuts the WAL file back (see `WAL_SIZE_LIMIT`).
+ * Only if nobody holds the connection, and without waiting for another process's
+ * write lock: skipped (false), the next commit starts the WAL over as SQLite always did.
+ */
+const walStartOver = (db: RawDatabase, lock: Effect.Semaphore, runtime: Runtime.Runtime<never>) => {
+  const rewriteVersion = db.transaction(() => {
+    db.pragma(`user_version = ${Number(db.pragma("user_version", { simple: true }))}`)
+  }).immediate
+  const rewriteAndCut = () => {
+    db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`)
+    try {
+      rewriteVersion()
+    } finally {
+      db.pragma("journal_size_limit = -1")
+    }
+  }
+  return (): boolean =>
+    Option.getOrElse(
+      Runtime.runSync(runtime)(
+        lock.withPermitsIfAvailable(1)(
+          Effect.sync(() => {
+            const timeout = Number(db.pragma("busy_timeout", { simple: true }))
+            db.pragma("busy_timeout = 0")
+            try {
+              rewriteAndCut()
+              return true
+            } catch {
+              return false
+            } finally {
+              db.pragma(`busy_timeout = ${timeout}`)
+            }
+          })
+        )
+      ),
+      () => false
+    )
+}
+
+/** What a store transaction needs of the connection. */
+interface TransactionParts {
+  readonly db: RawDatabase
+  readonly prepare: Prepare
+  readonly locked: ReturnType<typeof lockedBy>
+  readonly watch: ReturnType<typeof fileWatch> | null
+  readonly checkpointer: WalCheckpointer.WalCheckpointer | null
+}
+
+/** A long string the store keeps once (Blobs.ts), by its hash. */
+const blobOf =
+  (prepare: Prepare) =>
+  (hash: string): string | undefined =>
+    (prepare("SELECT text FROM blobs WHERE hash = ?").all(hash)[0] as { readonly text: string } | undefined)?.text
+
+/** The ids of the `count` rows an INSERT just wrote: one INSERT under the write lock gives them consecutive ids. */
+const insertedIds = (count: number, last: number | bigint): ReadonlyArray<number> => {
+  const first = Number(last) - count + 1
+  return Array.from({ length: count }, (_, i) => first + i)
+}
+
+/** `StoreDb.transaction`: a write's body run synchronously inside one SQLite transaction, after the file check. */
+const storeTransaction = ({ checkpointer, db, locked, prepare, watch }: TransactionParts) => {
+  const blob = blobOf(prepare)
+  /** One statement of a write's body, run now. */
+  const step = (next: TxStep): unknown => {
+    switch (next._tag) {
+      case "statement":
+        return Blobs.expandRows(rows(prepare(next.sql), next.params), blob)
+      case "insert":
+        return insertedIds(next.rows, prepare(next.sql).run(...next.params).lastInsertRowid)
+      default:
+        return undefined
+    }
+  }
+  /** better-sqlite3 builds a transaction function's wrappers on each `transaction()`: built once here. */
+  const inTransaction = db.transaction(<A>(body: () => A): A => body()) as <A>(body: () => A) => A
+  const runBody = <A, E>(body: TxBody<A, E>): A => {
+    const steps = body(txDb, abort)
+    let next = steps.next()
+    while (next.done !== true) next = steps.next(step(next.value))
+    return next.value
+  }
+  const transaction: StoreDbShape["transaction"] = <A, E>(body: TxBody<A, E>, committed?: (result: A) => void) =>
+    locked((): Effect.Effect<A, E | SqlError> => {
+      const lost = watch?.check() ?? null
+      if (lost !== null) return Effect.fail(new SqlError({ message: lost }))
+      let result: A
+      try {
+        result = inTransaction(() => runBody(body))
+      } catch (cause) {
+        if (cause instanceof Abort) return Effect.fail(cause.error as E)
+        return Effect.fail(new SqlError({ cause, message: "Failed to run a transaction" }))
+      }
+      checkpointer?.committed()
+      committed?.(result)
+      return Effect.succeed(result)
+    })
+  return transaction
+}
+
+/** `StoreDb.sql`: single statements, run in the section of the lock or in the `SqlClient` transaction that holds it. */
+const storeSql = (prepare: Prepare, locked: ReturnType<typeof lockedBy>, client: Client.SqlClient): Sql => {
+  const blob = blobOf(prepare)
+  const runNow = <A>(sql: string, params: ReadonlyArray<unknown>) =>
+    attemptNow(
+      "Failed to execute statement",
+      () => Blobs.expandRows(rows(prepare(sql), params), blob) as ReadonlyArray<A>
+    )
+  return {
+    dialect: "sqlite",
+    // Inside a `withTransaction`, its fiber holds the lock already.
+    unsafe: <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
+      Effect.contextWithEffect((context: Context.Context<never>) =>
+        Option.isSome(Context.getOption(context, Client.TransactionConnection))
+          ? runNow<A>(text, params)
+          : // Run inside the section, not after it: a fiber may yield between two steps.
+            locked(() => runNow<A>(text, params))
+      ),
+    withTransaction: client.withTransaction
+  }
+}
+
 const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOptions) =>
   Effect.gen(function* () {
     const db = yield* Effect.acquireRelease(
@@ -126,57 +329,8 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     })
     /** The one lock on the connection; a holder across a wait is a `SqlClient` transaction. */
     const lock = yield* Effect.makeSemaphore(1)
-    /**
-     * Runs `section`, which must not yield, holding the lock: at once when the lock is free
-     * (`withPermitsIfAvailable` takes it without suspending the fiber, as `withPermits`
-     * does even then), else once it is.
-     */
-    const locked = <A, E>(section: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      Effect.flatMap(
-        lock.withPermitsIfAvailable(1)(Effect.suspend(section)),
-        Option.match({ onSome: Effect.succeed, onNone: () => lock.withPermits(1)(Effect.suspend(section)) })
-      )
-    /**
-     * Starts the WAL over while the connection is idle (see WalCheckpointer.ts): one write
-     * that changes nothing (`user_version` set to itself, read and written under the
-     * write lock), whose WAL header sync the next command's commit then does not pay,
-     * and which cuts the WAL file back.
-     * Only if nobody holds the connection, and without waiting for another process's
-     * write lock: skipped, the next commit starts the WAL over as SQLite always did.
-     */
-    const rewriteVersion = db.transaction(() => {
-      db.pragma(`user_version = ${Number(db.pragma("user_version", { simple: true }))}`)
-    }).immediate
-    /** This write starts the WAL over, so it is the one that cuts the file back (see `WAL_SIZE_LIMIT`). */
-    const rewriteAndCut = () => {
-      db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`)
-      try {
-        rewriteVersion()
-      } finally {
-        db.pragma("journal_size_limit = -1")
-      }
-    }
+    const locked = lockedBy(lock)
     const runtime = yield* Effect.runtime<never>()
-    const startWalOver = (): boolean =>
-      Option.getOrElse(
-        Runtime.runSync(runtime)(
-          lock.withPermitsIfAvailable(1)(
-            Effect.sync(() => {
-              const timeout = Number(db.pragma("busy_timeout", { simple: true }))
-              db.pragma("busy_timeout = 0")
-              try {
-                rewriteAndCut()
-                return true
-              } catch {
-                return false
-              } finally {
-                db.pragma(`busy_timeout = ${timeout}`)
-              }
-            })
-          )
-        ),
-        () => false
-      )
     const watch = isMemory(filename)
       ? null
       : fileWatch(filename, db, (message) => Runtime.runSync(runtime)(Effect.logWarning(message)))
@@ -186,148 +340,29 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     const checkpointer = isMemory(filename)
       ? null
       : yield* WalCheckpointer.start(filename, checkpointing, {
-          startWalOver,
+          startWalOver: walStartOver(db, lock, runtime),
           autocheckpoint: (pages) => void db.pragma(`wal_autocheckpoint = ${Math.floor(pages)}`)
         })
 
-    const statements = new Map<string, RawStatement>()
-    const prepare = (sql: string): RawStatement => {
-      let statement = statements.get(sql)
-      if (statement === undefined) {
-        statement = db.prepare(sql)
-        if (statements.size >= STATEMENT_CACHE) statements.delete(statements.keys().next().value!)
-        statements.set(sql, statement)
-      }
-      return statement
-    }
-    /** Runs `f` now: its result, or its throw as a SqlError. */
-    const attemptNow = <A>(what: string, f: () => A): Effect.Effect<A, SqlError> => {
-      try {
-        return Effect.succeed(f())
-      } catch (cause) {
-        return Effect.fail(new SqlError({ cause, message: what }))
-      }
-    }
-    const attempt = <A>(what: string, f: () => A): Effect.Effect<A, SqlError> =>
-      Effect.suspend(() => attemptNow(what, f))
-    const rows = (statement: RawStatement, params: ReadonlyArray<unknown>) => {
-      if (statement.reader) return statement.all(...params)
-      statement.run(...params)
-      return []
-    }
-
-    const connection: Connection = {
-      execute: (sql, params, transformRows) =>
-        attempt("Failed to execute statement", () => {
-          const result = rows(prepare(sql), params)
-          return transformRows ? transformRows(result as Array<object>) : result
-        }),
-      executeRaw: (sql, params) =>
-        attempt("Failed to execute statement", () => {
-          const statement = prepare(sql)
-          return statement.reader ? statement.all(...params) : statement.run(...params)
-        }),
-      executeValues: (sql, params) =>
-        attempt("Failed to execute statement", () => {
-          const statement = prepare(sql)
-          if (!statement.reader) {
-            statement.run(...params)
-            return []
-          }
-          statement.raw(true)
-          try {
-            return statement.all(...params) as Array<ReadonlyArray<unknown>>
-          } finally {
-            statement.raw(false)
-          }
-        }),
-      executeUnprepared: (sql, params, transformRows) =>
-        attempt("Failed to execute statement", () => {
-          const result = rows(db.prepare(sql), params ?? [])
-          return transformRows ? transformRows(result as Array<object>) : result
-        }),
-      executeStream: () => Stream.dieMessage("executeStream is not implemented for SQLite")
-    }
-
-    const acquirer = locked(() => Effect.succeed(connection))
-    // Held until the transaction's scope closes; interruptible while it waits.
-    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
-      Effect.as(
-        Effect.zipRight(
-          restore(lock.take(1)),
-          Effect.addFinalizer(() => lock.release(1))
-        ),
-        connection
-      )
-    )
+    const prepare = statementCache(db)
+    const connection = connectionOver(db, prepare)
     const client = yield* Client.make({
-      acquirer,
+      acquirer: locked(() => Effect.succeed(connection)),
       compiler: Statement.makeCompilerSqlite(),
-      transactionAcquirer,
+      // Held until the transaction's scope closes; interruptible while it waits.
+      transactionAcquirer: Effect.uninterruptibleMask((restore) =>
+        Effect.as(
+          Effect.zipRight(
+            restore(lock.take(1)),
+            Effect.addFinalizer(() => lock.release(1))
+          ),
+          connection
+        )
+      ),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-
-    /** A long string the store keeps once (Blobs.ts), by its hash. */
-    const blob = (hash: string): string | undefined =>
-      (prepare("SELECT text FROM blobs WHERE hash = ?").all(hash)[0] as { readonly text: string } | undefined)?.text
-    /** The ids of the `count` rows an INSERT just wrote: one INSERT under the write lock gives them consecutive ids. */
-    const insertedIds = (count: number, last: number | bigint): ReadonlyArray<number> => {
-      const first = Number(last) - count + 1
-      return Array.from({ length: count }, (_, i) => first + i)
-    }
-    /** One statement of a write's body, run now. */
-    const step = (next: TxStep): unknown => {
-      switch (next._tag) {
-        case "statement":
-          return Blobs.expandRows(rows(prepare(next.sql), next.params), blob)
-        case "insert":
-          return insertedIds(next.rows, prepare(next.sql).run(...next.params).lastInsertRowid)
-        default:
-          return undefined
-      }
-    }
-    /** better-sqlite3 builds a transaction function's wrappers on each `transaction()`: built once here. */
-    const inTransaction = db.transaction(<A>(body: () => A): A => body()) as <A>(body: () => A) => A
-    const runBody = <A, E>(body: TxBody<A, E>): A => {
-      const steps = body(txDb, abort)
-      let next = steps.next()
-      while (next.done !== true) next = steps.next(step(next.value))
-      return next.value
-    }
-    const transaction: StoreDbShape["transaction"] = <A, E>(body: TxBody<A, E>, committed?: (result: A) => void) =>
-      locked((): Effect.Effect<A, E | SqlError> => {
-        const lost = watch?.check() ?? null
-        if (lost !== null) return Effect.fail(new SqlError({ message: lost }))
-        let result: A
-        try {
-          result = inTransaction(() => runBody(body))
-        } catch (cause) {
-          if (cause instanceof Abort) return Effect.fail(cause.error as E)
-          return Effect.fail(new SqlError({ cause, message: "Failed to run a transaction" }))
-        }
-        checkpointer?.committed()
-        committed?.(result)
-        return Effect.succeed(result)
-      })
-
-    const runNow = <A>(sql: string, params: ReadonlyArray<unknown>) =>
-      attemptNow(
-        "Failed to execute statement",
-        () => Blobs.expandRows(rows(prepare(sql), params), blob) as ReadonlyArray<A>
-      )
-    const sql: Sql = {
-      dialect: "sqlite",
-      // Inside a `withTransaction`, its fiber holds the lock already.
-      unsafe: <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
-        Effect.contextWithEffect((context: Context.Context<never>) =>
-          Option.isSome(Context.getOption(context, Client.TransactionConnection))
-            ? runNow<A>(text, params)
-            : // Run inside the section, not after it: a fiber may yield between two steps.
-              locked(() => runNow<A>(text, params))
-        ),
-      withTransaction: client.withTransaction
-    }
-
+    const transaction = storeTransaction({ db, prepare, locked, watch, checkpointer })
+    const sql = storeSql(prepare, locked, client)
     const checkpoints = () => checkpointer?.status() ?? null
     return { client, store: { sql, transaction, checkpoints, announced: null } satisfies StoreDbShape }
   })
