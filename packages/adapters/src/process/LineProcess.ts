@@ -116,6 +116,179 @@ export const scopedEnv = (
   return { ...base, ...extra }
 }
 
+/** What the child's streams are handed, as they arrive. */
+interface ChildHooks {
+  readonly onLine: (line: BoundedLine) => void
+  readonly onStderr: (chunk: string) => void
+  /** The child exited; told once its stderr is drained (or after a moment). */
+  readonly onExit: (status: ExitStatus) => void
+  /** Its stdout and stderr have closed. */
+  readonly onClose: () => void
+}
+
+/** Takes the child's group off the orphan watcher's list, once set. */
+interface GroupWatch {
+  unwatch: () => void
+}
+
+/**
+ * Spawns the child, from an argument array, as the leader of a process group of its own,
+ * on the orphan watcher's list; its streams handed to `hooks`. Interrupted before it has
+ * started, its group is killed.
+ */
+const startChild = (
+  options: LineProcessOptions,
+  hooks: ChildHooks,
+  group: GroupWatch
+): Effect.Effect<NodeChildProcess.ChildProcessWithoutNullStreams, ProviderFailure> =>
+  Effect.async((resume) => {
+    const child = NodeChildProcess.spawn(options.command, [...options.args], {
+      env: options.env,
+      cwd: options.cwd,
+      stdio: ["pipe", "pipe", "pipe"],
+      shell: false,
+      detached: true
+    })
+    let started = false
+    child.once("spawn", () => {
+      started = true
+      group.unwatch = watchGroup(child.pid!)
+      resume(Effect.succeed(child))
+    })
+    child.on("error", (error) => {
+      if (!started) {
+        resume(
+          Effect.fail(
+            new ProviderFailure({
+              provider: options.provider,
+              kind: "spawn",
+              detail: `could not start ${options.command}: ${error.message}. Check the instance's "command" and PATH.`
+            })
+          )
+        )
+      }
+    })
+    child.stdin.on("error", () => {})
+    child.on("exit", (code, signal) => {
+      // What it wrote to stderr just before it exited may still be in the pipe: the
+      // exit is told once stderr ends, or after a moment (a process it left behind may
+      // hold the pipe open).
+      const done = () => hooks.onExit({ code, signal })
+      if (child.stderr.readableEnded) return done()
+      const timer = setTimeout(done, STDERR_DRAIN_MS)
+      child.stderr.once("close", () => {
+        clearTimeout(timer)
+        done()
+      })
+    })
+    child.on("close", hooks.onClose)
+    child.stderr.setEncoding("utf8")
+    child.stderr.on("data", hooks.onStderr)
+    const lines = new LineSplitter(options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES)
+    child.stdout.on("data", (chunk: Buffer) => {
+      for (const line of lines.push(chunk)) hooks.onLine(line)
+    })
+    child.stdout.on("end", () => {
+      for (const line of lines.end()) hooks.onLine(line)
+    })
+    return Effect.sync(() => {
+      signalGroup(child, "SIGKILL")
+      group.unwatch()
+    })
+  })
+
+/**
+ * Ends the child's group when the scope closes: stdin ended, SIGTERM, then SIGKILL after
+ * `graceMs`; SIGKILL at once when the leader has already exited.
+ */
+const stopChild = (
+  child: NodeChildProcess.ChildProcessWithoutNullStreams,
+  exit: Deferred.Deferred<ExitStatus>,
+  graceMs: number,
+  group: GroupWatch
+): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    if (yield* Deferred.isDone(exit)) {
+      // The leader is gone; anything it left in its group goes now.
+      signalGroup(child, "SIGKILL")
+      return
+    }
+    child.stdin.end()
+    signalGroup(child, "SIGTERM")
+    // Finalizers run uninterruptibly: the awaits must be interruptible for the timeouts to fire.
+    const stopped = yield* Deferred.await(exit).pipe(Effect.interruptible, Effect.timeout(graceMs), Effect.option)
+    signalGroup(child, "SIGKILL")
+    if (stopped._tag === "None") {
+      yield* Deferred.await(exit).pipe(Effect.interruptible, Effect.timeout(5000), Effect.ignore)
+    }
+  }).pipe(Effect.ensuring(Effect.sync(() => group.unwatch())))
+
+/** Writes one JSON line to the child's stdin; once the child is gone, fails with kind `crash` and how it ended. */
+const sendTo =
+  (child: NodeChildProcess.ChildProcessWithoutNullStreams, provider: string, describeExit: Effect.Effect<string>) =>
+  (message: unknown): Effect.Effect<void, ProviderFailure> =>
+    Effect.flatMap(
+      Effect.try({
+        try: () => `${JSON.stringify(message)}\n`,
+        catch: (error) =>
+          new ProviderFailure({ provider, kind: "error", detail: `cannot encode a message: ${String(error)}` })
+      }),
+      (line) =>
+        Effect.async<void, ProviderFailure>((resume) => {
+          const gone = () =>
+            resume(
+              Effect.flatMap(describeExit, (how) =>
+                Effect.fail(new ProviderFailure({ provider, kind: "crash", detail: `the process ${how}` }))
+              )
+            )
+          if (child.exitCode !== null || child.signalCode !== null || !child.stdin.writable) return gone()
+          child.stdin.write(line, (error) => (error ? gone() : resume(Effect.void)))
+        })
+    )
+
+/**
+ * The child's messages in order, handed synchronously to one reader; until it comes,
+ * they wait. A reader that throws is told of (`failed`) and the next message goes on.
+ */
+const messageQueue = (failed: (error: unknown) => void) => {
+  let reader: ((message: unknown) => void) | undefined
+  let backlog: Array<unknown> = []
+  const hand = (message: unknown) => {
+    try {
+      reader!(message)
+    } catch (error) {
+      failed(error)
+    }
+  }
+  return {
+    offer: (message: unknown): void => {
+      if (reader === undefined) backlog.push(message)
+      else hand(message)
+    },
+    /** Sets the reader and hands it what waited; false when there was one already. */
+    read: (handle: (message: unknown) => void): boolean => {
+      if (reader !== undefined) return false
+      reader = handle
+      const earlier = backlog
+      backlog = []
+      for (const message of earlier) hand(message)
+      return true
+    }
+  }
+}
+
+/** "exited with code 1; stderr: …", or "is not running". */
+const describeStatus = (status: ExitStatus | null, stderr: string): string => {
+  const how =
+    status === null
+      ? "is not running"
+      : status.signal !== null
+        ? `exited on signal ${status.signal}`
+        : `exited with code ${status.code}`
+  const tail = stderr.trim()
+  return tail.length > 0 ? `${how}; stderr: ${tail.slice(-1000)}` : how
+}
+
 const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, ProviderFailure, Scope.Scope> =>
   Effect.gen(function* () {
     // What the reader starts runs in fibers of the process's scope: closing it interrupts
@@ -123,176 +296,63 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
     const run = yield* FiberSet.makeRuntime<never, void, never>()
     const later = (effect: Effect.Effect<void>) => void run(effect)
     const logWarning = (message: string) => later(Effect.logWarning(message))
-    /** Who reads the messages; until one does, they wait in `backlog`. */
-    let reader: ((message: unknown) => void) | undefined
-    let backlog: Array<unknown> = []
+    const messages = messageQueue((error) =>
+      logWarning(`${options.provider}: the reader of the process's messages failed on one: ${String(error)}`)
+    )
     const stdoutClosed = yield* Deferred.make<void>()
-    const hand = (message: unknown) => {
-      try {
-        reader!(message)
-      } catch (error) {
-        logWarning(`${options.provider}: the reader of the process's messages failed on one: ${String(error)}`)
-      }
-    }
     const exit = yield* Deferred.make<ExitStatus>()
     let stderr = ""
-    const graceMs = options.graceMs ?? 2000
-    /** Takes the child's group off the orphan watcher's list, once the scope has ended it. */
-    let unwatch: () => void = () => {}
-
-    const describeStatus = (status: ExitStatus | null): string => {
-      const how =
-        status === null
-          ? "is not running"
-          : status.signal !== null
-            ? `exited on signal ${status.signal}`
-            : `exited with code ${status.code}`
-      const tail = stderr.trim()
-      return tail.length > 0 ? `${how}; stderr: ${tail.slice(-1000)}` : how
-    }
     // A child that just exited is told a moment later (its stderr drained): wait that long.
     const describeExit = Deferred.await(exit).pipe(
       Effect.timeout(STDERR_DRAIN_MS + 50),
       Effect.option,
-      Effect.map((status) => describeStatus(Option.getOrNull(status)))
+      Effect.map((status) => describeStatus(Option.getOrNull(status), stderr))
     )
-
+    const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES
+    const onLine = (line: BoundedLine) => {
+      if (line._tag === "Oversized") {
+        logWarning(
+          `${options.provider}: skipping a stdout line of ${line.bytes} bytes, over the limit of ${maxLineBytes}: ` +
+            line.prefix.slice(0, 200)
+        )
+        return
+      }
+      let message: unknown
+      try {
+        message = JSON.parse(line.text)
+      } catch {
+        logWarning(`${options.provider}: ignoring a stdout line that is not JSON: ${line.text.slice(0, 200)}`)
+        return
+      }
+      messages.offer(message)
+    }
+    const group: GroupWatch = { unwatch: () => {} }
     const child = yield* Effect.acquireRelease(
-      Effect.async<NodeChildProcess.ChildProcessWithoutNullStreams, ProviderFailure>((resume) => {
-        const child = NodeChildProcess.spawn(options.command, [...options.args], {
-          env: options.env,
-          cwd: options.cwd,
-          stdio: ["pipe", "pipe", "pipe"],
-          shell: false,
-          detached: true
-        })
-        let started = false
-        child.once("spawn", () => {
-          started = true
-          unwatch = watchGroup(child.pid!)
-          resume(Effect.succeed(child))
-        })
-        child.on("error", (error) => {
-          if (!started) {
-            resume(
-              Effect.fail(
-                new ProviderFailure({
-                  provider: options.provider,
-                  kind: "spawn",
-                  detail: `could not start ${options.command}: ${error.message}. Check the instance's "command" and PATH.`
-                })
-              )
-            )
-          }
-        })
-        child.stdin.on("error", () => {})
-        child.on("exit", (code, signal) => {
-          // What it wrote to stderr just before it exited may still be in the pipe: the
-          // exit is told once stderr ends, or after a moment (a process it left behind may
-          // hold the pipe open).
-          const done = () => Deferred.unsafeDone(exit, Exit.succeed({ code, signal }))
-          if (child.stderr.readableEnded) return done()
-          const timer = setTimeout(done, STDERR_DRAIN_MS)
-          child.stderr.once("close", () => {
-            clearTimeout(timer)
-            done()
-          })
-        })
-        child.on("close", () => {
-          Deferred.unsafeDone(stdoutClosed, Exit.void)
-        })
-        child.stderr.setEncoding("utf8")
-        child.stderr.on("data", (chunk: string) => {
-          stderr = (stderr + chunk).slice(-STDERR_TAIL_CHARS)
-        })
-        const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES
-        const lines = new LineSplitter(maxLineBytes)
-        const onLine = (line: BoundedLine) => {
-          if (line._tag === "Oversized") {
-            logWarning(
-              `${options.provider}: skipping a stdout line of ${line.bytes} bytes, over the limit of ${maxLineBytes}: ` +
-                line.prefix.slice(0, 200)
-            )
-            return
-          }
-          let message: unknown
-          try {
-            message = JSON.parse(line.text)
-          } catch {
-            logWarning(`${options.provider}: ignoring a stdout line that is not JSON: ${line.text.slice(0, 200)}`)
-            return
-          }
-          if (reader === undefined) backlog.push(message)
-          else hand(message)
-        }
-        child.stdout.on("data", (chunk: Buffer) => {
-          for (const line of lines.push(chunk)) onLine(line)
-        })
-        child.stdout.on("end", () => {
-          for (const line of lines.end()) onLine(line)
-        })
-        return Effect.sync(() => {
-          signalGroup(child, "SIGKILL")
-          unwatch()
-        })
-      }),
-      (child) =>
-        Effect.gen(function* () {
-          if (yield* Deferred.isDone(exit)) {
-            // The leader is gone; anything it left in its group goes now.
-            signalGroup(child, "SIGKILL")
-            return
-          }
-          child.stdin.end()
-          signalGroup(child, "SIGTERM")
-          // Finalizers run uninterruptibly: the awaits must be interruptible for the timeouts to fire.
-          const stopped = yield* Deferred.await(exit).pipe(Effect.interruptible, Effect.timeout(graceMs), Effect.option)
-          signalGroup(child, "SIGKILL")
-          if (stopped._tag === "None") {
-            yield* Deferred.await(exit).pipe(Effect.interruptible, Effect.timeout(5000), Effect.ignore)
-          }
-        }).pipe(Effect.ensuring(Effect.sync(() => unwatch())))
+      startChild(
+        options,
+        {
+          onLine,
+          onStderr: (chunk) => {
+            stderr = (stderr + chunk).slice(-STDERR_TAIL_CHARS)
+          },
+          onExit: (status) => Deferred.unsafeDone(exit, Exit.succeed(status)),
+          onClose: () => Deferred.unsafeDone(stdoutClosed, Exit.void)
+        },
+        group
+      ),
+      (child) => stopChild(child, exit, options.graceMs ?? 2000, group)
     )
-
-    const send = (message: unknown): Effect.Effect<void, ProviderFailure> =>
-      Effect.flatMap(
-        Effect.try({
-          try: () => `${JSON.stringify(message)}\n`,
-          catch: (error) =>
-            new ProviderFailure({
-              provider: options.provider,
-              kind: "error",
-              detail: `cannot encode a message: ${String(error)}`
-            })
-        }),
-        (line) =>
-          Effect.async<void, ProviderFailure>((resume) => {
-            const gone = () =>
-              resume(
-                Effect.flatMap(describeExit, (how) =>
-                  Effect.fail(
-                    new ProviderFailure({ provider: options.provider, kind: "crash", detail: `the process ${how}` })
-                  )
-                )
-              )
-            if (child.exitCode !== null || child.signalCode !== null || !child.stdin.writable) return gone()
-            child.stdin.write(line, (error) => (error ? gone() : resume(Effect.void)))
-          })
-      )
 
     const readMessages = (handle: (message: unknown) => void): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (reader !== undefined) return Effect.dieMessage("LineProcess: its messages have a reader already")
-        reader = handle
-        const earlier = backlog
-        backlog = []
-        for (const message of earlier) hand(message)
-        return Deferred.await(stdoutClosed)
-      })
+      Effect.suspend(() =>
+        messages.read(handle)
+          ? Deferred.await(stdoutClosed)
+          : Effect.dieMessage("LineProcess: its messages have a reader already")
+      )
 
     return {
       pid: child.pid ?? -1,
-      send,
+      send: sendTo(child, options.provider, describeExit),
       messages: Stream.unwrapScoped(
         Effect.gen(function* () {
           const mailbox = yield* Mailbox.make<unknown>()
