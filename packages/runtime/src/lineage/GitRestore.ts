@@ -93,6 +93,99 @@ export const changes = (
   return out
 }
 
+/** A git command in the restore's repository, on its temporary index (and, in a dry run, object directory). */
+type RunGit = (args: ReadonlyArray<string>, extra?: Partial<GitRun>) => Effect.Effect<string, GitError>
+
+/** The checkpoint's commit, read whole (its message names the omitted files); refused when it is gone. */
+const readCheckpoint = (cwd: string, commit: string, what: string) =>
+  Effect.flatMap(gitRaw(["cat-file", "commit", commit], { cwd }), (read) =>
+    read.code === 0
+      ? Effect.succeed(read.stdout)
+      : Effect.fail(
+          new GitError({
+            command: what,
+            detail: `the checkpoint ${commit} is no longer in the repository (its refs were pruned or dropped); nothing was changed. Pick a later checkpoint.`,
+            reason: "failed"
+          })
+        )
+  )
+
+/**
+ * The work tree inside the workspace as a tree, as it is now: tracked and untracked
+ * files that are not ignored, and ignored files at paths the checkpoint holds (which it
+ * would overwrite).
+ */
+const workTreeNow = (run: RunGit, spec: ReadonlyArray<string>, checkpointEntries: ReadonlyArray<TreeEntry>) =>
+  Effect.gen(function* () {
+    // (Files ignored and untracked are the same before and after the add: asked beside it.)
+    const [, ignoredNow] = yield* Effect.all(
+      [run(["add", "-A", "--", ...spec]), run(["ls-files", "-z", "-o", "-i", "--exclude-standard", "--", ...spec])],
+      { concurrency: "unbounded" }
+    )
+    const ignored = new Set(nulSplit(ignoredNow))
+    const overwritten = checkpointEntries.filter((entry) => entry.mode !== GITLINK && ignored.has(entry.path))
+    if (overwritten.length > 0) yield* run(["add", "-f", "--", ...overwritten.map((entry) => literal(entry.path))])
+    return (yield* run(["write-tree"])).trim()
+  })
+
+/** The backup of tree `now` under `backupRef`, created only: when another attempt made it first, that one. */
+const makeBackup = (run: RunGit, cwd: string, backupRef: string, commit: string, now: string) =>
+  Effect.gen(function* () {
+    const made = (yield* run([
+      "commit-tree",
+      "--no-gpg-sign",
+      "-m",
+      `skein restore backup ${backupRef}: the work tree before checkpoint ${commit} was restored`,
+      now
+    ])).trim()
+    const created = yield* gitRaw(["update-ref", "--no-deref", backupRef, made, zeroId(made)], { cwd })
+    return created.code === 0 ? made : (yield* git(["rev-parse", "--verify", `${backupRef}^{commit}`], { cwd })).trim()
+  })
+
+/**
+ * Moves the work tree inside the workspace to the checkpoint's files: the temporary
+ * index is cut down to what the restore may change, then reset to the target tree.
+ */
+const writeCheckpoint = (
+  run: RunGit,
+  input: {
+    readonly scratch: string
+    readonly prefix: string
+    readonly commit: string
+    readonly leftAlone: ReadonlySet<string>
+    readonly checkpointEntries: ReadonlyArray<TreeEntry>
+  }
+) =>
+  Effect.gen(function* () {
+    const { checkpointEntries, commit, leftAlone, prefix } = input
+    // The index now holds only what the restore may change: the workspace's files,
+    // less omitted files and submodules. Everything else is, to the reset, not there.
+    // (Two commands: an exclude pathspec would also exclude the files left alone.)
+    if (prefix !== "") {
+      yield* run(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", ":/", exclude(prefix.slice(0, -1))])
+    }
+    if (leftAlone.size > 0) {
+      yield* run(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", ...Array.from(leftAlone, literal)])
+    }
+    // The target: the checkpoint's files inside the workspace, nothing else (at the
+    // top with nothing left alone, the checkpoint's own tree).
+    const targetTree =
+      prefix === "" && leftAlone.size === 0
+        ? `${commit}^{tree}`
+        : yield* Effect.gen(function* () {
+            const target = Path.join(input.scratch, "target")
+            yield* run(["update-index", "-z", "--index-info"], {
+              index: target,
+              stdin: checkpointEntries
+                .filter((entry) => !leftAlone.has(entry.path))
+                .map((entry) => `${entry.mode} ${entry.id}\t${entry.path}\0`)
+                .join("")
+            })
+            return (yield* run(["write-tree"], { index: target })).trim()
+          })
+    yield* run(["read-tree", "--reset", "-u", targetTree])
+  })
+
 /**
  * Makes the workspace's files match a checkpoint, and nothing outside the workspace.
  *
@@ -133,27 +226,15 @@ export const restore = (input: {
       const cwd = place.top
       const { prefix } = place
       const spec = scopeOf(prefix)
-      // The checkpoint's commit, read whole (its message names the omitted files).
-      const read = yield* gitRaw(["cat-file", "commit", input.commit], { cwd })
-      if (read.code !== 0) {
-        return yield* Effect.fail(
-          new GitError({
-            command: what,
-            detail: `the checkpoint ${input.commit} is no longer in the repository (its refs were pruned or dropped); nothing was changed. Pick a later checkpoint.`,
-            reason: "failed"
-          })
-        )
-      }
+      const commitText = yield* readCheckpoint(cwd, input.commit, what)
       const index = yield* temporaryIndex(cwd)
       const scratch = Path.dirname(index)
       const objects = input.dryRun ? { directory: Path.join(scratch, "objects"), repository: place.objects } : undefined
       if (objects !== undefined)
         yield* fileSystem("create a temporary object directory", () => Fs.mkdirSync(objects.directory))
-      const run = (args: ReadonlyArray<string>, extra: Partial<GitRun> = {}) =>
-        git(args, { cwd, index, objects, ...extra })
+      const run: RunGit = (args, extra = {}) => git(args, { cwd, index, objects, ...extra })
 
       const backupRef = `${refPrefix(input.threadId)}restore-${refComponent(input.restoreId)}`
-      const commitText = read.stdout
       const [checkpointEntries, existing] = yield* Effect.all(
         [
           lsTree(cwd, input.commit, prefix, undefined),
@@ -164,32 +245,10 @@ export const restore = (input: {
         { concurrency: "unbounded" }
       )
       const omittedTop = omittedOf(commitText).filter((file) => file.path.startsWith(prefix))
-
-      // The work tree inside the workspace, as it is now.
-      // (Files ignored and untracked are the same before and after the add: asked beside it.)
-      const [, ignoredNow] = yield* Effect.all(
-        [run(["add", "-A", "--", ...spec]), run(["ls-files", "-z", "-o", "-i", "--exclude-standard", "--", ...spec])],
-        { concurrency: "unbounded" }
-      )
-      const ignored = new Set(nulSplit(ignoredNow))
-      const overwritten = checkpointEntries.filter((entry) => entry.mode !== GITLINK && ignored.has(entry.path))
-      if (overwritten.length > 0) yield* run(["add", "-f", "--", ...overwritten.map((entry) => literal(entry.path))])
-      const now = (yield* run(["write-tree"])).trim()
-
+      const now = yield* workTreeNow(run, spec, checkpointEntries)
       // The backup: kept when a former attempt made it, else made (create-only).
-      let backupCommit = existing
-      if (backupCommit === null && !input.dryRun) {
-        const made = (yield* run([
-          "commit-tree",
-          "--no-gpg-sign",
-          "-m",
-          `skein restore backup ${backupRef}: the work tree before checkpoint ${input.commit} was restored`,
-          now
-        ])).trim()
-        const created = yield* gitRaw(["update-ref", "--no-deref", backupRef, made, zeroId(made)], { cwd })
-        backupCommit =
-          created.code === 0 ? made : (yield* git(["rev-parse", "--verify", `${backupRef}^{commit}`], { cwd })).trim()
-      }
+      const backupCommit =
+        existing === null && !input.dryRun ? yield* makeBackup(run, cwd, backupRef, input.commit, now) : existing
       const before = backupCommit === null ? now : `${backupCommit}^{tree}`
 
       const [diffTree, beforeEntries] = yield* Effect.all(
@@ -205,34 +264,8 @@ export const restore = (input: {
       )
       const leftAlone = new Set([...omittedPaths, ...submodulePaths])
       const listed = changes(diffTree, prefix, leftAlone)
-
       if (!input.dryRun) {
-        // The index now holds only what the restore may change: the workspace's files,
-        // less omitted files and submodules. Everything else is, to the reset, not there.
-        // (Two commands: an exclude pathspec would also exclude the files left alone.)
-        if (prefix !== "") {
-          yield* run(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", ":/", exclude(prefix.slice(0, -1))])
-        }
-        if (leftAlone.size > 0) {
-          yield* run(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", ...Array.from(leftAlone, literal)])
-        }
-        // The target: the checkpoint's files inside the workspace, nothing else (at the
-        // top with nothing left alone, the checkpoint's own tree).
-        const targetTree =
-          prefix === "" && leftAlone.size === 0
-            ? `${input.commit}^{tree}`
-            : yield* Effect.gen(function* () {
-                const target = Path.join(scratch, "target")
-                yield* run(["update-index", "-z", "--index-info"], {
-                  index: target,
-                  stdin: checkpointEntries
-                    .filter((entry) => !leftAlone.has(entry.path))
-                    .map((entry) => `${entry.mode} ${entry.id}\t${entry.path}\0`)
-                    .join("")
-                })
-                return (yield* run(["write-tree"], { index: target })).trim()
-              })
-        yield* run(["read-tree", "--reset", "-u", targetTree])
+        yield* writeCheckpoint(run, { scratch, prefix, commit: input.commit, leftAlone, checkpointEntries })
       }
 
       return {
