@@ -3,32 +3,22 @@
  * store (SQLite or PostgreSQL), alone or as one runner of a cluster. `makeRuntimeLayer`
  * is what a host (or the daemon) provides.
  */
-import type {
-  AppThread,
-  ProviderInstanceInfo,
-  SkeinError,
-  StoredEvent,
-  ThreadId,
-  ThreadViewOptions
-} from "@skein/domain"
-import { defaultAutonomy, ThreadId as ThreadIdSchema } from "@skein/domain"
+import type { ProviderInstanceInfo, ThreadId } from "@skein/domain"
+import { defaultAutonomy } from "@skein/domain"
 import {
   type DatabaseInUse,
   HandoffNotFound,
   InvalidInput,
   ProviderRegistry,
   StorageError,
-  ThreadCreated,
-  ThreadNotFound,
-  makeId
+  ThreadNotFound
 } from "@skein/domain"
-import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
-import { ProviderSessions } from "./actors/ProviderSessions.js"
+import { Duration, Effect, Layer, Option, Stream } from "effect"
+import { ProviderSessions, type ProviderSessionsShape } from "./actors/ProviderSessions.js"
 import { makeForkCommands } from "./ForkCommands.js"
 import { makeRollback } from "./RollbackCommand.js"
 import { makeRunCommands } from "./RunCommands.js"
-import { payloadHash, replay } from "./store/Receipts.js"
-import { stopInFlight, ThreadActors } from "./actors/ThreadActors.js"
+import { stopInFlight, ThreadActors, type ThreadActorsShape } from "./actors/ThreadActors.js"
 import { checked } from "./InputCheck.js"
 import { Orchestrator } from "./Orchestrator.js"
 import type { OrchestratorShape } from "./Orchestrator.js"
@@ -43,9 +33,8 @@ import * as ToolCredentials from "./resources/ToolCredentials.js"
 import type { RuntimeOverrides } from "./RuntimeConfig.js"
 import { Database } from "./store/Database.js"
 import * as PostgresLock from "./store/PostgresLock.js"
-import { EventStore } from "./store/EventStore.js"
-import { queuedRunOf } from "./store/RunQueue.js"
-import { resolveWorkspace } from "./Workspace.js"
+import { EventStore, type EventStoreShape } from "./store/EventStore.js"
+import { makeThreadCommands } from "./ThreadCommands.js"
 import { WorkspaceCheckpoints } from "./lineage/WorkspaceCheckpoints.js"
 
 /** What start-up runs before the first command, beside the Orchestrator's face. */
@@ -53,8 +42,6 @@ interface Startup {
   readonly recoverRestores: Effect.Effect<void, StorageError>
   readonly resumeQueues: Effect.Effect<void, StorageError>
 }
-
-const CreateReceipt = Schema.Struct({ threadId: ThreadIdSchema })
 
 export const makeOrchestrator = Effect.gen(function* () {
   const store = yield* EventStore
@@ -67,93 +54,9 @@ export const makeOrchestrator = Effect.gen(function* () {
   const restores = yield* makeRestores
   const { interruptRun, startRun } = makeRunCommands(store, actors)
   const { forkThread, mergeBack } = makeForkCommands(store, actors)
-
-  /** `thread.get`, with the runs queued on the thread after its runs. */
-  const threadView = (threadId: ThreadId, options?: ThreadViewOptions) =>
-    store.threadView(threadId, options).pipe(
-      Effect.flatMap(
-        Option.match({ onNone: () => Effect.fail(new ThreadNotFound({ threadId })), onSome: Effect.succeed })
-      ),
-      Effect.flatMap((view) =>
-        Effect.map(store.queue.of(threadId), (queued) => {
-          if (queued.length === 0) return view
-          const runCount = view.page?.runCount ?? view.runs.reduce((n, run) => Math.max(n, run.ordinal), 0)
-          return { ...view, queued: queued.map((entry) => queuedRunOf(entry, runCount)) }
-        })
-      )
-    )
-
-  const createThread: OrchestratorShape["createThread"] = (input) =>
-    Effect.gen(function* () {
-      const hash = payloadHash({ title: input.title ?? null, workspace: input.workspace ?? null })
-      const replayed = yield* replay(store.receipt, input.commandId, "thread.create", hash, CreateReceipt)
-      if (Option.isSome(replayed)) {
-        const created = replayed.value.threadId
-        const thread = yield* store.lookup.thread(created)
-        if (Option.isNone(thread)) return yield* new ThreadNotFound({ threadId: created })
-        return thread.value
-      }
-      const workspace =
-        input.workspace === undefined ? null : yield* resolveWorkspace(input.workspace, config.workspaceRoots)
-      const id = makeId.thread()
-      const now = new Date().toISOString()
-      const thread: AppThread = {
-        id,
-        title: input.title ?? "",
-        workspace,
-        lineage: { parentThreadId: null, relationshipToParent: null, rootThreadId: id },
-        createdAt: now,
-        updatedAt: now
-      }
-      yield* store.append({
-        threadId: id,
-        expectedSequence: 0,
-        events: [new ThreadCreated({ thread })],
-        commandId: input.commandId,
-        receipt: input.commandId
-          ? { commandId: input.commandId, method: "thread.create", payloadHash: hash, result: { threadId: id } }
-          : undefined
-      })
-      return thread
-    })
+  const { createThread, events, follow, threadView } = makeThreadCommands(store, config)
 
   const rollback = makeRollback({ store, actors, sessions, checkpoints, restores, threadView })
-
-  /** A thread exists once its first event (ThreadCreated) is in the log. */
-  const ensureThread = (threadId: ThreadId) =>
-    store
-      .readEvents(threadId, 0, 1)
-      .pipe(
-        Effect.flatMap((first) => (first.length === 0 ? Effect.fail(new ThreadNotFound({ threadId })) : Effect.void))
-      )
-
-  const events: OrchestratorShape["events"] = (threadId, fromSequence) =>
-    Stream.unwrap(
-      ensureThread(threadId).pipe(
-        Effect.as(store.events(threadId, fromSequence ?? 0) as Stream.Stream<StoredEvent, SkeinError>)
-      )
-    )
-
-  const follow: OrchestratorShape["follow"] = (threadId, fromSequence, onEvents) =>
-    Effect.zipRight(ensureThread(threadId), store.follow(threadId, fromSequence, onEvents))
-
-  const listProviders: OrchestratorShape["listProviders"] = Effect.gen(function* () {
-    const live = yield* sessions.list
-    return yield* Effect.forEach(
-      sessions.adapters,
-      (a) =>
-        Effect.map(a.probe ?? Effect.succeed(undefined), (binary): ProviderInstanceInfo => ({
-          name: a.name,
-          driver: a.driver,
-          model: a.model,
-          capabilities: a.capabilities,
-          autonomy: a.autonomy ?? defaultAutonomy,
-          sessions: live.filter((s) => s.provider === a.name),
-          ...(binary === undefined ? {} : { binary })
-        })),
-      { concurrency: "unbounded" }
-    )
-  })
 
   /** Activates the actor of every thread with runs queued: each starts its next once idle. */
   const resumeQueues = Effect.flatMap(store.queue.threads, (threadIds) =>
@@ -161,29 +64,6 @@ export const makeOrchestrator = Effect.gen(function* () {
       discard: true
     })
   )
-
-  /**
-   * Every active run is stopped (reason `shutdown`) and awaited, and every git
-   * checkpoint being taken, all at once, for at most 4 s in all: whatever is left then
-   * is cut short when the actors' scopes close, and ends `interrupted` (a checkpoint:
-   * not taken) at the next start (crash recovery).
-   */
-  const shutdown: OrchestratorShape["shutdown"] = Effect.gen(function* () {
-    const threads = yield* actors.activeThreads
-    yield* Effect.forEach(
-      threads,
-      (threadId) =>
-        actors.use(threadId, (actor) =>
-          stopInFlight(store, actor, { reason: "shutdown", message: "Skein is shutting down" })
-        ),
-      { concurrency: "unbounded", discard: true }
-    ).pipe(
-      // Shutdown runs as a finalizer, uninterruptibly: the waits must be interruptible for the timeout to fire.
-      Effect.interruptible,
-      Effect.timeout(Duration.seconds(4)),
-      Effect.ignore
-    )
-  })
 
   // Every input is checked against its RPC method's payload schema first (InputCheck):
   // an embedding host's calls get what the server's decoding gives RPC clients.
@@ -228,13 +108,13 @@ export const makeOrchestrator = Effect.gen(function* () {
       Effect.flatMap(checked("approval.respond", input), (valid) =>
         actors.use(valid.threadId, (actor) => actor.respondApproval(valid))
       ),
-    listProviders,
+    listProviders: listProviders(sessions),
     toolCredentials: {
       ...toolCredentials,
       issue: (threadId) =>
         Effect.zipRight(checked("thread.toolCredential", { threadId }), toolCredentials.issue(threadId))
     },
-    shutdown,
+    shutdown: shutdown(store, actors),
     recoverRestores: restores.recover,
     resumeQueues
   } satisfies OrchestratorShape & Startup
@@ -253,6 +133,50 @@ export const makeOrchestrator = Effect.gen(function* () {
     recoverRestores: Effect.withSpan(service.recoverRestores, "Orchestrator.recoverRestores")
   } satisfies OrchestratorShape & Startup
 })
+
+/** What `provider.list` tells: each configured instance, its live sessions, its binary. */
+const listProviders = (sessions: ProviderSessionsShape): OrchestratorShape["listProviders"] =>
+  Effect.gen(function* () {
+    const live = yield* sessions.list
+    return yield* Effect.forEach(
+      sessions.adapters,
+      (a) =>
+        Effect.map(a.probe ?? Effect.succeed(undefined), (binary): ProviderInstanceInfo => ({
+          name: a.name,
+          driver: a.driver,
+          model: a.model,
+          capabilities: a.capabilities,
+          autonomy: a.autonomy ?? defaultAutonomy,
+          sessions: live.filter((s) => s.provider === a.name),
+          ...(binary === undefined ? {} : { binary })
+        })),
+      { concurrency: "unbounded" }
+    )
+  })
+
+/**
+ * Every active run is stopped (reason `shutdown`) and awaited, and every git
+ * checkpoint being taken, all at once, for at most 4 s in all: whatever is left then
+ * is cut short when the actors' scopes close, and ends `interrupted` (a checkpoint:
+ * not taken) at the next start (crash recovery).
+ */
+const shutdown = (store: EventStoreShape, actors: ThreadActorsShape): OrchestratorShape["shutdown"] =>
+  Effect.gen(function* () {
+    const threads = yield* actors.activeThreads
+    yield* Effect.forEach(
+      threads,
+      (threadId) =>
+        actors.use(threadId, (actor) =>
+          stopInFlight(store, actor, { reason: "shutdown", message: "Skein is shutting down" })
+        ),
+      { concurrency: "unbounded", discard: true }
+    ).pipe(
+      // Shutdown runs as a finalizer, uninterruptibly: the waits must be interruptible for the timeout to fire.
+      Effect.interruptible,
+      Effect.timeout(Duration.seconds(4)),
+      Effect.ignore
+    )
+  })
 
 /** `f` as a service method with a named span. */
 const traced = <Args extends Array<any>, A, E, R>(
