@@ -3,7 +3,7 @@
  * store (SQLite or PostgreSQL), alone or as one runner of a cluster. `makeRuntimeLayer`
  * is what a host (or the daemon) provides.
  */
-import type { ProviderInstanceInfo, ThreadId } from "@skein/domain"
+import type { ProviderInstanceInfo } from "@skein/domain"
 import { defaultAutonomy } from "@skein/domain"
 import {
   type DatabaseInUse,
