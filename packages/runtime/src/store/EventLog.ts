@@ -14,7 +14,7 @@ import {
   type ThreadEvent,
   type ThreadId
 } from "@skein/domain"
-import { Deferred, Effect, Either, Exit, Option, Stream } from "effect"
+import { type Clock, Deferred, Effect, Either, Exit, Option, Stream } from "effect"
 import type { Scope } from "effect"
 import { describeError, fromSqlError } from "./Codec.js"
 import { decodeEvent, encodeEvent, type StoredForm } from "./EventCodec.js"
@@ -28,7 +28,7 @@ import {
 } from "./ProjectionTables.js"
 import { runRow } from "./ProjectionReads.js"
 import * as RemoteCommits from "./RemoteCommits.js"
-import type { StoreDbShape, TxDb } from "./StoreDb.js"
+import type { Sql, StoreDbShape, TxDb } from "./StoreDb.js"
 
 /** What a mutating command returned, stored so that a retry with its commandId gets the same answer. */
 export interface CommandReceipt {
@@ -244,138 +244,145 @@ function* insertEvents(
   }))
 }
 
+/** `append`: checked, then committed in one transaction whose followers hear it before it returns. */
+const appender = (direct: StoreDbShape, followers: Followers, clock: Clock.Clock) =>
+  Effect.fnUntraced(function* (input: AppendInput) {
+    const prepared = prepare(input, new Date(clock.unsafeCurrentTimeMillis()).toISOString())
+    if (Either.isLeft(prepared)) return yield* prepared.left
+    // The transaction and the followers' notice run without yielding: nothing can
+    // interrupt the append between its commit and its publication.
+    return yield* direct
+      .transaction<ReadonlyArray<StoredEvent>, StorageError | SequenceConflict>(
+        (db, abort) => insertEvents(db, abort, prepared.right),
+        (stored) => followers.notify(input.threadId, stored)
+      )
+      .pipe(
+        Effect.mapError((error) =>
+          error._tag === "SqlError"
+            ? fromSqlError(`cannot append ${input.events.length} event(s) to thread ${input.threadId}`)(error)
+            : error
+        )
+      )
+  })
+
+/** `receipt`: what a command id was answered, if it was. */
+const receiptReader = (sql: Sql) =>
+  Effect.fnUntraced(function* (commandId: CommandId) {
+    const rows = yield* sql
+      .unsafe<{ readonly method: string; readonly payload_hash: string; readonly result: string }>(
+        "SELECT method, payload_hash, result FROM receipts WHERE command_id = ?",
+        [commandId]
+      )
+      .pipe(Effect.mapError(fromSqlError(`cannot read the receipt of command ${commandId}`)))
+    const row = rows[0]
+    if (row === undefined) return Option.none<StoredReceipt>()
+    return yield* Effect.try({
+      try: (): Option.Option<StoredReceipt> =>
+        Option.some({ method: row.method, payloadHash: row.payload_hash, result: JSON.parse(row.result) }),
+      catch: (error) =>
+        new StorageError({
+          detail: `the receipt of command ${commandId} holds invalid JSON (${describeError(error)})`
+        })
+    })
+  })
+
+/** `readEvents`: a page of a thread's events after a thread sequence. */
+const eventReader = (sql: Sql) =>
+  Effect.fnUntraced(function* (threadId: ThreadId, afterThreadSequence: number, limit: number) {
+    const rows = yield* sql
+      .unsafe<EventRow>(
+        "SELECT sequence, thread_sequence, command_id, created_at, payload FROM events WHERE thread_id = ? AND thread_sequence > ? ORDER BY thread_sequence LIMIT ?",
+        [threadId, afterThreadSequence, limit]
+      )
+      .pipe(Effect.mapError(fromSqlError(`cannot read the events of thread ${threadId}`)))
+    return yield* Effect.forEach(rows, (row) =>
+      Effect.map(
+        decodeEvent(row.payload, `event ${row.thread_sequence} of thread ${threadId}`),
+        (event): StoredEvent => ({
+          sequence: row.sequence,
+          threadId,
+          threadSequence: row.thread_sequence,
+          commandId: row.command_id as CommandId | null,
+          createdAt: row.created_at,
+          event
+        })
+      )
+    )
+  })
+
+/** `awaitRunEnd`: the run once it has ended, at once if it has. */
+const runEndWaiter = (sql: Sql, followers: Followers, remote: RemoteCommits.RemoteCommits) =>
+  Effect.fnUntraced(function* (threadId: ThreadId, runId: RunId) {
+    const ended = yield* Deferred.make<Run>()
+    yield* remote.need
+    return yield* followers.watching(
+      threadId,
+      (events) => {
+        for (const { event } of events) {
+          if (event._tag === "RunEnded" && event.run.id === runId) Deferred.unsafeDone(ended, Exit.succeed(event.run))
+        }
+      },
+      Effect.flatMap(runRow(sql, threadId, runId), (stored) =>
+        Option.isSome(stored) && isTerminalRunStatus(stored.value.status)
+          ? Effect.succeed(stored.value)
+          : Deferred.await(ended)
+      )
+    )
+  }, Effect.scoped)
+
+/** `follow`: a thread's events from a sequence on, the log's then the live commits', each once. */
+const follower = (readEvents: EventLogShape["readEvents"], followers: Followers, remote: RemoteCommits.RemoteCommits) =>
+  Effect.fnUntraced(function* (
+    threadId: ThreadId,
+    afterThreadSequence: number,
+    onEvents: (events: ReadonlyArray<StoredEvent>) => void
+  ) {
+    let last = afterThreadSequence
+    const deliver = (batch: ReadonlyArray<StoredEvent>) => {
+      // A live commit reaches every follower as the same array (so a transport can
+      // encode it once for all of them); only overlap with the replay is filtered.
+      const fresh =
+        batch.length > 0 && batch[0]!.threadSequence > last
+          ? batch
+          : batch.filter((event) => event.threadSequence > last)
+      if (fresh.length === 0) return
+      last = fresh[fresh.length - 1]!.threadSequence
+      onEvents(fresh)
+    }
+    // Listen before reading the log: what commits from now on is buffered, what
+    // committed before is in the log; `last` drops what both hold.
+    let buffered: Array<StoredEvent> | null = []
+    yield* remote.need
+    yield* followers.listen(threadId, (batch) => (buffered ? buffered.push(...batch) : deliver(batch)))
+    for (;;) {
+      const page = yield* readEvents(threadId, last, replayPageSize)
+      deliver(page)
+      if (page.length < replayPageSize) break
+    }
+    const pending = buffered
+    buffered = null
+    deliver(pending)
+    followers.known(threadId, last)
+  })
+
 export const make = (direct: StoreDbShape, followers: Followers) =>
   Effect.gen(function* () {
-    const clock = yield* Effect.clock
-    const sql = direct.sql
-
-    const append = Effect.fnUntraced(function* (input: AppendInput) {
-      const prepared = prepare(input, new Date(clock.unsafeCurrentTimeMillis()).toISOString())
-      if (Either.isLeft(prepared)) return yield* prepared.left
-      // The transaction and the followers' notice run without yielding: nothing can
-      // interrupt the append between its commit and its publication.
-      return yield* direct
-        .transaction<ReadonlyArray<StoredEvent>, StorageError | SequenceConflict>(
-          (db, abort) => insertEvents(db, abort, prepared.right),
-          (stored) => followers.notify(input.threadId, stored)
-        )
-        .pipe(
-          Effect.mapError((error) =>
-            error._tag === "SqlError"
-              ? fromSqlError(`cannot append ${input.events.length} event(s) to thread ${input.threadId}`)(error)
-              : error
-          )
-        )
-    })
-
-    const receipt = Effect.fnUntraced(function* (commandId: CommandId) {
-      const rows = yield* sql
-        .unsafe<{ readonly method: string; readonly payload_hash: string; readonly result: string }>(
-          "SELECT method, payload_hash, result FROM receipts WHERE command_id = ?",
-          [commandId]
-        )
-        .pipe(Effect.mapError(fromSqlError(`cannot read the receipt of command ${commandId}`)))
-      const row = rows[0]
-      if (row === undefined) return Option.none<StoredReceipt>()
-      return yield* Effect.try({
-        try: (): Option.Option<StoredReceipt> =>
-          Option.some({ method: row.method, payloadHash: row.payload_hash, result: JSON.parse(row.result) }),
-        catch: (error) =>
-          new StorageError({
-            detail: `the receipt of command ${commandId} holds invalid JSON (${describeError(error)})`
-          })
-      })
-    })
-
-    const readEvents = Effect.fnUntraced(function* (threadId: ThreadId, afterThreadSequence: number, limit: number) {
-      const rows = yield* sql
-        .unsafe<EventRow>(
-          "SELECT sequence, thread_sequence, command_id, created_at, payload FROM events WHERE thread_id = ? AND thread_sequence > ? ORDER BY thread_sequence LIMIT ?",
-          [threadId, afterThreadSequence, limit]
-        )
-        .pipe(Effect.mapError(fromSqlError(`cannot read the events of thread ${threadId}`)))
-      return yield* Effect.forEach(rows, (row) =>
-        Effect.map(
-          decodeEvent(row.payload, `event ${row.thread_sequence} of thread ${threadId}`),
-          (event): StoredEvent => ({
-            sequence: row.sequence,
-            threadId,
-            threadSequence: row.thread_sequence,
-            commandId: row.command_id as CommandId | null,
-            createdAt: row.created_at,
-            event
-          })
-        )
-      )
-    })
-
+    const readEvents = eventReader(direct.sql)
     // Other processes' commits on a shared database reach this one's followers too.
     const remote = yield* RemoteCommits.make(direct, readEvents, followers)
-
-    const awaitRunEnd = Effect.fnUntraced(function* (threadId: ThreadId, runId: RunId) {
-      const ended = yield* Deferred.make<Run>()
-      yield* remote.need
-      return yield* followers.watching(
-        threadId,
-        (events) => {
-          for (const { event } of events) {
-            if (event._tag === "RunEnded" && event.run.id === runId) Deferred.unsafeDone(ended, Exit.succeed(event.run))
-          }
-        },
-        Effect.flatMap(runRow(sql, threadId, runId), (stored) =>
-          Option.isSome(stored) && isTerminalRunStatus(stored.value.status)
-            ? Effect.succeed(stored.value)
-            : Deferred.await(ended)
-        )
-      )
-    }, Effect.scoped)
-
-    const follow = Effect.fnUntraced(function* (
-      threadId: ThreadId,
-      afterThreadSequence: number,
-      onEvents: (events: ReadonlyArray<StoredEvent>) => void
-    ) {
-      let last = afterThreadSequence
-      const deliver = (batch: ReadonlyArray<StoredEvent>) => {
-        // A live commit reaches every follower as the same array (so a transport can
-        // encode it once for all of them); only overlap with the replay is filtered.
-        const fresh =
-          batch.length > 0 && batch[0]!.threadSequence > last
-            ? batch
-            : batch.filter((event) => event.threadSequence > last)
-        if (fresh.length === 0) return
-        last = fresh[fresh.length - 1]!.threadSequence
-        onEvents(fresh)
-      }
-      // Listen before reading the log: what commits from now on is buffered, what
-      // committed before is in the log; `last` drops what both hold.
-      let buffered: Array<StoredEvent> | null = []
-      yield* remote.need
-      yield* followers.listen(threadId, (batch) => (buffered ? buffered.push(...batch) : deliver(batch)))
-      for (;;) {
-        const page = yield* readEvents(threadId, last, replayPageSize)
-        deliver(page)
-        if (page.length < replayPageSize) break
-      }
-      const pending = buffered
-      buffered = null
-      deliver(pending)
-      followers.known(threadId, last)
-    })
-
+    const follow = follower(readEvents, followers, remote)
     const events = (threadId: ThreadId, afterThreadSequence: number): Stream.Stream<StoredEvent, StorageError> =>
       Stream.asyncPush<StoredEvent, StorageError>(
         (emit) => follow(threadId, afterThreadSequence, (batch) => void emit.array(batch)),
         { bufferSize: "unbounded" }
       )
-
     return {
-      append,
-      receipt,
+      append: appender(direct, followers, yield* Effect.clock),
+      receipt: receiptReader(direct.sql),
       readEvents,
       events,
       follow,
       watching: followers.watching,
-      awaitRunEnd
+      awaitRunEnd: runEndWaiter(direct.sql, followers, remote)
     } satisfies EventLogShape
   })
