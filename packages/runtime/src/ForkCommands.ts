@@ -25,8 +25,40 @@ import { payloadHash, replay } from "./store/Receipts.js"
 type ForkThreadFieldsType = Schema.Struct.Type<typeof ForkThreadFields>
 const ForkReceipt = Schema.Struct({ threadId: ThreadIdSchema })
 
-export const makeForkCommands = (store: EventStoreShape, actors: ThreadActorsShape) => {
-  const forkThread: OrchestratorShape["forkThread"] = (input) =>
+/** The run a fork starts from: completed, not rolled back (a checkpoint names its run). */
+const sourceRunOf = (store: EventStoreShape, threadId: ThreadId, spec: ForkThreadFieldsType["sourcePoint"]) =>
+  Effect.gen(function* () {
+    const refuse = (detail: string) => Effect.fail(new InvalidSourcePoint({ threadId, detail }))
+    if (spec === "latest_stable") {
+      const latest = yield* store.lookup.latestStableRun(threadId)
+      if (Option.isNone(latest)) return yield* refuse("it has no completed run with a checkpoint yet")
+      return latest.value
+    }
+    let runId: Run["id"]
+    if ("checkpointId" in spec) {
+      const checkpoint = yield* store.lookup.checkpoint(threadId, spec.checkpointId)
+      if (Option.isNone(checkpoint) || checkpoint.value.status !== "ready") {
+        return yield* refuse(`there is no ready checkpoint ${spec.checkpointId} on it`)
+      }
+      runId = checkpoint.value.runId
+    } else runId = spec.runId
+    const run = yield* store.lookup.run(threadId, runId)
+    if (Option.isNone(run)) return yield* new RunNotFound({ runId })
+    const status = run.value.status
+    if (status !== "completed") {
+      return yield* refuse(
+        status === "running" || status === "queued"
+          ? `run ${runId} is still in flight; fork from a completed run, or wait for it to end`
+          : `run ${runId} is ${status.replace("_", " ")}: only a completed run is a stable point to fork from`
+      )
+    }
+    return run.value
+  })
+
+/** `thread.fork`: a new thread that inherits its source up to a completed run. */
+const forkThread =
+  (store: EventStoreShape): OrchestratorShape["forkThread"] =>
+  (input) =>
     Effect.gen(function* () {
       const hash = payloadHash({
         sourceThreadId: input.sourceThreadId,
@@ -46,7 +78,7 @@ export const makeForkCommands = (store: EventStoreShape, actors: ThreadActorsSha
           ? Effect.succeed(found.value)
           : Effect.fail(new ThreadNotFound({ threadId: input.sourceThreadId }))
       )
-      const run = yield* sourceRunOf(source.id, input.sourcePoint)
+      const run = yield* sourceRunOf(store, source.id, input.sourcePoint)
       const planned = planChildThread({
         kind: "fork",
         parent: source,
@@ -76,37 +108,10 @@ export const makeForkCommands = (store: EventStoreShape, actors: ThreadActorsSha
       return { thread: planned.thread, transfer: planned.transfer }
     })
 
-  /** The run a fork starts from: completed, not rolled back (a checkpoint names its run). */
-  const sourceRunOf = (threadId: ThreadId, spec: ForkThreadFieldsType["sourcePoint"]) =>
-    Effect.gen(function* () {
-      const refuse = (detail: string) => Effect.fail(new InvalidSourcePoint({ threadId, detail }))
-      if (spec === "latest_stable") {
-        const latest = yield* store.lookup.latestStableRun(threadId)
-        if (Option.isNone(latest)) return yield* refuse("it has no completed run with a checkpoint yet")
-        return latest.value
-      }
-      let runId: Run["id"]
-      if ("checkpointId" in spec) {
-        const checkpoint = yield* store.lookup.checkpoint(threadId, spec.checkpointId)
-        if (Option.isNone(checkpoint) || checkpoint.value.status !== "ready") {
-          return yield* refuse(`there is no ready checkpoint ${spec.checkpointId} on it`)
-        }
-        runId = checkpoint.value.runId
-      } else runId = spec.runId
-      const run = yield* store.lookup.run(threadId, runId)
-      if (Option.isNone(run)) return yield* new RunNotFound({ runId })
-      const status = run.value.status
-      if (status !== "completed") {
-        return yield* refuse(
-          status === "running" || status === "queued"
-            ? `run ${runId} is still in flight; fork from a completed run, or wait for it to end`
-            : `run ${runId} is ${status.replace("_", " ")}: only a completed run is a stable point to fork from`
-        )
-      }
-      return run.value
-    })
-
-  const mergeBack: OrchestratorShape["mergeBack"] = (input) =>
+/** `thread.mergeBack`: a fork's work offered back to its source, as a transfer the source's actor records. */
+const mergeBack =
+  (store: EventStoreShape, actors: ThreadActorsShape): OrchestratorShape["mergeBack"] =>
+  (input) =>
     Effect.gen(function* () {
       const fork = yield* store.loadThread(input.forkThreadId)
       if (Option.isNone(fork)) return yield* new ThreadNotFound({ threadId: input.forkThreadId })
@@ -141,5 +146,7 @@ export const makeForkCommands = (store: EventStoreShape, actors: ThreadActorsSha
       )
     })
 
-  return { forkThread, mergeBack }
-}
+export const makeForkCommands = (store: EventStoreShape, actors: ThreadActorsShape) => ({
+  forkThread: forkThread(store),
+  mergeBack: mergeBack(store, actors)
+})
