@@ -187,128 +187,147 @@ export const resolveStartContext = (input: StartContextInput): ContextDecision =
   }
 }
 
-/** The decision about this thread's own runs and inheritance (no incoming work yet). */
-const resolveOwn = (input: StartContextInput): ContextDecision => {
-  const { state, provider, capabilities } = input
-  const ordinal = input.runOrdinal ?? nextRunOrdinal(state)
-  const budget = clampHandoffBudget(input.budgetTokens)
-  const history = liveSpan(state, ordinal)
-  const delivery = capabilities.handoffDelivery[0]
-  const target = targetProviderThread(state, provider)
-  const inherited = input.inherited ?? null
-  const lineage = { extras: [], resolves: null } as const
+/** What a decision about the thread's own runs is taken from. */
+interface Resolving {
+  readonly input: StartContextInput
+  /** The run being started. */
+  readonly ordinal: number
+  /** The live runs before it, if any. */
+  readonly history: CoveredRunOrdinals | null
+  /** The provider's first handoff channel; none when it takes no handoff. */
+  readonly delivery: HandoffDelivery | undefined
+  /** The provider thread a run on this provider would continue. */
+  readonly target: ProviderThreadHead | null
+  readonly inherited: InheritedContext | null
+}
 
-  const unsupported = (reasons: ReadonlyArray<StalenessReason>, why: string): ResolvedUnsupported => ({
-    _tag: "unsupported",
-    provider,
-    detail: `${why}, but "${provider}" accepts no handoff context (its handoffDelivery is empty)`,
-    reasons,
-    explanation: `Cannot start: ${why} and "${provider}" cannot receive handoff context.`,
-    ...lineage
-  })
+/** A decision about this thread alone: no handoffs beside its own, no transfer resolved. */
+const ownOnly = { extras: [], resolves: null } as const
 
-  /** A full summary for a new provider thread: what the thread inherited, then its own runs. */
-  const fullMaterial = (): { material: HandoffMaterial; covered: CoveredRunOrdinals } | null => {
-    const own =
-      history === null
-        ? null
-        : collectHandoffMaterial(state, {
-            fromOrdinal: history.from,
-            toOrdinal: history.to,
-            strategy: "full_thread_summary"
-          })
-    if (inherited === null) return own === null || history === null ? null : { material: own, covered: history }
-    const covered = history ?? { from: 1, to: 0 }
-    // The inherited material's lines already name the threads they come from.
-    const parts: Array<{ readonly label: string | null; readonly material: HandoffMaterial }> = [
-      { label: null, material: inherited.material }
-    ]
-    if (own !== null) parts.push({ label: null, material: own })
-    return {
-      covered,
-      material: combineMaterials(parts, {
-        strategy: inherited.strategy,
-        from: covered.from,
-        to: covered.to,
-        subject:
-          own === null
-            ? `what this conversation starts from: ${inherited.label} up to its source point`
-            : `this conversation so far (${runsText(covered)}), after what it took from ${inherited.label}`
-      })
-    }
+const unsupported = (
+  { input: { provider } }: Resolving,
+  reasons: ReadonlyArray<StalenessReason>,
+  why: string
+): ResolvedUnsupported => ({
+  _tag: "unsupported",
+  provider,
+  detail: `${why}, but "${provider}" accepts no handoff context (its handoffDelivery is empty)`,
+  reasons,
+  explanation: `Cannot start: ${why} and "${provider}" cannot receive handoff context.`,
+  ...ownOnly
+})
+
+/** A full summary for a new provider thread: what the thread inherited, then its own runs. */
+const fullMaterial = ({
+  history,
+  inherited,
+  input: { state }
+}: Resolving): { material: HandoffMaterial; covered: CoveredRunOrdinals } | null => {
+  const own =
+    history === null
+      ? null
+      : collectHandoffMaterial(state, {
+          fromOrdinal: history.from,
+          toOrdinal: history.to,
+          strategy: "full_thread_summary"
+        })
+  if (inherited === null) return own === null || history === null ? null : { material: own, covered: history }
+  const covered = history ?? { from: 1, to: 0 }
+  // The inherited material's lines already name the threads they come from.
+  const parts: Array<{ readonly label: string | null; readonly material: HandoffMaterial }> = [
+    { label: null, material: inherited.material }
+  ]
+  if (own !== null) parts.push({ label: null, material: own })
+  return {
+    covered,
+    material: combineMaterials(parts, {
+      strategy: inherited.strategy,
+      from: covered.from,
+      to: covered.to,
+      subject:
+        own === null
+          ? `what this conversation starts from: ${inherited.label} up to its source point`
+          : `this conversation so far (${runsText(covered)}), after what it took from ${inherited.label}`
+    })
   }
+}
 
-  const fresh = (
-    reasons: ReadonlyArray<StalenessReason>,
-    replaces: ProviderThreadHead | null,
-    why: string
-  ): ContextDecision => {
-    const full = fullMaterial()
-    const resolves = inherited?.open ? inherited.transfer : null
-    if (full === null) {
-      return {
-        _tag: "none",
-        providerThread: null,
-        replaces,
-        reasons,
-        explanation: `${why}: start a new ${provider} provider thread; there is no earlier run to summarise.`,
-        ...lineage
-      }
-    }
-    const what =
-      history === null ? `what it inherited from ${inherited?.label ?? "its source"}` : runsText(full.covered)
-    if (delivery === undefined)
-      return unsupported(reasons, `a new ${provider} provider thread needs a summary of ${what}`)
+/** A new provider thread, given a full summary of what there is to know (nothing, if nothing is). */
+const fresh = (
+  r: Resolving,
+  reasons: ReadonlyArray<StalenessReason>,
+  replaces: ProviderThreadHead | null,
+  why: string
+): ContextDecision => {
+  const { delivery, history, inherited } = r
+  const { provider } = r.input
+  const full = fullMaterial(r)
+  const resolves = inherited?.open ? inherited.transfer : null
+  if (full === null) {
     return {
-      _tag: "portable",
-      into: "new",
+      _tag: "none",
       providerThread: null,
       replaces,
-      kind: inherited !== null && history === null ? inherited.kind : "portable_context",
-      strategy: inherited !== null && history === null ? inherited.strategy : "full_thread_summary",
-      covered: full.covered,
-      delivery,
-      material: full.material,
       reasons,
-      explanation: `${why}: start a new ${provider} provider thread with a full summary of ${what}${inherited !== null && history !== null ? ` (after what it inherited from ${inherited.label})` : ""}.`,
+      explanation: `${why}: start a new ${provider} provider thread; there is no earlier run to summarise.`,
+      ...ownOnly
+    }
+  }
+  const what = history === null ? `what it inherited from ${inherited?.label ?? "its source"}` : runsText(full.covered)
+  if (delivery === undefined)
+    return unsupported(r, reasons, `a new ${provider} provider thread needs a summary of ${what}`)
+  return {
+    _tag: "portable",
+    into: "new",
+    providerThread: null,
+    replaces,
+    kind: inherited !== null && history === null ? inherited.kind : "portable_context",
+    strategy: inherited !== null && history === null ? inherited.strategy : "full_thread_summary",
+    covered: full.covered,
+    delivery,
+    material: full.material,
+    reasons,
+    explanation: `${why}: start a new ${provider} provider thread with a full summary of ${what}${inherited !== null && history !== null ? ` (after what it inherited from ${inherited.label})` : ""}.`,
+    extras: [],
+    resolves
+  }
+}
+
+/**
+ * The first run of a fork or a child takes in what it inherited: natively when the
+ * same provider can fork the source's own thread at the source turn, else portably.
+ */
+const takeInherited = (r: Resolving, inherited: InheritedContext): ContextDecision => {
+  const { capabilities, provider, resumeFailed } = r.input
+  const native = inherited.native
+  const forkable = capabilities.fork === "at_turn" || (capabilities.fork === "latest" && native?.isLatestTurn === true)
+  if (native !== null && native.provider === provider && forkable && !resumeFailed) {
+    return {
+      _tag: "native",
+      providerThread: null,
+      replaces: r.target,
+      fork: { nativeRef: native.nativeRef, turnRef: native.turnRef },
+      reasons: [],
+      explanation: `Fork ${provider}'s own thread of ${inherited.label} at the source turn: the provider keeps the context natively.`,
       extras: [],
-      resolves
+      resolves: inherited.transfer
     }
   }
+  return fresh(
+    r,
+    resumeFailed ? ["resume_failed"] : [],
+    r.target,
+    `this thread takes in what it inherited from ${inherited.label}`
+  )
+}
 
-  // The first run of a fork or a child takes in what it inherited: natively when the
-  // same provider can fork the source's own thread at the source turn, else portably.
-  if (inherited?.open) {
-    const native = inherited.native
-    const forkable =
-      capabilities.fork === "at_turn" || (capabilities.fork === "latest" && native?.isLatestTurn === true)
-    if (native !== null && native.provider === provider && forkable && !input.resumeFailed) {
-      return {
-        _tag: "native",
-        providerThread: null,
-        replaces: target,
-        fork: { nativeRef: native.nativeRef, turnRef: native.turnRef },
-        reasons: [],
-        explanation: `Fork ${provider}'s own thread of ${inherited.label} at the source turn: the provider keeps the context natively.`,
-        extras: [],
-        resolves: inherited.transfer
-      }
-    }
-    return fresh(
-      input.resumeFailed ? ["resume_failed"] : [],
-      target,
-      `this thread takes in what it inherited from ${inherited.label}`
-    )
-  }
-
-  if (target === null) {
-    return fresh(
-      input.cleanContext ? ["clean_context"] : [],
-      null,
-      `${provider} has no provider thread on this thread yet`
-    )
-  }
-
+/**
+ * The provider thread `target` continues, told what it missed: nothing, a delta for one
+ * stretch, or a full summary for several; unless it is stale, and a new one starts.
+ */
+const continueTarget = (r: Resolving, target: ProviderThreadHead): ContextDecision => {
+  const { delivery, input, ordinal } = r
+  const { provider, state } = input
   const missing = missingFor(state, target, ordinal)
   const range = contiguousRange(state, missing)
   // A delta is only possible for one contiguous stretch; its size is what the budget
@@ -324,19 +343,19 @@ const resolveOwn = (input: StartContextInput): ContextDecision => {
   const deltaTokens = deltaMaterial === null ? 0 : handoffMaterialTokens(deltaMaterial)
   const reasons = stalenessReasons({
     providerThread: target,
-    capabilities,
+    capabilities: input.capabilities,
     settings: input.settings,
     missingRuns: missing.length,
     chainedHandoffs: chainedHandoffCount(state, target),
     deltaTokens,
-    budgetTokens: budget,
+    budgetTokens: clampHandoffBudget(input.budgetTokens),
     cleanContext: input.cleanContext,
     resumeFailed: input.resumeFailed,
     policy: input.policy
   })
 
   if (reasons.length > 0) {
-    return fresh(reasons, target, `${provider} provider thread ${target.id} is stale (${describeReasons(reasons)})`)
+    return fresh(r, reasons, target, `${provider} provider thread ${target.id} is stale (${describeReasons(reasons)})`)
   }
   if (missing.length === 0) {
     return {
@@ -345,11 +364,11 @@ const resolveOwn = (input: StartContextInput): ContextDecision => {
       replaces: null,
       reasons,
       explanation: `${provider} provider thread ${target.id} already covers every run: resume it with no handoff.`,
-      ...lineage
+      ...ownOnly
     }
   }
   if (range !== null && deltaMaterial !== null) {
-    if (delivery === undefined) return unsupported(reasons, `${provider} missed ${runsText(range)}`)
+    if (delivery === undefined) return unsupported(r, reasons, `${provider} missed ${runsText(range)}`)
     return {
       _tag: "delta",
       providerThread: target,
@@ -360,12 +379,12 @@ const resolveOwn = (input: StartContextInput): ContextDecision => {
       material: deltaMaterial,
       reasons,
       explanation: `Resume ${provider} provider thread ${target.id} with a delta handoff for ${runsText(range)}, which it missed.`,
-      ...lineage
+      ...ownOnly
     }
   }
   // Missed runs in more than one stretch: a full summary into the same provider thread.
-  const span = history!
-  if (delivery === undefined) return unsupported(reasons, `${provider} missed runs in several places`)
+  const span = r.history!
+  if (delivery === undefined) return unsupported(r, reasons, `${provider} missed runs in several places`)
   return {
     _tag: "portable",
     into: "existing",
@@ -384,6 +403,30 @@ const resolveOwn = (input: StartContextInput): ContextDecision => {
     explanation:
       `${provider} provider thread ${target.id} missed ${missing.length} runs in several stretches: ` +
       `resume it with a full summary of ${runsText(span)}.`,
-    ...lineage
+    ...ownOnly
   }
+}
+
+/** The decision about this thread's own runs and inheritance (no incoming work yet). */
+const resolveOwn = (input: StartContextInput): ContextDecision => {
+  const { provider, state } = input
+  const ordinal = input.runOrdinal ?? nextRunOrdinal(state)
+  const r: Resolving = {
+    input,
+    ordinal,
+    history: liveSpan(state, ordinal),
+    delivery: input.capabilities.handoffDelivery[0],
+    target: targetProviderThread(state, provider),
+    inherited: input.inherited ?? null
+  }
+  if (r.inherited?.open) return takeInherited(r, r.inherited)
+  if (r.target === null) {
+    return fresh(
+      r,
+      input.cleanContext ? ["clean_context"] : [],
+      null,
+      `${provider} has no provider thread on this thread yet`
+    )
+  }
+  return continueTarget(r, r.target)
 }
