@@ -17,6 +17,7 @@ import type {
   ContextTransfer,
   NativeTurn,
   ProviderThread,
+  Run,
   RunId,
   StorageError,
   ThreadId,
@@ -130,6 +131,51 @@ const pagedProviderThread = (sql: Sql, threadId: ThreadId, headJson: string, fro
     return pt
   })
 
+/** Transfers of this log consumed by a run of runs `from`-`to`, or by none yet; then those it sent out. */
+const pageTransfers = (sql: Sql, threadId: ThreadId, from: number, to: number) =>
+  Effect.gen(function* () {
+    const own = yield* decodeAll(
+      yield* selectData(
+        sql,
+        `SELECT data FROM transfers WHERE thread_id = ?
+           AND (${Json.field(sql.dialect, "data", "consumedByRunId")} IS NULL
+                OR ${Json.field(sql.dialect, "data", "consumedByRunId")} IN (SELECT id FROM runs WHERE thread_id = ? AND ordinal BETWEEN ? AND ?))
+         ORDER BY rowid`,
+        [threadId, threadId, from, to]
+      ),
+      decodeTransfer,
+      `thread ${threadId}: transfer`
+    )
+    const outgoing = yield* outgoingTransfers(sql, threadId)
+    const seen = new Set(own.map((t) => t.id))
+    const transfers = [...own, ...outgoing.filter((t) => t.sourceThreadId === threadId && !seen.has(t.id))]
+    transfers.sort(byCreatedAt)
+    return transfers
+  })
+
+/** Provider threads that served a run of the page, and the ones still usable, each as the page sees it. */
+const pageProviderThreads = (sql: Sql, threadId: ThreadId, runs: ReadonlyArray<Run>, from: number, to: number) =>
+  Effect.gen(function* () {
+    const served = new Set<string>()
+    for (const run of runs) if (run.providerThreadId !== null) served.add(run.providerThreadId)
+    type PtRow = { readonly rowid: number; readonly id: string; readonly head: string }
+    const usable = yield* sql.unsafe<PtRow>(
+      "SELECT rowid, id, head FROM provider_threads WHERE thread_id = ? AND status <> 'stale'",
+      [threadId]
+    )
+    const retired =
+      served.size === 0
+        ? []
+        : yield* sql.unsafe<PtRow>(
+            `SELECT rowid, id, head FROM provider_threads WHERE thread_id = ? AND status = 'stale' AND id IN (${[...served].map(() => "?").join(", ")})`,
+            [threadId, ...served]
+          )
+    return yield* Effect.forEach(
+      [...usable, ...retired].sort((a, b) => a.rowid - b.rowid),
+      (row) => pagedProviderThread(sql, threadId, row.head, from, to, `thread ${threadId}:`)
+    )
+  })
+
 /** A window of the thread's runs, with what belongs to them (see the module note). */
 const pagedView = (
   sql: Sql,
@@ -192,42 +238,8 @@ const pagedView = (
       decodeCheckpoint,
       `${what} checkpoint`
     )
-    // Transfers of this log consumed by a run of the page, or by none yet.
-    const own = yield* decodeAll(
-      yield* selectData(
-        sql,
-        `SELECT data FROM transfers WHERE thread_id = ?
-           AND (${Json.field(sql.dialect, "data", "consumedByRunId")} IS NULL
-                OR ${Json.field(sql.dialect, "data", "consumedByRunId")} IN (SELECT id FROM runs WHERE thread_id = ? AND ordinal BETWEEN ? AND ?))
-         ORDER BY rowid`,
-        [threadId, ...range]
-      ),
-      decodeTransfer,
-      `${what} transfer`
-    )
-    const outgoing = yield* outgoingTransfers(sql, threadId)
-    const seen = new Set(own.map((t) => t.id))
-    const transfers = [...own, ...outgoing.filter((t) => t.sourceThreadId === threadId && !seen.has(t.id))]
-    transfers.sort(byCreatedAt)
-    // Provider threads that served a run of the page, and the ones still usable.
-    const served = new Set<string>()
-    for (const run of runs) if (run.providerThreadId !== null) served.add(run.providerThreadId)
-    type PtRow = { readonly rowid: number; readonly id: string; readonly head: string }
-    const usable = yield* sql.unsafe<PtRow>(
-      "SELECT rowid, id, head FROM provider_threads WHERE thread_id = ? AND status <> 'stale'",
-      [threadId]
-    )
-    const retired =
-      served.size === 0
-        ? []
-        : yield* sql.unsafe<PtRow>(
-            `SELECT rowid, id, head FROM provider_threads WHERE thread_id = ? AND status = 'stale' AND id IN (${[...served].map(() => "?").join(", ")})`,
-            [threadId, ...served]
-          )
-    const providerThreads = yield* Effect.forEach(
-      [...usable, ...retired].sort((a, b) => a.rowid - b.rowid),
-      (row) => pagedProviderThread(sql, threadId, row.head, from, to, what)
-    )
+    const transfers = yield* pageTransfers(sql, threadId, from, to)
+    const providerThreads = yield* pageProviderThreads(sql, threadId, runs, from, to)
     const children = yield* listThreadRows(sql, { parentThreadId: threadId })
     const [last] = yield* sql.unsafe<{ readonly last: number }>(
       "SELECT COALESCE(MAX(thread_sequence), 0) AS last FROM events WHERE thread_id = ?",
