@@ -15,7 +15,7 @@
  * turn's end. Why not Effect's `RcMap`: docs/decisions/0002-claude-process-pool.md.
  */
 import type { ProviderFailure } from "@skein/domain"
-import { Deferred, Duration, Effect, ExecutionStrategy, Exit, Fiber, FiberId, Scope } from "effect"
+import { type Clock, Deferred, Duration, Effect, ExecutionStrategy, Exit, Fiber, FiberId, Scope } from "effect"
 import type { TurnSlots } from "../agents/TurnSlot.js"
 import { makeTurnSlots } from "../agents/TurnSlot.js"
 import type { ClaudeProcess } from "./ClaudeEvents.js"
@@ -77,142 +77,180 @@ const exclusive = <A>(
     )
   })
 
+/** The pool's processes and idle sweeper, with its steps as methods. */
+class Pool implements ClaudePool {
+  private readonly entries = new Map<string, Entry>()
+  private readonly slots = makeTurnSlots<Opening>()
+  /** The fiber closing idle processes when they are due; alive only while some are idle. */
+  private sweeper: Fiber.RuntimeFiber<void> | undefined = undefined
+  private closed = false
+
+  constructor(
+    private readonly context: Omit<ClaudeProcessContext, "onGone">,
+    private readonly idleMs: number,
+    private readonly clock: Clock.Clock,
+    /** The session's scope: the sweeper and the stops a process asks for run in it. */
+    private readonly sessionScope: Scope.Scope,
+    /** Every process runs in a scope of its own under this one, closed with the session, all at once. */
+    private readonly processesScope: Scope.Scope,
+    /** Done once the session closes: a start still waiting fails then. */
+    private readonly shut: Deferred.Deferred<void>
+  ) {}
+
+  /** No process is started any more; waiting starts fail. */
+  close(): void {
+    this.closed = true
+    Deferred.unsafeDone(this.shut, Exit.void)
+  }
+
+  private closedFailure(): ProviderFailure {
+    return this.context.failure("error", "the Claude session was closed")
+  }
+
+  private forget(cp: ClaudeProcess): void {
+    if (this.entries.get(cp.sessionId)?.cp === cp) this.entries.delete(cp.sessionId)
+  }
+
+  readonly live = (sessionId: string): ClaudeProcess | undefined => this.entries.get(sessionId)?.cp
+
+  readonly stop = (cp: ClaudeProcess): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      this.forget(cp)
+      return Scope.close(cp.scope, Exit.void)
+    })
+
+  /** Closes the idle processes that are due, sleeping until the next is; ends when none is idle. */
+  private sweep(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const now = this.clock.unsafeCurrentTimeMillis()
+      const due: Array<ClaudeProcess> = []
+      let next = Number.POSITIVE_INFINITY
+      for (const [sessionId, entry] of this.entries) {
+        if (entry.holders > 0) continue
+        const at = entry.idleSince + this.idleMs
+        if (at > now) next = Math.min(next, at)
+        else {
+          // Forgotten now, before any closes: nobody can take it while the others close.
+          this.entries.delete(sessionId)
+          due.push(entry.cp)
+        }
+      }
+      if (due.length > 0) return Effect.zipRight(Effect.forEach(due, this.stop, { discard: true }), this.sweep())
+      if (next === Number.POSITIVE_INFINITY) {
+        this.sweeper = undefined
+        return Effect.void
+      }
+      return Effect.zipRight(Effect.sleep(Duration.millis(next - now)), this.sweep())
+    })
+  }
+
+  private release(entry: Entry): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      entry.holders--
+      if (entry.holders > 0 || this.entries.get(entry.cp.sessionId) !== entry || this.closed) return Effect.void
+      entry.idleSince = this.clock.unsafeCurrentTimeMillis()
+      if (this.sweeper !== undefined) return Effect.void
+      // Interruptible: a release may run in a finalizer, whose forks would inherit its
+      // uninterruptibility, and closing the session interrupts this fiber.
+      return Effect.interruptible(this.sweep()).pipe(
+        Effect.forkIn(this.sessionScope),
+        Effect.map((fiber) => {
+          // It may have ended already (nothing was left idle).
+          if (fiber.unsafePoll() === null) this.sweeper = fiber
+        })
+      )
+    })
+  }
+
+  /** The ready process of `sessionId` with one more holder, if it has one: one synchronous step. */
+  private take(sessionId: string): Entry | undefined {
+    const entry = this.entries.get(sessionId)
+    if (entry !== undefined) entry.holders++
+    return entry
+  }
+
+  /** Starts the process of `sessionId`, held once. Call it holding the session's slot. */
+  private start(sessionId: string): Effect.Effect<Entry, ProviderFailure> {
+    return Effect.suspend(() => {
+      const ready = this.take(sessionId)
+      if (ready !== undefined) return Effect.succeed(ready)
+      if (this.closed) return Effect.failSync(() => this.closedFailure())
+      const started = startProcess(
+        // Its reader runs in the process's scope, which `stop` closes: it stops it from the session's.
+        { ...this.context, onGone: (cp) => Effect.asVoid(Effect.forkIn(this.stop(cp), this.sessionScope)) },
+        sessionId
+      ).pipe(
+        Scope.extend(this.processesScope),
+        Effect.tap((cp) =>
+          Scope.addFinalizer(
+            cp.scope,
+            Effect.sync(() => this.forget(cp))
+          )
+        ),
+        Effect.map((cp): Entry => {
+          const entry: Entry = { cp, holders: 1, idleSince: 0 }
+          this.entries.set(sessionId, entry)
+          return entry
+        })
+      )
+      return Effect.raceFirst(
+        started,
+        // Made only if the session closes: an error's construction captures a stack.
+        Effect.zipRight(
+          Deferred.await(this.shut),
+          Effect.failSync(() => this.closedFailure())
+        )
+      )
+    })
+  }
+
+  /** The process of `sessionId` with one more holder, started if needed. */
+  private hold(sessionId: string): Effect.Effect<Entry, ProviderFailure> {
+    return Effect.suspend(() => {
+      // While a start runs, the process it starts is the one to take.
+      const ready = this.slots.current(sessionId) === undefined ? this.take(sessionId) : undefined
+      return ready !== undefined ? Effect.succeed(ready) : exclusive(this.slots, sessionId, this.start(sessionId))
+    })
+  }
+
+  readonly open = (sessionId: string): Effect.Effect<void, ProviderFailure> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(restore(this.hold(sessionId)), (entry) => this.release(entry))
+    )
+
+  readonly withTurn = <A, E>(
+    sessionId: string,
+    use: (cp: ClaudeProcess, lease: Scope.CloseableScope) => Effect.Effect<A, E>
+  ): Effect.Effect<A, E | ProviderFailure> => {
+    const pool = this
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function* () {
+        const entry = yield* restore(pool.hold(sessionId))
+        const lease = yield* Scope.make()
+        yield* Scope.addFinalizer(lease, pool.release(entry))
+        return yield* restore(use(entry.cp, lease))
+      })
+    )
+  }
+}
+
 export const makeClaudePool = (
   context: Omit<ClaudeProcessContext, "onGone">,
   idleMs: number
 ): Effect.Effect<ClaudePool, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const { failure } = context
     const sessionScope = yield* Effect.scope
-    const clock = yield* Effect.clock
-    const entries = new Map<string, Entry>()
-    const slots = makeTurnSlots<Opening>()
-    /** The fiber closing idle processes when they are due; alive only while some are idle. */
-    let sweeper: Fiber.RuntimeFiber<void> | undefined
-
-    // Every process runs in a scope of its own under this one, closed with the session, all
-    // at once. A start still waiting fails first: this finalizer, added after, runs before.
+    // A start still waiting fails first when the session closes: this finalizer, added
+    // after the processes' scope, runs before it closes them.
     const processesScope = yield* Scope.fork(sessionScope, ExecutionStrategy.parallel)
-    const shut = yield* Deferred.make<void>()
-    let closed = false
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        closed = true
-        Deferred.unsafeDone(shut, Exit.void)
-      })
+    const pool = new Pool(
+      context,
+      idleMs,
+      yield* Effect.clock,
+      sessionScope,
+      processesScope,
+      yield* Deferred.make<void>()
     )
-    const closedFailure = () => failure("error", "the Claude session was closed")
-
-    const forget = (cp: ClaudeProcess): void => {
-      if (entries.get(cp.sessionId)?.cp === cp) entries.delete(cp.sessionId)
-    }
-    const stop = (cp: ClaudeProcess): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        forget(cp)
-        return Scope.close(cp.scope, Exit.void)
-      })
-
-    /** Closes the idle processes that are due, sleeping until the next is; ends when none is idle. */
-    const sweep: Effect.Effect<void> = Effect.suspend(() => {
-      const now = clock.unsafeCurrentTimeMillis()
-      const due: Array<ClaudeProcess> = []
-      let next = Number.POSITIVE_INFINITY
-      for (const [sessionId, entry] of entries) {
-        if (entry.holders > 0) continue
-        const at = entry.idleSince + idleMs
-        if (at > now) next = Math.min(next, at)
-        else {
-          // Forgotten now, before any closes: nobody can take it while the others close.
-          entries.delete(sessionId)
-          due.push(entry.cp)
-        }
-      }
-      if (due.length > 0) return Effect.zipRight(Effect.forEach(due, stop, { discard: true }), sweep)
-      if (next === Number.POSITIVE_INFINITY) {
-        sweeper = undefined
-        return Effect.void
-      }
-      return Effect.zipRight(Effect.sleep(Duration.millis(next - now)), sweep)
-    })
-
-    const release = (entry: Entry): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        entry.holders--
-        if (entry.holders > 0 || entries.get(entry.cp.sessionId) !== entry || closed) return Effect.void
-        entry.idleSince = clock.unsafeCurrentTimeMillis()
-        if (sweeper !== undefined) return Effect.void
-        // Interruptible: a release may run in a finalizer, whose forks would inherit its
-        // uninterruptibility, and closing the session interrupts this fiber.
-        return Effect.interruptible(sweep).pipe(
-          Effect.forkIn(sessionScope),
-          Effect.map((fiber) => {
-            // It may have ended already (nothing was left idle).
-            if (fiber.unsafePoll() === null) sweeper = fiber
-          })
-        )
-      })
-
-    /** The ready process of `sessionId` with one more holder, if it has one: one synchronous step. */
-    const take = (sessionId: string): Entry | undefined => {
-      const entry = entries.get(sessionId)
-      if (entry !== undefined) entry.holders++
-      return entry
-    }
-
-    /** Starts the process of `sessionId`, held once. Call it holding the session's slot. */
-    const start = (sessionId: string): Effect.Effect<Entry, ProviderFailure> =>
-      Effect.suspend(() => {
-        const ready = take(sessionId)
-        if (ready !== undefined) return Effect.succeed(ready)
-        if (closed) return Effect.failSync(closedFailure)
-        const started = startProcess(
-          // Its reader runs in the process's scope, which `stop` closes: it stops it from the session's.
-          { ...context, onGone: (cp) => Effect.asVoid(Effect.forkIn(stop(cp), sessionScope)) },
-          sessionId
-        ).pipe(
-          Scope.extend(processesScope),
-          Effect.tap((cp) =>
-            Scope.addFinalizer(
-              cp.scope,
-              Effect.sync(() => forget(cp))
-            )
-          ),
-          Effect.map((cp): Entry => {
-            const entry: Entry = { cp, holders: 1, idleSince: 0 }
-            entries.set(sessionId, entry)
-            return entry
-          })
-        )
-        return Effect.raceFirst(
-          started,
-          // Made only if the session closes: an error's construction captures a stack.
-          Effect.zipRight(Deferred.await(shut), Effect.failSync(closedFailure))
-        )
-      })
-
-    /** The process of `sessionId` with one more holder, started if needed. */
-    const hold = (sessionId: string): Effect.Effect<Entry, ProviderFailure> =>
-      Effect.suspend(() => {
-        // While a start runs, the process it starts is the one to take.
-        const ready = slots.current(sessionId) === undefined ? take(sessionId) : undefined
-        return ready !== undefined ? Effect.succeed(ready) : exclusive(slots, sessionId, start(sessionId))
-      })
-
-    const open = (sessionId: string): Effect.Effect<void, ProviderFailure> =>
-      Effect.uninterruptibleMask((restore) => Effect.flatMap(restore(hold(sessionId)), release))
-
-    const withTurn = <A, E>(
-      sessionId: string,
-      use: (cp: ClaudeProcess, lease: Scope.CloseableScope) => Effect.Effect<A, E>
-    ): Effect.Effect<A, E | ProviderFailure> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function* () {
-          const entry = yield* restore(hold(sessionId))
-          const lease = yield* Scope.make()
-          yield* Scope.addFinalizer(lease, release(entry))
-          return yield* restore(use(entry.cp, lease))
-        })
-      )
-
-    return { live: (sessionId) => entries.get(sessionId)?.cp, open, withTurn, stop } satisfies ClaudePool
+    yield* Effect.addFinalizer(() => Effect.sync(() => pool.close()))
+    return pool
   })
