@@ -6,7 +6,7 @@
  * stopped reading first (the turn is then interrupted).
  */
 import * as Crypto from "node:crypto"
-import type { ApprovalDecision, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
+import type { ApprovalDecision, ProviderFailure, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
 import { Effect, Exit, Scope } from "effect"
 import { handoffPreamble } from "../agents/AgentCommon.js"
 import type { Failure } from "../agents/AgentOptions.js"
@@ -27,84 +27,99 @@ export interface ClaudeTurnsContext {
   readonly sessionScope: Scope.Scope
 }
 
-export const claudeTurns = (
-  context: ClaudeTurnsContext
-): Pick<ProviderSessionHandle, "runTurn" | "steer" | "interrupt" | "respondApproval"> => {
-  const { shared, failure, pool, sessionScope } = context
+type Interrupt = (sessionId: string) => Effect.Effect<void, ProviderFailure>
 
-  const interrupt = Effect.fn("ClaudeSession.interrupt")(function* (sessionId: string) {
+/** Interrupts the turn running in a session, if one is: a control request. */
+const interruptOf = ({ failure, pool }: ClaudeTurnsContext): Interrupt =>
+  Effect.fn("ClaudeSession.interrupt")(function* (sessionId: string) {
     const cp = pool.live(sessionId)
     if (cp === undefined || cp.turn === null) return
     cp.turn.interrupting = true
     yield* control(failure, cp, "interrupt", CONTROL_TIMEOUT_MS)
   })
 
-  /** A new turn on `cp`, its start reported; null when a turn runs there already. */
-  const begin = (cp: ClaudeProcess, input: TurnInput): Effect.Effect<Turn | null> =>
-    Effect.map(TurnEvents.make(input.itemDelayMs ?? 0), (queue) => {
-      if (cp.turn !== null) return null
-      const uuid = Crypto.randomUUID()
-      const turn: Turn = {
-        uuid,
-        queue,
-        toolUses: new Map(),
-        childrenDone: new Set(),
-        steers: new Set(),
-        spent: undefined,
-        last: null,
-        interrupting: false
-      }
-      cp.turn = turn
-      cp.sent = true
-      const tip = shared.tips.get(cp.sessionId)
-      if (tip !== undefined) shared.turnStarts.set(uuid, tip)
-      queue.offer({ _tag: "TurnStarted", turnRef: uuid, receivedAt: Date.now() })
-      return turn
-    })
+/** A new turn on `cp`, its start reported; null when a turn runs there already. */
+const begin = (shared: Shared, cp: ClaudeProcess, input: TurnInput): Effect.Effect<Turn | null> =>
+  Effect.map(TurnEvents.make(input.itemDelayMs ?? 0), (queue) => {
+    if (cp.turn !== null) return null
+    const uuid = Crypto.randomUUID()
+    const turn: Turn = {
+      uuid,
+      queue,
+      toolUses: new Map(),
+      childrenDone: new Set(),
+      steers: new Set(),
+      spent: undefined,
+      last: null,
+      interrupting: false
+    }
+    cp.turn = turn
+    cp.sent = true
+    const tip = shared.tips.get(cp.sessionId)
+    if (tip !== undefined) shared.turnStarts.set(uuid, tip)
+    queue.offer({ _tag: "TurnStarted", turnRef: uuid, receivedAt: Date.now() })
+    return turn
+  })
 
-  /**
-   * Once the caller is done with a turn: a turn still running on Claude is interrupted,
-   * and the process stays in use (`lease`) until that turn's end.
-   */
-  const settle = (cp: ClaudeProcess, turn: Turn, lease: Scope.CloseableScope): Effect.Effect<void> =>
-    Effect.suspend(() =>
-      cp.turn === turn
-        ? interrupt(cp.sessionId).pipe(
-            Effect.ignore,
-            Effect.zipRight(turn.queue.ended),
-            Effect.ensuring(Scope.close(lease, Exit.void)),
-            Effect.forkIn(sessionScope),
-            Effect.asVoid
-          )
-        : Scope.close(lease, Exit.void)
+/**
+ * Once the caller is done with a turn: a turn still running on Claude is interrupted,
+ * and the process stays in use (`lease`) until that turn's end.
+ */
+const settle = (
+  sessionScope: Scope.Scope,
+  interrupt: Interrupt,
+  cp: ClaudeProcess,
+  turn: Turn,
+  lease: Scope.CloseableScope
+): Effect.Effect<void> =>
+  Effect.suspend(() =>
+    cp.turn === turn
+      ? interrupt(cp.sessionId).pipe(
+          Effect.ignore,
+          Effect.zipRight(turn.queue.ended),
+          Effect.ensuring(Scope.close(lease, Exit.void)),
+          Effect.forkIn(sessionScope),
+          Effect.asVoid
+        )
+      : Scope.close(lease, Exit.void)
+  )
+
+/** A turn on `cp`: the user's message (after the handoff's preamble) written, its events delivered until its end. */
+const runOn = <E>(
+  context: ClaudeTurnsContext,
+  interrupt: Interrupt,
+  cp: ClaudeProcess,
+  lease: Scope.CloseableScope,
+  input: TurnInput,
+  onEvents: TurnEventSink<E>
+) =>
+  Effect.gen(function* () {
+    const turn = yield* begin(context.shared, cp, input)
+    if (turn === null) {
+      yield* Scope.close(lease, Exit.void)
+      return yield* context.failure("error", `a turn is already running on Claude session ${cp.sessionId}`)
+    }
+    const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
+    yield* cp.proc.send(userLine(turn.uuid, texts)).pipe(
+      Effect.tapError((error) =>
+        Effect.sync(() => {
+          if (cp.turn === turn) cp.turn = null
+          turn.queue.end(Exit.fail(error))
+        })
+      ),
+      Effect.ignore
     )
+    yield* turn.queue.deliver(onEvents).pipe(
+      Effect.ensuring(settle(context.sessionScope, interrupt, cp, turn, lease)),
+      // It ended (failed, interrupted) with a steered message Claude Code still holds:
+      // the process would run it with nobody reading. It goes; the next turn resumes.
+      Effect.ensuring(Effect.suspend(() => (turn.steers.size > 0 ? context.pool.stop(cp) : Effect.void)))
+    )
+  })
 
-  const runOn = <E>(cp: ClaudeProcess, lease: Scope.CloseableScope, input: TurnInput, onEvents: TurnEventSink<E>) =>
-    Effect.gen(function* () {
-      const turn = yield* begin(cp, input)
-      if (turn === null) {
-        yield* Scope.close(lease, Exit.void)
-        return yield* failure("error", `a turn is already running on Claude session ${cp.sessionId}`)
-      }
-      const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
-      yield* cp.proc.send(userLine(turn.uuid, texts)).pipe(
-        Effect.tapError((error) =>
-          Effect.sync(() => {
-            if (cp.turn === turn) cp.turn = null
-            turn.queue.end(Exit.fail(error))
-          })
-        ),
-        Effect.ignore
-      )
-      yield* turn.queue.deliver(onEvents).pipe(
-        Effect.ensuring(settle(cp, turn, lease)),
-        // It ended (failed, interrupted) with a steered message Claude Code still holds:
-        // the process would run it with nobody reading. It goes; the next turn resumes.
-        Effect.ensuring(Effect.suspend(() => (turn.steers.size > 0 ? pool.stop(cp) : Effect.void)))
-      )
-    })
-
-  const steer = Effect.fn("ClaudeSession.steer")(function* (sessionId: string, message: string) {
+/** Another user message written into the running turn. */
+const steerOf = ({ failure, pool }: ClaudeTurnsContext) =>
+  Effect.fn("ClaudeSession.steer")(function* (sessionId: string, message: string) {
     const cp = pool.live(sessionId)
     const turn = cp?.turn ?? null
     if (cp === undefined || turn === null || turn.interrupting) {
@@ -117,7 +132,9 @@ export const claudeTurns = (
       .pipe(Effect.tapError(() => Effect.sync(() => turn.steers.delete(uuid))))
   })
 
-  const respondApproval = Effect.fn("ClaudeSession.respondApproval")(function* (
+/** The answer to an approval Claude Code waits for. */
+const respondApprovalOf = ({ failure, pool }: ClaudeTurnsContext) =>
+  Effect.fn("ClaudeSession.respondApproval")(function* (
     sessionId: string,
     approvalId: string,
     decision: ApprovalDecision
@@ -135,12 +152,18 @@ export const claudeTurns = (
     yield* cp.proc.send(controlSuccess(waiting.requestId, answerOf(decision, waiting.input)))
   })
 
+export const claudeTurns = (
+  context: ClaudeTurnsContext
+): Pick<ProviderSessionHandle, "runTurn" | "steer" | "interrupt" | "respondApproval"> => {
+  const interrupt = interruptOf(context)
   return {
     runTurn: Effect.fnUntraced(function* <E>(input: TurnInput, onEvents: TurnEventSink<E>) {
-      yield* pool.withTurn(input.nativeRef, (cp, lease) => runOn(cp, lease, input, onEvents))
+      yield* context.pool.withTurn(input.nativeRef, (cp, lease) =>
+        runOn(context, interrupt, cp, lease, input, onEvents)
+      )
     }),
-    steer,
+    steer: steerOf(context),
     interrupt,
-    respondApproval
+    respondApproval: respondApprovalOf(context)
   }
 }
