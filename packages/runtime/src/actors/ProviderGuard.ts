@@ -122,28 +122,28 @@ const silence = (
   return watch
 }
 
+const crashFailure = (provider: string, method: string, { code, signal }: ProcessExit) =>
+  new ProviderFailure({
+    provider,
+    kind: "crash",
+    detail: `${method}: the provider process exited (${signal !== null ? `signal ${signal}` : `code ${code}`}) before answering`
+  })
+
 /**
- * The session handle with every method guarded. `exited` never fails or dies; any
- * call still pending when the process exits fails with kind `crash`.
+ * The process's exit, watched once per session (from the first call that waits on it,
+ * until the process exits): calls and turns wait on it rather than each watching the
+ * process for itself. A handle whose `exited` dies never reports a crash.
  */
-export const guardSession = (
-  provider: string,
-  handle: ProviderSessionHandle,
-  deadlines: ProviderDeadlines
-): GuardedSession => {
-  const crashFailure = (method: string, { code, signal }: ProcessExit) =>
-    new ProviderFailure({
-      provider,
-      kind: "crash",
-      detail: `${method}: the provider process exited (${signal !== null ? `signal ${signal}` : `code ${code}`}) before answering`
-    })
-  /**
-   * The process's exit, watched once per session (from the first call that waits on
-   * it, until the process exits): calls and turns wait on it rather than each watching
-   * the process for itself. A handle whose `exited` dies never reports a crash.
-   */
-  const processExit = Deferred.unsafeMake<ProcessExit>(FiberId.none)
+interface ExitWatch {
+  /** Starts the watch, once. */
+  readonly watchOnce: Effect.Effect<unknown>
+  readonly processExit: Deferred.Deferred<ProcessExit>
   /** Turns in flight, each told when the process exits (and failed as a crash). */
+  readonly turnsInFlight: Set<(how: ProcessExit) => Effect.Effect<void>>
+}
+
+const watchExit = (handle: ProviderSessionHandle): ExitWatch => {
+  const processExit = Deferred.unsafeMake<ProcessExit>(FiberId.none)
   const turnsInFlight = new Set<(how: ProcessExit) => Effect.Effect<void>>()
   const watching = Ref.unsafeMake(false)
   const watch = Effect.suspend(() => handle.exited).pipe(
@@ -159,66 +159,88 @@ export const guardSession = (
     Effect.forkDaemon(watch),
     Effect.map(Ref.getAndSet(watching, true), (was) => !was)
   )
-  const exited = Effect.zipRight(watchOnce, Deferred.await(processExit))
-  const crashed = (method: string) => Effect.flatMap(exited, (how) => Effect.fail(crashFailure(method, how)))
+  return { watchOnce, processExit, turnsInFlight }
+}
+
+/**
+ * A turn under its deadlines and the process's watch. The adapter's call starts at
+ * once on a fiber of its own (the turn reaches the provider before anything queued
+ * runs); one watcher fiber beside it interrupts it when a deadline passes, and the
+ * session's exit watcher when the process exits; that verdict is the turn's failure.
+ * Interrupting the caller interrupts the call and the watcher.
+ */
+const guardedTurn = <E>(
+  provider: string,
+  handle: ProviderSessionHandle,
+  deadlines: ProviderDeadlines,
+  exits: ExitWatch,
+  input: TurnInput,
+  onEvents: TurnEventSink<E>
+): Effect.Effect<void, ProviderFailure | E> =>
+  withScope((scope) =>
+    Effect.gen(function* () {
+      const heard = yield* Effect.flatMap(Clock.currentTimeMillis, (at) =>
+        Ref.make<Heard>({ at, first: true, waiting: false })
+      )
+      /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
+      const sinkCause = yield* Ref.make(Option.none<Cause.Cause<E>>())
+      const sink: TurnEventSink<E> = (events) =>
+        Effect.flatMap(Clock.currentTimeMillis, (at) =>
+          Effect.zipRight(
+            Ref.set(heard, { at, first: false, waiting: asksForApproval(events) }),
+            Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
+          )
+        )
+      const call = yield* forkNowIn(
+        Effect.suspend(() => handle.runTurn(input, sink)),
+        scope
+      )
+      /** Why the turn was cut short, when a deadline or the process's exit did it. */
+      const verdict = yield* Ref.make(Option.none<ProviderFailure>())
+      const cut = (failure: ProviderFailure) =>
+        Effect.zipRight(
+          Ref.update(verdict, (first) => Option.orElse(first, () => Option.some(failure))),
+          Fiber.interruptFork(call)
+        )
+      const onExit = (how: ProcessExit) => cut(crashFailure(provider, "runTurn", how))
+      yield* exits.watchOnce
+      yield* Scope.addFinalizer(
+        scope,
+        Effect.sync(() => exits.turnsInFlight.delete(onExit))
+      )
+      exits.turnsInFlight.add(onExit)
+      // Exited before this turn was listening: it hears it now.
+      const gone = yield* Deferred.poll(exits.processExit)
+      if (Option.isSome(gone)) yield* Effect.flatMap(gone.value, onExit)
+      yield* Effect.forkIn(Effect.catchAll(silence(provider, deadlines, heard), cut), scope)
+      const exit = yield* Fiber.await(call)
+      // The run's end was most often recorded from the turn's end event already: whoever
+      // was waiting for it (and their next command) goes before this turn unwinds.
+      yield* Effect.yieldNow()
+      if (Exit.isSuccess(exit)) return
+      const failed = yield* Ref.get(verdict)
+      if (Option.isSome(failed)) return yield* Effect.fail(failed.value)
+      const own = yield* Ref.get(sinkCause)
+      return yield* Option.isSome(own) ? Effect.failCause(own.value) : toFailure(provider, "runTurn")(exit.cause)
+    })
+  )
+
+/**
+ * The session handle with every method guarded. `exited` never fails or dies; any
+ * call still pending when the process exits fails with kind `crash`.
+ */
+export const guardSession = (
+  provider: string,
+  handle: ProviderSessionHandle,
+  deadlines: ProviderDeadlines
+): GuardedSession => {
+  const exits = watchExit(handle)
+  const exited = Effect.zipRight(exits.watchOnce, Deferred.await(exits.processExit))
+  const crashed = (method: string) => Effect.flatMap(exited, (how) => Effect.fail(crashFailure(provider, method, how)))
   const call = <A, E extends ProviderFailure>(method: string, ms: number, f: () => Effect.Effect<A, E>) =>
     Effect.raceFirst(guardCall(provider, method, ms, f), crashed(method))
-
-  /**
-   * A turn under its deadlines and the process's watch. The adapter's call starts at
-   * once on a fiber of its own (the turn reaches the provider before anything queued
-   * runs); one watcher fiber beside it interrupts it when a deadline passes, and the
-   * session's exit watcher when the process exits; that verdict is the turn's failure.
-   * Interrupting the caller interrupts the call and the watcher.
-   */
-  const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>): Effect.Effect<void, ProviderFailure | E> =>
-    withScope((scope) =>
-      Effect.gen(function* () {
-        const heard = yield* Effect.flatMap(Clock.currentTimeMillis, (at) =>
-          Ref.make<Heard>({ at, first: true, waiting: false })
-        )
-        /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
-        const sinkCause = yield* Ref.make(Option.none<Cause.Cause<E>>())
-        const sink: TurnEventSink<E> = (events) =>
-          Effect.flatMap(Clock.currentTimeMillis, (at) =>
-            Effect.zipRight(
-              Ref.set(heard, { at, first: false, waiting: asksForApproval(events) }),
-              Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
-            )
-          )
-        const call = yield* forkNowIn(
-          Effect.suspend(() => handle.runTurn(input, sink)),
-          scope
-        )
-        /** Why the turn was cut short, when a deadline or the process's exit did it. */
-        const verdict = yield* Ref.make(Option.none<ProviderFailure>())
-        const cut = (failure: ProviderFailure) =>
-          Effect.zipRight(
-            Ref.update(verdict, (first) => Option.orElse(first, () => Option.some(failure))),
-            Fiber.interruptFork(call)
-          )
-        const onExit = (how: ProcessExit) => cut(crashFailure("runTurn", how))
-        yield* watchOnce
-        yield* Scope.addFinalizer(
-          scope,
-          Effect.sync(() => turnsInFlight.delete(onExit))
-        )
-        turnsInFlight.add(onExit)
-        // Exited before this turn was listening: it hears it now.
-        const gone = yield* Deferred.poll(processExit)
-        if (Option.isSome(gone)) yield* Effect.flatMap(gone.value, onExit)
-        yield* Effect.forkIn(Effect.catchAll(silence(provider, deadlines, heard), cut), scope)
-        const exit = yield* Fiber.await(call)
-        // The run's end was most often recorded from the turn's end event already: whoever
-        // was waiting for it (and their next command) goes before this turn unwinds.
-        yield* Effect.yieldNow()
-        if (Exit.isSuccess(exit)) return
-        const failed = yield* Ref.get(verdict)
-        if (Option.isSome(failed)) return yield* Effect.fail(failed.value)
-        const own = yield* Ref.get(sinkCause)
-        return yield* Option.isSome(own) ? Effect.failCause(own.value) : toFailure(provider, "runTurn")(exit.cause)
-      })
-    )
+  const runTurn = <E>(input: TurnInput, onEvents: TurnEventSink<E>) =>
+    guardedTurn(provider, handle, deadlines, exits, input, onEvents)
 
   return {
     pid: handle.pid,
