@@ -72,29 +72,57 @@ const retire = (pt: ProviderThread, reasons: ReadonlyArray<string>, now: string)
   updatedAt: now
 })
 
+/** What a run's start is planned from. */
+interface StartInput {
+  readonly message: string
+  readonly model: string | null
+  readonly commandId: Run["commandId"]
+  readonly provider: ProviderInfo
+  readonly decision: RunDecision
+  readonly draft: BuiltHandoff | null
+  /** One per `decision.extras`, in order. */
+  readonly extras: ReadonlyArray<BuiltHandoff>
+  readonly summaryBy: ProviderName | null
+  /** The id its caller was given when it was queued; a new one otherwise. */
+  readonly runId?: RunId | undefined
+  readonly now: string
+}
+
+/** The run a start records, running on `providerThread`. */
+const runningRun = (
+  state: ThreadState,
+  input: Pick<StartInput, "message" | "model" | "commandId" | "provider" | "decision" | "now">,
+  at: {
+    readonly runId: RunId
+    readonly ordinal: number
+    readonly providerThread: ProviderThreadHead
+    readonly handoff: ContextHandoff | null
+  }
+): Run => ({
+  id: at.runId,
+  threadId: state.thread.id,
+  ordinal: at.ordinal,
+  provider: input.provider.name,
+  model: input.model,
+  message: input.message,
+  status: "running",
+  providerThreadId: at.providerThread.id,
+  contextHandoffId: at.handoff?.id ?? null,
+  contextResolution: input.decision._tag,
+  failure: null,
+  commandId: input.commandId,
+  createdAt: input.now,
+  startedAt: input.now,
+  completedAt: null
+})
+
 /**
  * Start a run: the run, its provider thread, and the transfer + handoff when context
  * must cross. `draft` is the local summariser's handoff for the decision; when a
  * provider is to write the summary (`summaryBy`), the handoff is recorded `pending`
  * and its block is recorded once that summary is in (`planSummary`).
  */
-export const planRunStart = (
-  state: ThreadState,
-  input: {
-    readonly message: string
-    readonly model: string | null
-    readonly commandId: Run["commandId"]
-    readonly provider: ProviderInfo
-    readonly decision: RunDecision
-    readonly draft: BuiltHandoff | null
-    /** One per `decision.extras`, in order. */
-    readonly extras: ReadonlyArray<BuiltHandoff>
-    readonly summaryBy: ProviderName | null
-    /** The id its caller was given when it was queued; a new one otherwise. */
-    readonly runId?: RunId | undefined
-    readonly now: string
-  }
-): StartPlan => {
+export const planRunStart = (state: ThreadState, input: StartInput): StartPlan => {
   const { decision, now, provider } = input
   const ordinal = state.runCount + 1
   const runId = input.runId ?? makeId.run()
@@ -131,23 +159,7 @@ export const planRunStart = (
     // A native fork: the transfer is resolved once the provider has forked.
     events.push(new TransferRecorded({ transfer: { ...decision.resolves, consumedByRunId: runId } }))
   }
-  const run: Run = {
-    id: runId,
-    threadId: state.thread.id,
-    ordinal,
-    provider: provider.name,
-    model: input.model,
-    message: input.message,
-    status: "running",
-    providerThreadId: providerThread.id,
-    contextHandoffId: handoff?.id ?? null,
-    contextResolution: decision._tag,
-    failure: null,
-    commandId: input.commandId,
-    createdAt: now,
-    startedAt: now,
-    completedAt: null
-  }
+  const run = runningRun(state, input, { runId, ordinal, providerThread, handoff })
   events.push(new RunStarted({ run }, unchecked))
   events.push(
     new TurnItemRecorded({ item: item(state, runId, 0, { type: "user_message", text: input.message }, now) }, unchecked)
