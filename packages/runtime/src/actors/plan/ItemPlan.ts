@@ -7,6 +7,7 @@ import { TurnItemRecorded, makeId } from "@skein/domain"
 import type { ThreadState } from "../../store/ThreadState.js"
 import { itemsOf } from "../../store/ThreadState.js"
 
+/** A turn item of run `runId` at `seq`. */
 export const item = (
   state: ThreadState,
   runId: RunId,
@@ -22,6 +23,7 @@ export const item = (
   ...content
 })
 
+/** The item that records a handoff's block on a run, as its provider receives it. */
 export const handoffItem = (
   state: ThreadState,
   runId: RunId,
@@ -71,6 +73,7 @@ export const planItems = (
   return out
 }
 
+/** What a run's reported file changes add up to: one entry per path, as it was last changed. */
 export const diffOf = (items: ReadonlyArray<TurnItem>): Array<DiffEntry> => {
   const byPath = new Map<string, DiffEntry>()
   for (const it of items) {
