@@ -1,7 +1,7 @@
 /**
- * A scripted turn: the directives of its message obeyed in order (`[[sleep 50]]`,
- * `[[cmd ...]]`, `[[write path]]`, ...; docs/ARCHITECTURE.md lists them), its items
- * and end emitted as events, and the turn appended to its native thread.
+ * A scripted turn: the directives of its message obeyed in order (`[[sleep:50]]`,
+ * `[[cmd:npm test:1]]`, ...; Directives.ts reads them), its items and end emitted as
+ * events, and the turn appended to its native thread.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
