@@ -138,6 +138,7 @@ interface GroupWatch {
  */
 const startChild = (
   options: LineProcessOptions,
+  maxLineBytes: number,
   hooks: ChildHooks,
   group: GroupWatch
 ): Effect.Effect<NodeChildProcess.ChildProcessWithoutNullStreams, ProviderFailure> =>
@@ -184,7 +185,7 @@ const startChild = (
     child.on("close", hooks.onClose)
     child.stderr.setEncoding("utf8")
     child.stderr.on("data", hooks.onStderr)
-    const lines = new LineSplitter(options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES)
+    const lines = new LineSplitter(maxLineBytes)
     child.stdout.on("data", (chunk: Buffer) => {
       for (const line of lines.push(chunk)) hooks.onLine(line)
     })
@@ -330,6 +331,7 @@ const spawn = (options: LineProcessOptions): Effect.Effect<LineProcess, Provider
     const child = yield* Effect.acquireRelease(
       startChild(
         options,
+        maxLineBytes,
         {
           onLine,
           onStderr: (chunk) => {

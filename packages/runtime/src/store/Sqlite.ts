@@ -235,15 +235,17 @@ const walStartOver = (db: RawDatabase, lock: Effect.Semaphore, runtime: Runtime.
 interface TransactionParts {
   readonly db: RawDatabase
   readonly prepare: Prepare
+  readonly blob: BlobText
   readonly locked: ReturnType<typeof lockedBy>
   readonly watch: ReturnType<typeof fileWatch> | null
   readonly checkpointer: WalCheckpointer.WalCheckpointer | null
 }
 
 /** A long string the store keeps once (Blobs.ts), by its hash. */
+type BlobText = (hash: string) => string | undefined
 const blobOf =
-  (prepare: Prepare) =>
-  (hash: string): string | undefined =>
+  (prepare: Prepare): BlobText =>
+  (hash) =>
     (prepare("SELECT text FROM blobs WHERE hash = ?").all(hash)[0] as { readonly text: string } | undefined)?.text
 
 /** The ids of the `count` rows an INSERT just wrote: one INSERT under the write lock gives them consecutive ids. */
@@ -253,8 +255,7 @@ const insertedIds = (count: number, last: number | bigint): ReadonlyArray<number
 }
 
 /** `StoreDb.transaction`: a write's body run synchronously inside one SQLite transaction, after the file check. */
-const storeTransaction = ({ checkpointer, db, locked, prepare, watch }: TransactionParts) => {
-  const blob = blobOf(prepare)
+const storeTransaction = ({ blob, checkpointer, db, locked, prepare, watch }: TransactionParts) => {
   /** One statement of a write's body, run now. */
   const step = (next: TxStep): unknown => {
     switch (next._tag) {
@@ -293,8 +294,12 @@ const storeTransaction = ({ checkpointer, db, locked, prepare, watch }: Transact
 }
 
 /** `StoreDb.sql`: single statements, run in the section of the lock or in the `SqlClient` transaction that holds it. */
-const storeSql = (prepare: Prepare, locked: ReturnType<typeof lockedBy>, client: Client.SqlClient): Sql => {
-  const blob = blobOf(prepare)
+const storeSql = (
+  prepare: Prepare,
+  blob: BlobText,
+  locked: ReturnType<typeof lockedBy>,
+  client: Client.SqlClient
+): Sql => {
   const runNow = <A>(sql: string, params: ReadonlyArray<unknown>) =>
     attemptNow(
       "Failed to execute statement",
@@ -361,8 +366,9 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
       ),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    const transaction = storeTransaction({ db, prepare, locked, watch, checkpointer })
-    const sql = storeSql(prepare, locked, client)
+    const blob = blobOf(prepare)
+    const transaction = storeTransaction({ db, prepare, blob, locked, watch, checkpointer })
+    const sql = storeSql(prepare, blob, locked, client)
     const checkpoints = () => checkpointer?.status() ?? null
     return { client, store: { sql, transaction, checkpoints, announced: null } satisfies StoreDbShape }
   })
