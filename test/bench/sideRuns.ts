@@ -115,6 +115,8 @@ const alternate = async (
 const ms = (x: number) => `${x.toFixed(2)} ms`
 const us = (x: number) => `${(x * 1000).toFixed(0)} µs`
 const p = percentile
+/** The 5th, 25th and 75th percentiles, in ms: whether a side is shifted throughout or only spread wider. */
+const spread = (xs: ReadonlyArray<number>) => [5, 25, 75].map((at) => p(xs, at).toFixed(2)).join(", ") + " ms"
 
 export const runPath = async (sides: readonly [Side, Side], dir: string): Promise<Array<Figure>> => {
   const runSides: Array<RunSide> = []
@@ -138,7 +140,8 @@ export const runPath = async (sides: readonly [Side, Side], dir: string): Promis
         format: ms,
         detail:
           `dispatch: ${dispatch[0].length} and ${dispatch[1].length} runs on threads of one run, blocks of ` +
-          `${DISPATCH_BLOCK}, after ${WARM_SAMPLES} such samples a side (scripted provider)`
+          `${DISPATCH_BLOCK}, after ${WARM_SAMPLES} such samples a side (scripted provider); ` +
+          `p5, p25, p75 before ${spread(dispatch[0])}, after ${spread(dispatch[1])}`
       },
       { name: "dispatch p99", ...of(dispatch, 99), format: ms },
       {
