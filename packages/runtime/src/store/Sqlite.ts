@@ -241,8 +241,8 @@ interface TransactionParts {
   readonly checkpointer: WalCheckpointer.WalCheckpointer | null
 }
 
-/** A long string the store keeps once (Blobs.ts), by its hash. */
 type BlobText = (hash: string) => string | undefined
+/** A long string the store keeps once (Blobs.ts), by its hash. */
 const blobOf =
   (prepare: Prepare): BlobText =>
   (hash) =>
