@@ -37,6 +37,7 @@ import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Option, Runtime, Stream } from "effect"
 import { closeSync, openSync, statSync } from "node:fs"
 import { resolve } from "node:path"
+import { onClose } from "../resources/OnClose.js"
 import * as Blobs from "./Blobs.js"
 import { abort, Abort, type Sql, StoreDb, type StoreDbShape, type TxBody, type TxStep, txDb } from "./StoreDb.js"
 import * as WalCheckpointer from "./WalCheckpointer.js"
@@ -354,15 +355,10 @@ const make = (filename: string, checkpointing: WalCheckpointer.WalCheckpointerOp
     const client = yield* Client.make({
       acquirer: locked(() => Effect.succeed(connection)),
       compiler: Statement.makeCompilerSqlite(),
-      // Held until the transaction's scope closes; interruptible while it waits.
+      // Held until the transaction's scope closes; interruptible while it waits. Given
+      // back with `onClose`: the release needs none of the taker's fiber references.
       transactionAcquirer: Effect.uninterruptibleMask((restore) =>
-        Effect.as(
-          Effect.zipRight(
-            restore(lock.take(1)),
-            Effect.addFinalizer(() => lock.release(1))
-          ),
-          connection
-        )
+        Effect.as(Effect.zipRight(restore(lock.take(1)), onClose(lock.release(1))), connection)
       ),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
