@@ -9,14 +9,14 @@
  * - the process exits while the call is pending → kind `crash`.
  * A turn has two deadlines: until its first event, and between events (not while it
  * waits for an approval: a person may take their time). A turn's call runs in a fiber
- * of its own, cut short by one watcher fiber at a deadline, or by the session's exit
- * watcher when the process exits.
+ * of its own, cut short by one timer at a deadline, or by the session's exit watcher
+ * when the process exits.
  *
  * Deadlines come from the runtime's configuration (`RuntimeOptions.deadlines`).
  */
 import type { ProviderEvent, ProviderSessionHandle, TurnEventSink, TurnInput } from "@skein/domain"
 import { ProviderFailure } from "@skein/domain"
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option, Ref, Scope } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option, Ref, Scope } from "effect"
 import { defaultDeadlines, type ProviderDeadlines } from "../RuntimeConfig.js"
 import { forkNowIn } from "../resources/ForkNow.js"
 import { withScope } from "../resources/LocalScope.js"
@@ -89,18 +89,26 @@ interface Heard {
   readonly waiting: boolean
 }
 
+/** A turn's silence deadlines, as `guardedTurn` holds them. */
+interface SilenceWatch {
+  /** A chunk came: the deadline moves from now. */
+  readonly heard: (events: ReadonlyArray<ProviderEvent>) => void
+  /** Arms the timer: `onSilent` is called once a deadline passes. */
+  readonly start: (onSilent: (failure: ProviderFailure) => void) => void
+  /** The turn is over: the timer goes. */
+  readonly stop: () => void
+}
+
 /**
- * A turn's deadlines, watched by one fiber: fails once the turn has sent nothing for
- * `firstEventMs` after it was sent, or for `idleMs` after its last chunk, except while
- * that chunk waits for an approval. A chunk only writes `heard`; the watcher sleeps
- * until the deadline `heard` gives and looks again (the deadline only moves later,
- * except with the first chunk, so before it the watcher looks at least every `idleMs`).
+ * A turn's deadlines, counted from when it is made and watched by one timer (not a fiber:
+ * docs/decisions/0010-turn-deadline-timer.md): once started, it calls `onSilent` when the
+ * turn has sent nothing for `firstEventMs` after it was sent, or for `idleMs` after its
+ * last chunk, except while that chunk waits for an approval. A chunk only records when it
+ * came; the timer fires at the deadline that gives and looks again (the deadline only
+ * moves later, except with the first chunk, so before it the timer looks at least every
+ * `idleMs`).
  */
-const silence = (
-  provider: string,
-  deadlines: ProviderDeadlines,
-  heard: Ref.Ref<Heard>
-): Effect.Effect<never, ProviderFailure> => {
+const watchSilence = (provider: string, deadlines: ProviderDeadlines): SilenceWatch => {
   const silent = (beforeFirst: boolean) =>
     new ProviderFailure({
       provider,
@@ -109,17 +117,28 @@ const silence = (
         ? `runTurn sent no event within ${deadlines.firstEventMs} ms`
         : `runTurn went silent for ${deadlines.idleMs} ms mid-turn`
     })
-  const sleep = (ms: number) => Effect.sleep(Duration.millis(ms))
-  const watch: Effect.Effect<never, ProviderFailure> = Effect.flatMap(
-    Effect.zip(Ref.get(heard), Clock.currentTimeMillis),
-    ([last, now]) => {
-      if (last.waiting) return Effect.zipRight(sleep(deadlines.idleMs), watch)
-      const left = last.at + (last.first ? deadlines.firstEventMs : deadlines.idleMs) - now
-      if (left <= 0) return Effect.fail(silent(last.first))
-      return Effect.zipRight(sleep(last.first ? Math.min(left, deadlines.idleMs) : left), watch)
+  let last: Heard = { at: Date.now(), first: true, waiting: false }
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let onSilent: (failure: ProviderFailure) => void = () => {}
+  const look = (): void => {
+    if (last.waiting) {
+      timer = setTimeout(look, deadlines.idleMs)
+      return
     }
-  )
-  return watch
+    const left = last.at + (last.first ? deadlines.firstEventMs : deadlines.idleMs) - Date.now()
+    if (left <= 0) return onSilent(silent(last.first))
+    timer = setTimeout(look, last.first ? Math.min(left, deadlines.idleMs) : left)
+  }
+  return {
+    heard: (events) => {
+      last = { at: Date.now(), first: false, waiting: asksForApproval(events) }
+    },
+    start: (then) => {
+      onSilent = then
+      look()
+    },
+    stop: () => clearTimeout(timer)
+  }
 }
 
 const crashFailure = (provider: string, method: string, { code, signal }: ProcessExit) =>
@@ -165,9 +184,9 @@ const watchExit = (handle: ProviderSessionHandle): ExitWatch => {
 /**
  * A turn under its deadlines and the process's watch. The adapter's call starts at
  * once on a fiber of its own (the turn reaches the provider before anything queued
- * runs); one watcher fiber beside it interrupts it when a deadline passes, and the
- * session's exit watcher when the process exits; that verdict is the turn's failure.
- * Interrupting the caller interrupts the call and the watcher.
+ * runs); a timer beside it interrupts it when a deadline passes, and the session's
+ * exit watcher when the process exits; that verdict is the turn's failure. Interrupting
+ * the caller interrupts the call and stops the timer.
  */
 const guardedTurn = <E>(
   provider: string,
@@ -179,17 +198,13 @@ const guardedTurn = <E>(
 ): Effect.Effect<void, ProviderFailure | E> =>
   withScope((scope) =>
     Effect.gen(function* () {
-      const heard = yield* Effect.flatMap(Clock.currentTimeMillis, (at) =>
-        Ref.make<Heard>({ at, first: true, waiting: false })
-      )
       /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
       const sinkCause = yield* Ref.make(Option.none<Cause.Cause<E>>())
+      const silence = watchSilence(provider, deadlines)
       const sink: TurnEventSink<E> = (events) =>
-        Effect.flatMap(Clock.currentTimeMillis, (at) =>
-          Effect.zipRight(
-            Ref.set(heard, { at, first: false, waiting: asksForApproval(events) }),
-            Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
-          )
+        Effect.zipRight(
+          Effect.sync(() => silence.heard(events)),
+          Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
         )
       const call = yield* forkNowIn(
         Effect.suspend(() => handle.runTurn(input, sink)),
@@ -202,6 +217,8 @@ const guardedTurn = <E>(
           Ref.update(verdict, (first) => Option.orElse(first, () => Option.some(failure))),
           Fiber.interruptFork(call)
         )
+      yield* Scope.addFinalizer(scope, Effect.sync(silence.stop))
+      silence.start((failure) => Effect.runFork(cut(failure)))
       const onExit = (how: ProcessExit) => cut(crashFailure(provider, "runTurn", how))
       yield* exits.watchOnce
       yield* Scope.addFinalizer(
@@ -212,7 +229,6 @@ const guardedTurn = <E>(
       // Exited before this turn was listening: it hears it now.
       const gone = yield* Deferred.poll(exits.processExit)
       if (Option.isSome(gone)) yield* Effect.flatMap(gone.value, onExit)
-      yield* Effect.forkIn(Effect.catchAll(silence(provider, deadlines, heard), cut), scope)
       const exit = yield* Fiber.await(call)
       // The run's end was most often recorded from the turn's end event already: whoever
       // was waiting for it (and their next command) goes before this turn unwinds.

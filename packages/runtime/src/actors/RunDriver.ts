@@ -64,8 +64,8 @@ export interface DriveInput {
   readonly checkpoint: RunCheckpoint.WorkspaceCheckpoint | null
   /** The thread's checkpoint gate: this run waits on it, and holds it while its own checkpoint is taken. */
   readonly gate: CheckpointGate
-  /** Completed with the failure to record when the run must stop. */
-  readonly stop: Deferred.Deferred<RunFailure>
+  /** Completed with the failure to record when the run must stop; the driver completes it with null once the end is known. */
+  readonly stop: Deferred.Deferred<RunFailure | null>
   readonly graceMs: number
   /** How long reported items may wait to be recorded with what follows them (the adapter holds them: `TurnInput.itemDelayMs`). */
   readonly itemDelayMs: number
@@ -226,6 +226,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> =>
           first.by === "event" ? Effect.flatMap(turnFiber.await, record) : Effect.fail(error)
         )
       )
+      // The end is recorded: a stop has nothing left to do, so its watcher may end.
+      yield* Deferred.succeed(input.stop, null)
       // The turn's call unwinds, then the pending checkpoint is taken.
       yield* turnFiber.await
       if (pending && input.checkpoint !== null) {

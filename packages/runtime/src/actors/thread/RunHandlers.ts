@@ -157,7 +157,7 @@ export const begin = (
     const control: ActiveRun = {
       runId: plan.run.id,
       context: plan.context,
-      stop: yield* Deferred.make<RunFailure>(),
+      stop: yield* Deferred.make<RunFailure | null>(),
       stopCommandId: null,
       driverExited: false
     }

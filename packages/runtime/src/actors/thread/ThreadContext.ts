@@ -22,8 +22,11 @@ import type { ThreadCell } from "./ThreadCell.js"
 export interface ActiveRun {
   readonly runId: RunId
   readonly context: RunContext
-  /** Completed with the failure to record when the run must stop. */
-  readonly stop: Deferred.Deferred<RunFailure>
+  /**
+   * Completed with the failure to record when the run must stop; with null by the driver
+   * once the run's end is known, when nothing is left to stop (`run/RunStop.ts`).
+   */
+  readonly stop: Deferred.Deferred<RunFailure | null>
   /** The run.interrupt command whose receipt the run's end carries. */
   readonly stopCommandId: CommandId | null
   /** Its driver fiber has ended (told by `DriverExited`), whether or not its FinishRun got through. */
