@@ -8,6 +8,8 @@
  *   Orchestrator's interruptRun on an idle thread (answered NoActiveRun by the actor);
  * - RPC round trip: thread.get of a thread of three runs over the WebSocket, typed
  *   client to server and back; p50 and p99.
+ * Beside dispatch, no goal: what one dispatch sample allocates (allocation.ts), which is
+ * what the young generation is scavenged for.
  * Both sides first run WARM_SAMPLES dispatch samples each (V8 compiles the run path a
  * function at a time as each gets hot; see actors.ts), then each figure is taken in
  * blocks, the sides alternating block by block and which goes first alternating too.
@@ -16,6 +18,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ProviderName, ThreadId } from "@skein/domain"
 import type { Effect as EffectType } from "effect"
+import { allocatedPer } from "./allocation.js"
 import type { Figure } from "./sideTable.js"
 import { inTurn, openRuntime, scaled, type Side, watchTurns } from "./sides.js"
 import { nowMs, percentile } from "./stats.js"
@@ -23,6 +26,8 @@ import { nowMs, percentile } from "./stats.js"
 const WARM_SAMPLES = scaled(1000)
 const DISPATCH_SAMPLES = scaled(400, 20)
 const DISPATCH_BLOCK = 20
+/** Dispatch samples a side whose allocations are counted (after the timed ones). */
+const ALLOCATION_SAMPLES = scaled(200, 10)
 const ACTOR_CALLS = scaled(20_000, 1000)
 const ACTOR_BLOCK = 1000
 const RPC_CALLS = scaled(4000, 200)
@@ -114,6 +119,7 @@ const alternate = async (
 
 const ms = (x: number) => `${x.toFixed(2)} ms`
 const us = (x: number) => `${(x * 1000).toFixed(0)} µs`
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(0)} KB`
 const p = percentile
 /** The 5th, 25th and 75th percentiles, in ms: whether a side is shifted throughout or only spread wider. */
 const spread = (xs: ReadonlyArray<number>) => [5, 25, 75].map((at) => p(xs, at).toFixed(2)).join(", ") + " ms"
@@ -125,6 +131,9 @@ export const runPath = async (sides: readonly [Side, Side], dir: string): Promis
     const both = runSides as unknown as readonly [RunSide, RunSide]
     await alternate(both, sides, WARM_SAMPLES, 100, (s, n) => s.dispatch(n))
     const dispatch = await alternate(both, sides, DISPATCH_SAMPLES, DISPATCH_BLOCK, (s, n) => s.dispatch(n))
+    const allocated: Array<number> = []
+    for (const [i, runSide] of both.entries())
+      allocated[i] = await allocatedPer(ALLOCATION_SAMPLES, () => runSide.dispatch(1))
     await alternate(both, sides, ACTOR_BLOCK, ACTOR_BLOCK, (s, n) => s.actor(n))
     const actor = await alternate(both, sides, ACTOR_CALLS, ACTOR_BLOCK, (s, n) => s.actor(n))
     await alternate(both, sides, RPC_BLOCK, RPC_BLOCK, (s, n) => s.rpc(n))
@@ -141,7 +150,9 @@ export const runPath = async (sides: readonly [Side, Side], dir: string): Promis
         detail:
           `dispatch: ${dispatch[0].length} and ${dispatch[1].length} runs on threads of one run, blocks of ` +
           `${DISPATCH_BLOCK}, after ${WARM_SAMPLES} such samples a side (scripted provider); ` +
-          `p5, p25, p75 before ${spread(dispatch[0])}, after ${spread(dispatch[1])}`
+          `p5, p25, p75 before ${spread(dispatch[0])}, after ${spread(dispatch[1])}; allocated a sample ` +
+          `(two runs, a thread's first and the measured one; ${ALLOCATION_SAMPLES} samples a side) ` +
+          `before ${kb(allocated[0]!)}, after ${kb(allocated[1]!)}`
       },
       { name: "dispatch p99", ...of(dispatch, 99), format: ms },
       {
