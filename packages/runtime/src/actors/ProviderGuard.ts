@@ -119,22 +119,20 @@ const watchSilence = (provider: string, deadlines: ProviderDeadlines): SilenceWa
     })
   let last: Heard = { at: Date.now(), first: true, waiting: false }
   let timer: ReturnType<typeof setTimeout> | undefined
-  let onSilent: (failure: ProviderFailure) => void = () => {}
-  const look = (): void => {
-    if (last.waiting) {
-      timer = setTimeout(look, deadlines.idleMs)
-      return
-    }
-    const left = last.at + (last.first ? deadlines.firstEventMs : deadlines.idleMs) - Date.now()
-    if (left <= 0) return onSilent(silent(last.first))
-    timer = setTimeout(look, last.first ? Math.min(left, deadlines.idleMs) : left)
-  }
   return {
     heard: (events) => {
       last = { at: Date.now(), first: false, waiting: asksForApproval(events) }
     },
-    start: (then) => {
-      onSilent = then
+    start: (onSilent) => {
+      const look = (): void => {
+        if (last.waiting) {
+          timer = setTimeout(look, deadlines.idleMs)
+          return
+        }
+        const left = last.at + (last.first ? deadlines.firstEventMs : deadlines.idleMs) - Date.now()
+        if (left <= 0) return onSilent(silent(last.first))
+        timer = setTimeout(look, last.first ? Math.min(left, deadlines.idleMs) : left)
+      }
       look()
     },
     stop: () => clearTimeout(timer)
@@ -230,6 +228,8 @@ const guardedTurn = <E>(
       const gone = yield* Deferred.poll(exits.processExit)
       if (Option.isSome(gone)) yield* Effect.flatMap(gone.value, onExit)
       const exit = yield* Fiber.await(call)
+      // Over: no deadline may pass for it now.
+      silence.stop()
       // The run's end was most often recorded from the turn's end event already: whoever
       // was waiting for it (and their next command) goes before this turn unwinds.
       yield* Effect.yieldNow()
