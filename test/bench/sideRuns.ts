@@ -151,7 +151,7 @@ export const runPath = async (sides: readonly [Side, Side], dir: string): Promis
           `dispatch: ${dispatch[0].length} and ${dispatch[1].length} runs on threads of one run, blocks of ` +
           `${DISPATCH_BLOCK}, after ${WARM_SAMPLES} such samples a side (scripted provider); ` +
           `p5, p25, p75 before ${spread(dispatch[0])}, after ${spread(dispatch[1])}; allocated a sample ` +
-          `(two runs, a thread's first and the measured one; ${ALLOCATION_SAMPLES} samples a side) ` +
+          `(a new thread, its first run and the measured one; ${ALLOCATION_SAMPLES} samples a side) ` +
           `before ${kb(allocated[0]!)}, after ${kb(allocated[1]!)}`
       },
       { name: "dispatch p99", ...of(dispatch, 99), format: ms },
