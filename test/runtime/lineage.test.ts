@@ -6,7 +6,7 @@
  * writes nothing; a fork survives a SIGKILL before its first run.
  */
 import type { ProviderName, RunView, SkeinError, ThreadId } from "@skein/domain"
-import { ThreadUpdated } from "@skein/domain"
+import { makeContextTransfer, ThreadUpdated } from "@skein/domain"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Option } from "effect"
 import { EventStore, Orchestrator } from "@skein/runtime"
@@ -415,6 +415,46 @@ describe("subagents", () => {
       await other.dispose()
       removeDir(dir)
     }
+  }, 60_000)
+
+  it("a result sent back after the parent's run took it in from storage is not recorded again", async () => {
+    await inTempRuntime((o, actors) =>
+      Effect.gen(function* () {
+        const parent = yield* o.createThread({ title: "parent" })
+        yield* o.startRun({ threadId: parent.id, provider: alpha, message: "plan the work", wait: true })
+        const { run, thread: child } = yield* o.spawnSubagent({
+          parentThreadId: parent.id,
+          provider: beta,
+          prompt: "look it up [[decide:use PEACH]]"
+        })
+        yield* waitEnd(o, child.id, run.id)
+        const next = yield* o.startRun({
+          threadId: parent.id,
+          provider: alpha,
+          message: "[[recall:PEACH]]",
+          wait: true
+        })
+        expect(replyOf(next)).toContain("recall:PEACH=yes")
+        const taken = (yield* o.getThread(parent.id)).transfers.find((t) => t.type === "subagent_result")!
+        expect(taken).toMatchObject({ status: "consumed", sourceThreadId: child.id })
+        // The child's watcher, late (as across runners): the same result, as a new transfer.
+        const late = makeContextTransfer({
+          type: "subagent_result",
+          sourceThreadId: child.id,
+          targetThreadId: parent.id,
+          sourcePoint: taken.sourcePoint,
+          sourceProvider: beta,
+          createdBy: "agent",
+          createdAt: new Date().toISOString()
+        })
+        const answer = yield* actors.use(parent.id, (actor) =>
+          actor.ask("RecordTransfer", { transfer: late, receipt: null })
+        )
+        expect(answer.id).toBe(taken.id)
+        const results = (yield* o.getThread(parent.id)).transfers.filter((t) => t.type === "subagent_result")
+        expect(results.map((t) => [t.id, t.status])).toEqual([[taken.id, "consumed"]])
+      })
+    )
   }, 60_000)
 
   it("the [[subagent:P:PROMPT]] app tool starts a child whose result the parent's next run receives", async () => {

@@ -6,6 +6,7 @@ import type {
   AppThread,
   Checkpoint,
   CheckpointId,
+  ContextTransfer,
   ProviderThread,
   ProviderThreadId,
   Run,
@@ -29,6 +30,7 @@ import {
   runByOrdinalRow,
   runRow,
   servedTurnRow,
+  subagentResultRow,
   subagentsWithoutResultRows,
   threadRow,
   turnItemRow
@@ -67,6 +69,11 @@ export interface LookupsShape {
   ) => Effect.Effect<ReadonlyArray<TurnItem>, StorageError>
   /** Subagent children (not observe-only) whose result the parent's log holds no transfer for, oldest first. */
   readonly subagentsWithoutResult: (parentId: ThreadId) => Effect.Effect<ReadonlyArray<AppThread>, StorageError>
+  /** The subagent_result from child `childId` in its parent's log, whatever its status. */
+  readonly subagentResult: (
+    parentId: ThreadId,
+    childId: ThreadId
+  ) => Effect.Effect<Option.Option<ContextTransfer>, StorageError>
   /** Threads whose file restore a rollback recorded owed and nothing recorded finished (see ThreadRestore). */
   readonly owedRestores: Effect.Effect<ReadonlyArray<AppThread>, StorageError>
   /** The commit of the newest git checkpoint of a run not rolled back (a new checkpoint's parent). */
@@ -90,6 +97,7 @@ export const make = (sql: Sql): LookupsShape => ({
   turnItem: (threadId, id, runId) => turnItemRow(sql, threadId, id, runId),
   approvalRequests: (threadId, approvalId) => approvalRequestRows(sql, threadId, approvalId),
   subagentsWithoutResult: (parentId) => subagentsWithoutResultRows(sql, parentId),
+  subagentResult: (parentId, childId) => subagentResultRow(sql, parentId, childId),
   owedRestores: owedRestoreRows(sql),
   previousGitCommit: (threadId) => previousGitCommitRow(sql, threadId),
   gitCheckpointOfRun: (threadId, ordinal) => gitCheckpointOfOrdinalRow(sql, threadId, ordinal)

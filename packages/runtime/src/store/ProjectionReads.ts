@@ -320,6 +320,18 @@ export const approvalRequestRows = (
     Effect.flatMap((rows) => decodeAll(rows, decodeItem, `approval request of thread ${threadId}`))
   )
 
+/** The subagent_result the parent's log holds from this child, whatever its status (a child has one at most). */
+export const subagentResultRow = (sql: Sql, parentId: ThreadId, childId: ThreadId) =>
+  oneRow(
+    sql,
+    `SELECT data FROM transfers
+     WHERE thread_id = ? AND type = 'subagent_result' AND source_thread_id = ?
+     ORDER BY rowid LIMIT 1`,
+    [parentId, childId],
+    decodeTransfer,
+    `the result of subagent ${childId} in thread ${parentId}`
+  )
+
 /** Subagent children, not observe-only, with no subagent_result from them in the parent's log; oldest first. */
 export const subagentsWithoutResultRows = (
   sql: Sql,

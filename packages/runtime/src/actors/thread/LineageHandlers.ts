@@ -215,6 +215,12 @@ const recordTransfer =
           return existing
         }
       }
+      // A child has one result: its watcher and the parent's own look in storage can both
+      // send it, and the parent may have taken it in already (consumed, out of memory).
+      if (transfer.type === "subagent_result") {
+        const held = yield* ctx.store.lookup.subagentResult(ctx.threadId, transfer.sourceThreadId)
+        if (Option.isSome(held)) return held.value
+      }
       yield* cell.commit(
         [new TransferRecorded({ transfer })],
         receipt?.commandId,
