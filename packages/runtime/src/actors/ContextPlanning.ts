@@ -8,7 +8,7 @@
 import type { ProviderName, RunId } from "@skein/domain"
 import type { BuiltHandoff } from "../context/HandoffBuilder.js"
 import { assembleHandoff } from "../context/HandoffBuilder.js"
-import type { ContextDecision, IncomingTransfer, InheritedContext } from "../context/ContextResolver.js"
+import type { ContextDecision, IncomingTransfer, InheritedContext } from "../context/ContextDecision.js"
 import { resolveStartContext } from "../context/ContextResolver.js"
 import type { RuntimeOptions } from "../RuntimeConfig.js"
 import type { ThreadState } from "../store/ThreadState.js"

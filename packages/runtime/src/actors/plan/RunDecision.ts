@@ -3,7 +3,7 @@
  * knows of the provider instance that takes the run.
  */
 import type { ProviderCapabilities, ProviderName, ProviderThreadHead } from "@skein/domain"
-import type { ContextDecision } from "../../context/ContextResolver.js"
+import type { ContextDecision } from "../../context/ContextDecision.js"
 
 /** What the runtime knows of a provider instance when planning. */
 export interface ProviderInfo {

@@ -8,7 +8,7 @@
 import type { ProviderAdapter, RunId, SkeinError } from "@skein/domain"
 import { UnsupportedContextTransfer } from "@skein/domain"
 import { Effect } from "effect"
-import type { ContextDecision, IncomingTransfer, InheritedContext } from "../../context/ContextResolver.js"
+import type { ContextDecision, IncomingTransfer, InheritedContext } from "../../context/ContextDecision.js"
 import type { BuiltHandoff } from "../../context/HandoffBuilder.js"
 import { loadInherited } from "../../lineage/LineageContext.js"
 import { decideContext, localHandoff, summaryWriter } from "../ContextPlanning.js"
