@@ -8,8 +8,9 @@
  *   Orchestrator's interruptRun on an idle thread (answered NoActiveRun by the actor);
  * - RPC round trip: thread.get of a thread of three runs over the WebSocket, typed
  *   client to server and back; p50 and p99.
- * Beside dispatch, no goal: what one dispatch sample allocates (allocation.ts), which is
- * what the young generation is scavenged for.
+ * Beside dispatch, no goal: the 95% bootstrap interval of its p50 ratio (samples paired
+ * by their place in the alternating blocks), and what one dispatch sample allocates
+ * (allocation.ts), which is what the young generation is scavenged for.
  * Both sides first run WARM_SAMPLES dispatch samples each (V8 compiles the run path a
  * function at a time as each gets hot; see actors.ts), then each figure is taken in
  * blocks, the sides alternating block by block and which goes first alternating too.
@@ -21,7 +22,7 @@ import type { Effect as EffectType } from "effect"
 import { allocatedPer } from "./allocation.js"
 import type { Figure } from "./sideTable.js"
 import { inTurn, openRuntime, scaled, type Side, watchTurns } from "./sides.js"
-import { nowMs, percentile } from "./stats.js"
+import { bootstrapInterval, nowMs, percentile } from "./stats.js"
 
 const WARM_SAMPLES = scaled(1000)
 const DISPATCH_SAMPLES = scaled(400, 20)
@@ -121,6 +122,19 @@ const ms = (x: number) => `${x.toFixed(2)} ms`
 const us = (x: number) => `${(x * 1000).toFixed(0)} µs`
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(0)} KB`
 const p = percentile
+/** The 95% bootstrap interval of after's p50 over before's, resampling pairs of samples at the same place. */
+const p50RatioInterval = ([before, after]: readonly [ReadonlyArray<number>, ReadonlyArray<number>]) => {
+  const pairs = Array.from({ length: Math.min(before.length, after.length) }, (_, i) => i)
+  const [low, high] = bootstrapInterval(pairs, (picked) => {
+    const p50Of = (xs: ReadonlyArray<number>) =>
+      p(
+        picked.map((i) => xs[i]!),
+        50
+      )
+    return p50Of(after) / p50Of(before)
+  })
+  return `${low.toFixed(2)}-${high.toFixed(2)}x`
+}
 /** The 5th, 25th and 75th percentiles, in ms: whether a side is shifted throughout or only spread wider. */
 const spread = (xs: ReadonlyArray<number>) => [5, 25, 75].map((at) => p(xs, at).toFixed(2)).join(", ") + " ms"
 
@@ -150,7 +164,7 @@ export const runPath = async (sides: readonly [Side, Side], dir: string): Promis
         detail:
           `dispatch: ${dispatch[0].length} and ${dispatch[1].length} runs on threads of one run, blocks of ` +
           `${DISPATCH_BLOCK}, after ${WARM_SAMPLES} such samples a side (scripted provider); ` +
-          `p5, p25, p75 before ${spread(dispatch[0])}, after ${spread(dispatch[1])}; allocated a sample ` +
+          `p50 ratio's 95% bootstrap interval ${p50RatioInterval(dispatch)}; p5, p25, p75 before ${spread(dispatch[0])}, after ${spread(dispatch[1])}; allocated a sample ` +
           `(a new thread, its first run and the measured one; ${ALLOCATION_SAMPLES} samples a side) ` +
           `before ${kb(allocated[0]!)}, after ${kb(allocated[1]!)}`
       },
