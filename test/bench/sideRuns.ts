@@ -125,14 +125,11 @@ const p = percentile
 /** The 95% bootstrap interval of after's p50 over before's, resampling pairs of samples at the same place. */
 const p50RatioInterval = ([before, after]: readonly [ReadonlyArray<number>, ReadonlyArray<number>]) => {
   const pairs = Array.from({ length: Math.min(before.length, after.length) }, (_, i) => i)
-  const [low, high] = bootstrapInterval(pairs, (picked) => {
-    const p50Of = (xs: ReadonlyArray<number>) =>
-      p(
-        picked.map((i) => xs[i]!),
-        50
-      )
-    return p50Of(after) / p50Of(before)
-  })
+  const p50At = (xs: ReadonlyArray<number>, picked: ReadonlyArray<number>) => {
+    const resampled = picked.map((i) => xs[i]!)
+    return p(resampled, 50)
+  }
+  const [low, high] = bootstrapInterval(pairs, (picked) => p50At(after, picked) / p50At(before, picked))
   return `${low.toFixed(2)}-${high.toFixed(2)}x`
 }
 /** The 5th, 25th and 75th percentiles, in ms: whether a side is shifted throughout or only spread wider. */
@@ -164,7 +161,8 @@ export const runPath = async (sides: readonly [Side, Side], dir: string): Promis
         detail:
           `dispatch: ${dispatch[0].length} and ${dispatch[1].length} runs on threads of one run, blocks of ` +
           `${DISPATCH_BLOCK}, after ${WARM_SAMPLES} such samples a side (scripted provider); ` +
-          `p50 ratio's 95% bootstrap interval ${p50RatioInterval(dispatch)}; p5, p25, p75 before ${spread(dispatch[0])}, after ${spread(dispatch[1])}; allocated a sample ` +
+          `p50 ratio's 95% bootstrap interval ${p50RatioInterval(dispatch)}; ` +
+          `p5, p25, p75 before ${spread(dispatch[0])}, after ${spread(dispatch[1])}; allocated a sample ` +
           `(a new thread, its first run and the measured one; ${ALLOCATION_SAMPLES} samples a side) ` +
           `before ${kb(allocated[0]!)}, after ${kb(allocated[1]!)}`
       },
