@@ -12,7 +12,7 @@
  * material.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { ProviderCapabilities, ThreadEvent, ThreadId, TurnItemContent } from "@skein/domain"
+import type { ProviderCapabilities, RunId, ThreadEvent, ThreadId, TurnItemContent } from "@skein/domain"
 import { ApprovalId, defaultCapabilities, ProviderName, ThreadCreated, ThreadId as ThreadIdSchema } from "@skein/domain"
 import { Effect, Option } from "effect"
 import fc from "fast-check"
@@ -24,7 +24,7 @@ import { runtimeOptions } from "../../src/RuntimeConfig.js"
 import { EventStore } from "../../src/store/EventStore.js"
 import { applyEvent } from "../../src/store/Projection.js"
 import type { ThreadState } from "../../src/store/ThreadState.js"
-import { trimThread } from "../../src/store/ThreadState.js"
+import { itemsOf, runById, trimThread } from "../../src/store/ThreadState.js"
 import { storeLayer } from "./support.js"
 
 const provider = (name: string, capabilities: ProviderCapabilities): ProviderInfo => ({
@@ -91,7 +91,11 @@ const at = "2026-01-01T00:00:00.000Z"
 type Op =
   typeof runOp extends fc.Arbitrary<infer R> ? R | (typeof rollbackOp extends fc.Arbitrary<infer B> ? B : never) : never
 
-const check = (ops: ReadonlyArray<Op>) =>
+/**
+ * Drives `ops` through the three states. With `lookBack`, after each run's end, every
+ * run so far is also read by id with its items (what `run.get` asks of an older run).
+ */
+const check = (ops: ReadonlyArray<Op>, lookBack = false) =>
   Effect.gen(function* () {
     const store = yield* EventStore
     const threadId: ThreadId = ThreadIdSchema.make("thr_compact")
@@ -137,6 +141,7 @@ const check = (ops: ReadonlyArray<Op>) =>
         trimThread(actor)
       })
 
+    const runIds: Array<RunId> = []
     let n = 0
     for (const op of ops) {
       n++
@@ -222,6 +227,8 @@ const check = (ops: ReadonlyArray<Op>) =>
         })
       )
       yield* commit(finish)
+      runIds.push(plan.run.id)
+      if (lookBack) yield* agreed((s) => runIds.map((id) => [runById(s, id), itemsOf(s, id)]))
     }
     // However it got there, the actor's compact state is what a fresh read gives.
     expect(actor).toEqual(yield* fresh())
@@ -232,6 +239,13 @@ describe("compact thread state", () => {
     await fc.assert(
       fc.asyncProperty(scenario, (ops) => Effect.runPromise(check(ops).pipe(Effect.provide(storeLayer())))),
       { numRuns: 60 }
+    )
+  }, 300_000)
+
+  it("reads any earlier run by id, with its items, as the complete state holds them", async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, (ops) => Effect.runPromise(check(ops, true).pipe(Effect.provide(storeLayer())))),
+      { numRuns: 20 }
     )
   }, 300_000)
 })
