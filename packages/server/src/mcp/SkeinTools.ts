@@ -104,13 +104,52 @@ const toolCallIdOf = (meta: Record<string, unknown> | undefined): string | undef
   return undefined
 }
 
+/** What `tools/list` shows of each tool: its title, what it does, its arguments, its hints. */
+const toolDescriptions = {
+  spawn_subagent: {
+    title: "Spawn a subagent",
+    description:
+      "Start a subagent: a child thread of this one whose first run, on the provider you name, works on the prompt. " +
+      "Its result comes back to this thread twice: as this tool's answer when you wait, and in this thread's next run.",
+    inputSchema: inputs.spawn,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
+  },
+  subagent_status: {
+    title: "A subagent's status",
+    description: "The status of one of this thread's subagents, with its result once its run has ended.",
+    inputSchema: inputs.status,
+    annotations: { readOnlyHint: true, openWorldHint: false }
+  },
+  await_subagents: {
+    title: "Wait for subagents",
+    description:
+      "Wait until the first of this thread's subagents (or the ones named) finishes, or all of them with all: true, " +
+      "or until timeoutMs passes; answers each one's status.",
+    inputSchema: inputs.await,
+    annotations: { readOnlyHint: true, openWorldHint: false }
+  },
+  cancel_subagent: {
+    title: "Cancel a subagent",
+    description: "Stop one of this thread's subagents: its running run is interrupted.",
+    inputSchema: inputs.status,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }
+  },
+  list_providers: {
+    title: "List providers",
+    description:
+      "The provider instances a subagent can run on, with what each can do and how freely it acts (a subagent may not act more freely than you).",
+    inputSchema: inputs.none,
+    annotations: { readOnlyHint: true, openWorldHint: false }
+  }
+} as const
+
 /** An MCP server whose tools act for `threadId` (one per request: the SDK serves each request on a fresh one). */
 export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version: string): McpServer => {
   const server = new McpServer({ name: SERVER_NAME, version })
   const subagents = Subagents.make(deps.orchestrator, threadId, deps.limits)
   /** Runs a tool's effect, in an `execute_tool` span while telemetry is on. */
   const handle = async <E extends { readonly _tag: string; readonly message: string }>(
-    tool: string,
+    tool: keyof typeof toolDescriptions,
     effect: Effect.Effect<Record<string, unknown>, E>
   ): Promise<ToolAnswer> => {
     const exit = await deps.run(
@@ -125,93 +164,47 @@ export const makeToolServer = (deps: ToolServerDeps, threadId: ThreadId, version
     return Exit.isSuccess(exit) ? answer(exit.value) : refusal(exit.cause)
   }
 
-  server.registerTool(
-    "spawn_subagent",
-    {
-      title: "Spawn a subagent",
-      description:
-        "Start a subagent: a child thread of this one whose first run, on the provider you name, works on the prompt. " +
-        "Its result comes back to this thread twice: as this tool's answer when you wait, and in this thread's next run.",
-      inputSchema: inputs.spawn,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }
-    },
-    (args, context) => {
-      // Without a requestId, the agent's own id for this tool call makes a retry return the same child.
-      const requestId = args.requestId ?? toolCallIdOf(context.mcpReq._meta)
-      return handle(
-        "spawn_subagent",
-        Effect.map(subagents.spawn({ ...args, ...(requestId === undefined ? {} : { requestId }) }), (status) => ({
-          ...status
+  server.registerTool("spawn_subagent", toolDescriptions.spawn_subagent, (args, context) => {
+    // Without a requestId, the agent's own id for this tool call makes a retry return the same child.
+    const requestId = args.requestId ?? toolCallIdOf(context.mcpReq._meta)
+    return handle(
+      "spawn_subagent",
+      Effect.map(subagents.spawn({ ...args, ...(requestId === undefined ? {} : { requestId }) }), (status) => ({
+        ...status
+      }))
+    )
+  })
+  server.registerTool("subagent_status", toolDescriptions.subagent_status, (args) =>
+    handle(
+      "subagent_status",
+      Effect.map(subagents.status(args.childThreadId), (status) => ({ ...status }))
+    )
+  )
+  server.registerTool("await_subagents", toolDescriptions.await_subagents, (args) =>
+    handle(
+      "await_subagents",
+      Effect.map(subagents.awaitChildren(args), (statuses) => ({ subagents: statuses }))
+    )
+  )
+  server.registerTool("cancel_subagent", toolDescriptions.cancel_subagent, (args) =>
+    handle(
+      "cancel_subagent",
+      Effect.map(subagents.cancel(args.childThreadId), (status) => ({ ...status }))
+    )
+  )
+  server.registerTool("list_providers", toolDescriptions.list_providers, () =>
+    handle(
+      "list_providers",
+      Effect.map(deps.orchestrator.listProviders, (providers) => ({
+        providers: providers.map(({ autonomy, capabilities, driver, model, name }) => ({
+          name,
+          driver,
+          model,
+          capabilities,
+          autonomy
         }))
-      )
-    }
-  )
-  server.registerTool(
-    "subagent_status",
-    {
-      title: "A subagent's status",
-      description: "The status of one of this thread's subagents, with its result once its run has ended.",
-      inputSchema: inputs.status,
-      annotations: { readOnlyHint: true, openWorldHint: false }
-    },
-    (args) =>
-      handle(
-        "subagent_status",
-        Effect.map(subagents.status(args.childThreadId), (status) => ({ ...status }))
-      )
-  )
-  server.registerTool(
-    "await_subagents",
-    {
-      title: "Wait for subagents",
-      description:
-        "Wait until the first of this thread's subagents (or the ones named) finishes, or all of them with all: true, " +
-        "or until timeoutMs passes; answers each one's status.",
-      inputSchema: inputs.await,
-      annotations: { readOnlyHint: true, openWorldHint: false }
-    },
-    (args) =>
-      handle(
-        "await_subagents",
-        Effect.map(subagents.awaitChildren(args), (statuses) => ({ subagents: statuses }))
-      )
-  )
-  server.registerTool(
-    "cancel_subagent",
-    {
-      title: "Cancel a subagent",
-      description: "Stop one of this thread's subagents: its running run is interrupted.",
-      inputSchema: inputs.status,
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }
-    },
-    (args) =>
-      handle(
-        "cancel_subagent",
-        Effect.map(subagents.cancel(args.childThreadId), (status) => ({ ...status }))
-      )
-  )
-  server.registerTool(
-    "list_providers",
-    {
-      title: "List providers",
-      description:
-        "The provider instances a subagent can run on, with what each can do and how freely it acts (a subagent may not act more freely than you).",
-      inputSchema: inputs.none,
-      annotations: { readOnlyHint: true, openWorldHint: false }
-    },
-    () =>
-      handle(
-        "list_providers",
-        Effect.map(deps.orchestrator.listProviders, (providers) => ({
-          providers: providers.map(({ autonomy, capabilities, driver, model, name }) => ({
-            name,
-            driver,
-            model,
-            capabilities,
-            autonomy
-          }))
-        }))
-      )
+      }))
+    )
   )
   return server
 }
