@@ -13,9 +13,10 @@ import { Effect, Fiber, Runtime, Scope } from "effect"
 /**
  * Forks `effect` into `scope`, running it on this stack until it first waits; for a scope
  * that ends with the work it forks for (a run's, a turn's): the fiber is interrupted by a
- * finalizer of that scope itself, which stays there until the scope closes.
- * (`Runtime.runFork`'s `scope` option forks a scope for each fiber instead, at three
- * times the price.)
+ * finalizer of that scope itself, which stays there until the scope closes; a fiber
+ * that has ended by then is left alone (interrupting it would cost a message through
+ * the scheduler and change nothing). (`Runtime.runFork`'s `scope` option forks a scope
+ * for each fiber instead, at three times the price.)
  */
 export const forkNowIn = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
@@ -26,7 +27,8 @@ export const forkNowIn = <A, E, R>(
     Effect.uninterruptible(
       Effect.suspend(() => {
         const fiber = Runtime.runFork(runtime)(effect)
-        return Effect.as(Scope.addFinalizer(scope, Fiber.interrupt(fiber)), fiber)
+        const stop = Effect.suspend(() => (fiber.unsafePoll() === null ? Fiber.interrupt(fiber) : Effect.void))
+        return Effect.as(Scope.addFinalizer(scope, stop), fiber)
       })
     )
   )
