@@ -9,8 +9,9 @@
  * - RPC round trip: thread.get of a thread of three runs over the WebSocket, typed
  *   client to server and back; p50 and p99.
  * Beside dispatch, no goal: the 95% bootstrap interval of its p50 ratio (samples paired
- * by their place in the alternating blocks), and what one dispatch sample allocates
- * (allocation.ts), which is what the young generation is scavenged for.
+ * by their place in the alternating blocks), what one dispatch sample allocates
+ * (allocation.ts), which is what the young generation is scavenged for, and the fibers
+ * it starts and the tasks it hands Effect's scheduler (structure.ts).
  * Both sides first run WARM_SAMPLES dispatch samples each (V8 compiles the run path a
  * function at a time as each gets hot; see actors.ts), then each figure is taken in
  * blocks, the sides alternating block by block and which goes first alternating too.
@@ -23,12 +24,15 @@ import { allocatedPer } from "./allocation.js"
 import type { Figure } from "./sideTable.js"
 import { inTurn, openRuntime, scaled, type Side, watchTurns } from "./sides.js"
 import { bootstrapInterval, nowMs, percentile } from "./stats.js"
+import { type Structure, structureOf } from "./structure.js"
 
 const WARM_SAMPLES = scaled(1000)
 const DISPATCH_SAMPLES = scaled(400, 20)
 const DISPATCH_BLOCK = 20
 /** Dispatch samples a side whose allocations are counted (after the timed ones). */
 const ALLOCATION_SAMPLES = scaled(200, 10)
+/** Dispatch samples a side whose fibers and scheduler tasks are counted (after the allocations). */
+const STRUCTURE_SAMPLES = scaled(200, 10)
 const ACTOR_CALLS = scaled(20_000, 1000)
 const ACTOR_BLOCK = 1000
 const RPC_CALLS = scaled(4000, 200)
@@ -145,6 +149,9 @@ export const runPath = async (sides: readonly [Side, Side], dir: string): Promis
     const allocated: Array<number> = []
     for (const [i, runSide] of both.entries())
       allocated[i] = await allocatedPer(ALLOCATION_SAMPLES, () => runSide.dispatch(1))
+    const structure: Array<Structure> = []
+    for (const [i, runSide] of both.entries())
+      structure[i] = await structureOf(sides[i]!.E, STRUCTURE_SAMPLES, () => runSide.dispatch(1))
     await alternate(both, sides, ACTOR_BLOCK, ACTOR_BLOCK, (s, n) => s.actor(n))
     const actor = await alternate(both, sides, ACTOR_CALLS, ACTOR_BLOCK, (s, n) => s.actor(n))
     await alternate(both, sides, RPC_BLOCK, RPC_BLOCK, (s, n) => s.rpc(n))
@@ -164,7 +171,10 @@ export const runPath = async (sides: readonly [Side, Side], dir: string): Promis
           `p50 ratio's 95% bootstrap interval ${p50RatioInterval(dispatch)}; ` +
           `p5, p25, p75 before ${spread(dispatch[0])}, after ${spread(dispatch[1])}; allocated a sample ` +
           `(a new thread, its first run and the measured one; ${ALLOCATION_SAMPLES} samples a side) ` +
-          `before ${kb(allocated[0]!)}, after ${kb(allocated[1]!)}`
+          `before ${kb(allocated[0]!)}, after ${kb(allocated[1]!)}; fibers started a sample before ` +
+          `${structure[0]!.fibers.toFixed(1)}, after ${structure[1]!.fibers.toFixed(1)}, tasks handed to ` +
+          `Effect's scheduler before ${structure[0]!.tasks.toFixed(1)}, after ${structure[1]!.tasks.toFixed(1)} ` +
+          `(${STRUCTURE_SAMPLES} samples a side, structure.ts)`
       },
       { name: "dispatch p99", ...of(dispatch, 99), format: ms },
       {
