@@ -24,13 +24,19 @@
  * met, MISSED, or undecided (a baseline figure at or below zero); then the figures beyond
  * the guard, and a line a figure saying how it was taken, with what lies beside it (the
  * sample sizes, the binary's own spread, the ratio's bootstrap interval, the own path).
- * It takes some five minutes on two cores. SKEIN_BENCH_SIDE_FIGURES picks figures
+ * The run path's figures (`runs`) are taken in SKEIN_BENCH_SIDE_PROCESSES fresh processes
+ * (3), each loading both sides, and each row is the median of the processes' figures:
+ * their ratios move from one process to the next by more than one process's bootstrap
+ * interval shows, with how V8 compiled and laid out that process.
+ * It takes some four minutes on two cores. SKEIN_BENCH_SIDE_FIGURES picks figures
  * (`append,runs,codex,claude`, the default); SKEIN_BENCH_SIDE_TURNS and
  * SKEIN_BENCH_SIDE_ROUNDS set the agents' turns (300) and rounds (4); SKEIN_BENCH_SIDE_SCALE
  * scales every sample count (0.1: a quick try that the bench runs).
  */
+import { spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
 import { requireBinaries } from "../agents/support.js"
 import { removeDir, tempDir } from "../support/runtime.js"
 import { ensureBaseline } from "./baseline.js"
@@ -38,7 +44,7 @@ import { addedLatency } from "./sideAgents.js"
 import { runPath } from "./sideRuns.js"
 import { loadSide } from "./sides.js"
 import { appendRatio } from "./sideStore.js"
-import { type Figure, GUARD, tableLines, withinGuard } from "./sideTable.js"
+import { combined, type Figure, GUARD, tableLines, withinGuard } from "./sideTable.js"
 
 const BASELINE = process.env.SKEIN_BENCH_BASELINE ?? "71ac524"
 const KNOWN = ["append", "runs", "codex", "claude"] as const
@@ -49,6 +55,34 @@ const FIGURES = (process.env.SKEIN_BENCH_SIDE_FIGURES ?? KNOWN.join(",")).split(
   return name as (typeof KNOWN)[number]
 })
 
+const PROCESSES = Number(process.env.SKEIN_BENCH_SIDE_PROCESSES ?? 3)
+if (!(Number.isInteger(PROCESSES) && PROCESSES >= 1)) {
+  throw new Error(
+    `SKEIN_BENCH_SIDE_PROCESSES must be a whole number from 1, not ${process.env.SKEIN_BENCH_SIDE_PROCESSES}`
+  )
+}
+/** Set in a process this bench started for the run path's figures: it prints them, marked, and nothing else. */
+const CHILD = process.env.SKEIN_BENCH_SIDE_CHILD === "1"
+const CHILD_MARK = "skein-bench-figures "
+
+/** The run path's figures taken in `count` fresh processes, one after another, and combined. */
+const runPathInProcesses = (count: number): Array<Figure> => {
+  const main = fileURLToPath(new URL("./main.js", import.meta.url))
+  const taken = Array.from({ length: count }, (_, i) => {
+    const child = spawnSync(process.execPath, [...process.execArgv, main, "redesign"], {
+      env: { ...process.env, SKEIN_BENCH_SIDE_FIGURES: "runs", SKEIN_BENCH_SIDE_CHILD: "1" },
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"]
+    })
+    const line = child.stdout.split("\n").find((text) => text.startsWith(CHILD_MARK))
+    if (child.status !== 0 || line === undefined) {
+      throw new Error(`the run path's process ${i + 1} of ${count} failed (${child.signal ?? `exit ${child.status}`})`)
+    }
+    return JSON.parse(line.slice(CHILD_MARK.length)) as Array<Figure>
+  })
+  return combined(taken)
+}
+
 export async function run(): Promise<void> {
   if (FIGURES.includes("codex") || FIGURES.includes("claude")) requireBinaries()
   const baseline = ensureBaseline(BASELINE)
@@ -57,12 +91,18 @@ export async function run(): Promise<void> {
   const figures: Array<Figure> = []
   try {
     if (FIGURES.includes("append")) figures.push(await appendRatio(sides, dir))
-    if (FIGURES.includes("runs")) figures.push(...(await runPath(sides, dir)))
+    if (FIGURES.includes("runs")) {
+      figures.push(...(CHILD || PROCESSES === 1 ? await runPath(sides, dir) : runPathInProcesses(PROCESSES)))
+    }
     for (const kind of ["codex", "claude"] as const) {
       if (FIGURES.includes(kind)) figures.push(await addedLatency(sides, kind, Path.join(dir, kind)))
     }
   } finally {
     removeDir(dir)
+  }
+  if (CHILD) {
+    console.log(CHILD_MARK + JSON.stringify(figures))
+    return
   }
   const short = baseline.commit.slice(0, 7)
   console.log(`redesign guard: ${short} (before) against this checkout (after), side by side in one run`)

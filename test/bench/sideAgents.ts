@@ -22,7 +22,7 @@ import type { ProviderName, ThreadId } from "@skein/domain"
 import { claudeEnv, claudePlaceholder, codexEnv, codexLauncher } from "../agents/support.js"
 import { direct, type Kind, resolveBinary } from "./binaryAlone.js"
 import { startMockThread } from "./mockThread.js"
-import type { Figure } from "./sideTable.js"
+import { type Figure, format } from "./sideTable.js"
 import { isTurnEnd, openRuntime, scaled, type Side, watchTurns } from "./sides.js"
 import { bootstrapInterval, percentile } from "./stats.js"
 
@@ -87,7 +87,7 @@ const openAgentSide = async (side: Side, kind: Kind, dir: string, envOf: (home: 
   }
 }
 
-const fmt = (x: number) => `${x.toFixed(2)} ms`
+const fmt = (x: number) => format("ms", x)
 
 /** `kind`'s added latency per turn under each side, as a figure of the table. */
 export const addedLatency = async (sides: readonly [Side, Side], kind: Kind, dir: string): Promise<Figure> => {
@@ -150,7 +150,7 @@ export const addedLatency = async (sides: readonly [Side, Side], kind: Kind, dir
       name: `${name} added latency per turn (p50)`,
       before: added(0, all),
       after: added(1, all),
-      format: fmt,
+      unit: "ms",
       detail:
         `${name}: ${all.length} turns each of the three, on ${ROUNDS} rounds of fresh processes; the binary alone ` +
         `p50 ${fmt(percentile(alone.wall, 50))} (p10-p90 spread ${fmt(percentile(alone.wall, 90) - percentile(alone.wall, 10))}); ` +

@@ -21,7 +21,7 @@ import * as Path from "node:path"
 import type { ProviderName, ThreadId } from "@skein/domain"
 import type { Effect as EffectType } from "effect"
 import { allocatedPer } from "./allocation.js"
-import type { Figure } from "./sideTable.js"
+import { type Figure, format } from "./sideTable.js"
 import { inTurn, openRuntime, scaled, type Side, watchTurns } from "./sides.js"
 import { bootstrapInterval, nowMs, percentile } from "./stats.js"
 import { type Structure, structureOf } from "./structure.js"
@@ -122,8 +122,7 @@ const alternate = async (
   return samples.map((xs) => xs.filter((x) => !Number.isNaN(x))) as [Array<number>, Array<number>]
 }
 
-const ms = (x: number) => `${x.toFixed(2)} ms`
-const us = (x: number) => `${(x * 1000).toFixed(0)} µs`
+const us = (x: number) => format("µs", x)
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(0)} KB`
 const p = percentile
 /** The 95% bootstrap interval of after's p50 over before's, resampling pairs of samples at the same place. */
@@ -164,7 +163,7 @@ export const runPath = async (sides: readonly [Side, Side], dir: string): Promis
       {
         name: "dispatch p50 (run.start -> provider has the turn)",
         ...of(dispatch, 50),
-        format: ms,
+        unit: "ms",
         detail:
           `dispatch: ${dispatch[0].length} and ${dispatch[1].length} runs on threads of one run, blocks of ` +
           `${DISPATCH_BLOCK}, after ${WARM_SAMPLES} such samples a side (scripted provider); ` +
@@ -176,20 +175,20 @@ export const runPath = async (sides: readonly [Side, Side], dir: string): Promis
           `Effect's scheduler before ${structure[0]!.tasks.toFixed(1)}, after ${structure[1]!.tasks.toFixed(1)} ` +
           `(${STRUCTURE_SAMPLES} samples a side, structure.ts)`
       },
-      { name: "dispatch p99", ...of(dispatch, 99), format: ms },
+      { name: "dispatch p99", ...of(dispatch, 99), unit: "ms" },
       {
         name: "actor round trip p50 (interruptRun on an idle thread)",
         ...of(actor, 50),
-        format: us,
+        unit: "µs",
         detail: `actor round trip: ${ACTOR_CALLS.toLocaleString("en-US")} calls a side, p99 before ${us(p(actor[0], 99))}, after ${us(p(actor[1], 99))}`
       },
       {
         name: "RPC round trip p50 (thread.get over WebSocket)",
         ...of(rpc, 50),
-        format: us,
+        unit: "µs",
         detail: `RPC round trip: ${RPC_CALLS.toLocaleString("en-US")} calls a side of thread.get (3 runs), typed client on 127.0.0.1`
       },
-      { name: "RPC round trip p99", ...of(rpc, 99), format: us }
+      { name: "RPC round trip p99", ...of(rpc, 99), unit: "µs" }
     ]
   } finally {
     for (const runSide of runSides) await runSide.close()

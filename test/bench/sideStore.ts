@@ -53,7 +53,7 @@ export const appendRatio = async (sides: readonly [Side, Side], dir: string): Pr
       before: ratioOf(1),
       after: ratioOf(2),
       higherIsBetter: true,
-      format: (x) => x.toFixed(2),
+      unit: "ratio",
       detail:
         `append: ${events.toLocaleString("en-US")} events a side in ${total} transactions, ${ROUNDS} rounds; events/s: ` +
         `raw ${rawRate.toLocaleString("en-US")}, before ${rate(events, ms[1]!).toLocaleString("en-US")}, ` +

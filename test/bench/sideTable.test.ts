@@ -4,16 +4,15 @@
  * undecided; and the exact lines printed.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { type Figure, tableLines, withinGuard } from "./sideTable.js"
+import { combined, type Figure, format, tableLines, withinGuard } from "./sideTable.js"
 
-const ms = (x: number) => `${x.toFixed(2)} ms`
-const latency = (before: number, after: number): Figure => ({ name: "dispatch p50", before, after, format: ms })
+const latency = (before: number, after: number): Figure => ({ name: "dispatch p50", before, after, unit: "ms" })
 const throughput = (before: number, after: number): Figure => ({
   name: "append ratio",
   before,
   after,
   higherIsBetter: true,
-  format: (x) => x.toFixed(2)
+  unit: "ratio"
 })
 
 describe("the side-by-side verdict", () => {
@@ -42,5 +41,48 @@ describe("the side-by-side verdict", () => {
       "append ratio |             0.50 |                  0.45 |        0.90x | >= 0.80x |       met",
       "dispatch p50 |         -1.00 ms |               1.00 ms |          n/a | <= 1.25x | undecided"
     ])
+  })
+})
+
+describe("figures taken in several processes", () => {
+  const named = (name: string, before: number, after: number, detail?: string): Figure => ({
+    name,
+    before,
+    after,
+    unit: "ms",
+    ...(detail === undefined ? {} : { detail })
+  })
+
+  it("takes the median of the befores and of the afters, and lists each process's ratio", () => {
+    const figures = combined([
+      [named("dispatch p50", 0.3, 0.33, "dispatch: 400 runs"), named("dispatch p99", 2, 2)],
+      [named("dispatch p50", 0.4, 0.52), named("dispatch p99", 3, 6)],
+      [named("dispatch p50", 0.35, 0.42), named("dispatch p99", 1, 1)]
+    ])
+    expect(figures.map(({ after, before, name }) => ({ name, before, after }))).toEqual([
+      { name: "dispatch p50", before: 0.35, after: 0.42 },
+      { name: "dispatch p99", before: 2, after: 2 }
+    ])
+    expect(figures[0]!.detail).toBe(
+      "dispatch: 400 runs; dispatch p50: after/before in each of 3 processes 1.10x, 1.30x, 1.20x, the row their medians"
+    )
+    expect(figures[1]!.detail).toBe(
+      "dispatch p99: after/before in each of 3 processes 1.00x, 2.00x, 1.00x, the row their medians"
+    )
+  })
+
+  it("takes the middle two's mean for an even count, over the processes that have the figure", () => {
+    const figures = combined([
+      [named("rpc", 1, 2)],
+      [named("rpc", 3, 4)],
+      [],
+      [named("rpc", 5, 6)],
+      [named("rpc", 7, 8)]
+    ])
+    expect(figures.map(({ after, before }) => [before, after])).toEqual([[4, 5]])
+  })
+
+  it("shows a time in ms or in µs, and a ratio bare", () => {
+    expect([format("ms", 0.4321), format("µs", 0.0384), format("ratio", 0.456)]).toEqual(["0.43 ms", "38 µs", "0.46"])
   })
 })
