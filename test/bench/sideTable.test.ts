@@ -64,7 +64,8 @@ describe("figures taken in several processes", () => {
       { name: "dispatch p99", before: 2, after: 2 }
     ])
     expect(figures[0]!.detail).toBe(
-      "dispatch: 400 runs; dispatch p50: after/before in each of 3 processes 1.10x, 1.30x, 1.20x, the row their medians"
+      "dispatch p50: after/before in each of 3 processes 1.10x, 1.30x, 1.20x, the row their medians; " +
+        "in the first process, dispatch: 400 runs"
     )
     expect(figures[1]!.detail).toBe(
       "dispatch p99: after/before in each of 3 processes 1.00x, 2.00x, 1.00x, the row their medians"

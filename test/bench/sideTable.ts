@@ -42,9 +42,9 @@ const median = (xs: ReadonlyArray<number>): number => {
 
 /**
  * The same figures taken in several processes, one figure each: the median of the
- * befores and the median of the afters, with each process's ratio added to the
- * detail. A figure's place and detail are the first process's; a figure some process
- * lacks is combined over those that have it.
+ * befores and the median of the afters, each process's ratio in the detail, then the
+ * first process's own detail. A figure's place is the first process's; a figure some
+ * process lacks is combined over those that have it.
  */
 export const combined = (runs: ReadonlyArray<ReadonlyArray<Figure>>): Array<Figure> =>
   (runs[0] ?? []).map((first) => {
@@ -55,7 +55,7 @@ export const combined = (runs: ReadonlyArray<ReadonlyArray<Figure>>): Array<Figu
       ...first,
       before: median(taken.map((figure) => figure.before)),
       after: median(taken.map((figure) => figure.after)),
-      detail: first.detail === undefined ? spread : `${first.detail}; ${spread}`
+      detail: first.detail === undefined ? spread : `${spread}; in the first process, ${first.detail}`
     }
   })
 
