@@ -77,8 +77,11 @@ interface RunCell {
   readonly report: Ref.Ref<TurnReport>
   readonly items: ItemBatch.ItemBatch
   readonly ended: Deferred.Deferred<TurnEnd>
-  /** Completed once the driver has tried to record the run's end: the turn's sink waits for it. */
-  readonly recorded: Deferred.Deferred<void>
+  /**
+   * Opened once the driver has tried to record the run's end: the turn's sink waits for it.
+   * A signal with no value, so a `Latch`: making one costs a small fraction of a `Deferred`.
+   */
+  readonly recorded: Effect.Latch
 }
 
 /** A call that timed out or died leaves its session suspect: close it. */
@@ -206,11 +209,12 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> =>
         report: yield* Ref.make(emptyReport),
         items: yield* ItemBatch.make((batch) => ask("RecordItems", { runId: run.id, items: batch })),
         ended: yield* Deferred.make<TurnEnd>(),
-        recorded: yield* Deferred.make<void>()
+        recorded: yield* Effect.makeLatch()
       }
       const checkpointDue =
         input.checkpoint === null ? Effect.succeed(noCheckpoint) : yield* once(RunCheckpoint.due(input.checkpoint))
-      const beginCapture = yield* captureOnce(input, scope)
+      // Without a workspace no checkpoint is ever pending, so no capture is begun.
+      const beginCapture = input.checkpoint === null ? Effect.void : yield* captureOnce(input, scope)
       const record = (exit: TurnExit) => recordEnd(input, cell, checkpointDue, beginCapture, exit)
 
       const turnFiber = yield* forkNowIn(turn(input, cell), scope)
@@ -221,7 +225,8 @@ export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> =>
       // If recording fails, the actor hears why from this fiber's exit (DriverExited) and
       // ends the run itself; from the end event, it is tried again once the call returns.
       const pending = yield* record(first.exit).pipe(
-        Effect.ensuring(Deferred.done(cell.recorded, Exit.void)),
+        // Opened in place: the sink resumes as it would from a Deferred, with no flush task first.
+        Effect.ensuring(Effect.sync(() => cell.recorded.unsafeOpen())),
         Effect.catchAll((error) =>
           first.by === "event" ? Effect.flatMap(turnFiber.await, record) : Effect.fail(error)
         )

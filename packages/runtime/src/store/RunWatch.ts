@@ -7,7 +7,7 @@
  * start is answered): what it is told until `begin` waits, then is folded.
  */
 import type { Run, RunId, RunView, StoredEvent, ThreadEvent, TurnItem } from "@skein/domain"
-import { Deferred, Effect, Exit, FiberId } from "effect"
+import { Effect } from "effect"
 import { toRunView, upsertItem } from "./Projection.js"
 
 export interface RunWatch {
@@ -29,9 +29,12 @@ export const make = (): RunWatch => {
   let started = false
   let latest: Run | null = null
   const items: Array<TurnItem> = []
-  /** The run's view once its end was seen; what `ended` waits on until then, made by the first that waits. */
+  /**
+   * The run's view once its end was seen; what `ended` waits on until then, made by the
+   * first that waits (a `Latch`: the view is here when it opens, and it is cheap to make).
+   */
   let view: RunView | undefined
-  let waiting: Deferred.Deferred<RunView> | undefined
+  let seen: Effect.Latch | undefined
   const take = (events: ReadonlyArray<ThreadEvent>) => {
     let end = false
     for (const event of events) {
@@ -52,7 +55,7 @@ export const make = (): RunWatch => {
     // Called from the store's listener, outside any fiber.
     if (end && latest !== null && view === undefined) {
       view = toRunView(latest, items)
-      if (waiting !== undefined) Deferred.unsafeDone(waiting, Exit.succeed(view))
+      seen?.unsafeOpen()
     }
   }
   return {
@@ -69,7 +72,7 @@ export const make = (): RunWatch => {
     sawStart: () => started,
     sawEnd: () => view !== undefined,
     ended: Effect.suspend(() =>
-      view !== undefined ? Effect.succeed(view) : Deferred.await((waiting ??= Deferred.unsafeMake(FiberId.none)))
+      view !== undefined ? Effect.succeed(view) : Effect.map((seen ??= Effect.unsafeMakeLatch()).await, () => view!)
     )
   }
 }

@@ -8,7 +8,8 @@
  */
 import type { ProviderEvent, SkeinError, TurnItemContent } from "@skein/domain"
 import { ProviderName, TurnUsage } from "@skein/domain"
-import { Deferred, Effect, Exit, Option, Ref, Schema } from "effect"
+import { Effect, Exit, Option, Ref, Schema } from "effect"
+import type { Deferred } from "effect"
 import type { ItemBatch } from "../ItemBatch.js"
 import type { TurnReport } from "./RunEnd.js"
 import type { RunPhase, TurnEnd } from "./RunPhase.js"
@@ -19,8 +20,8 @@ export interface TurnSinkInput {
   readonly report: Ref.Ref<TurnReport>
   readonly phase: Ref.Ref<RunPhase>
   readonly ended: Deferred.Deferred<TurnEnd>
-  /** Completed by the driver once it has tried to record the run's end. */
-  readonly recorded: Deferred.Deferred<void>
+  /** Opened by the driver once it has tried to record the run's end. */
+  readonly recorded: Effect.Latch
   /** The provider called the app tool `spawn_subagent`: start the child, say where it runs. */
   readonly spawn: (
     provider: ProviderName,
@@ -98,7 +99,7 @@ export const make =
       yield* endTurn(input.phase, input.ended, { by: "event", exit: Exit.succeed(outcome) })
       // The driver, woken by the end, records the run's end; the adapter's call unwinds on
       // this fiber after that, behind whoever the record woke (those waiting for the run).
-      yield* Deferred.await(input.recorded)
+      yield* input.recorded.await
       // Woken with them: the unwinding waits one turn of the scheduler more, so that a
       // caller outside Effect (a promise, resolved as its fiber ends) hears first.
       yield* Effect.yieldNow()
