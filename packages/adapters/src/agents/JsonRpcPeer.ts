@@ -142,18 +142,17 @@ export const make = (options: JsonRpcPeerOptions): JsonRpcPeer => {
     settle(result.right.id, Exit.succeed(result.right.result))
   }
 
-  const call = (method: string, params: unknown, onResult?: (result: unknown) => void) =>
-    Effect.gen(function* () {
-      const reply = yield* Deferred.make<unknown, ProviderFailure>()
-      const id = yield* Effect.suspend(() => {
-        if (closed !== null) return Effect.fail(closed(method))
-        const id = nextId++
-        pending.set(id, { method, reply, onResult })
-        return Effect.succeed(id)
-      })
-      yield* send({ id, method, params }).pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
-      return yield* Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
+  const call = Effect.fnUntraced(function* (method: string, params: unknown, onResult?: (result: unknown) => void) {
+    const reply = yield* Deferred.make<unknown, ProviderFailure>()
+    const id = yield* Effect.suspend(() => {
+      if (closed !== null) return Effect.fail(closed(method))
+      const id = nextId++
+      pending.set(id, { method, reply, onResult })
+      return Effect.succeed(id)
     })
+    yield* send({ id, method, params }).pipe(Effect.tapError(() => Effect.sync(() => pending.delete(id))))
+    return yield* Deferred.await(reply).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
+  })
 
   const failAll = (reason: FailAll): void => {
     closed ??= reason

@@ -222,14 +222,12 @@ class Pool implements ClaudePool {
     sessionId: string,
     use: (cp: ClaudeProcess, lease: Scope.CloseableScope) => Effect.Effect<A, E>
   ): Effect.Effect<A, E | ProviderFailure> => {
-    const pool = this
     return Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function* () {
-        const entry = yield* restore(pool.hold(sessionId))
-        const lease = yield* Scope.make()
-        yield* Scope.addFinalizer(lease, pool.release(entry))
-        return yield* restore(use(entry.cp, lease))
-      })
+      Effect.flatMap(restore(this.hold(sessionId)), (entry) =>
+        Effect.flatMap(Scope.make(), (lease) =>
+          Effect.zipRight(Scope.addFinalizer(lease, this.release(entry)), restore(use(entry.cp, lease)))
+        )
+      )
     )
   }
 }

@@ -85,37 +85,36 @@ const settle = (
   )
 
 /** A turn on `cp`: the user's message (after the handoff's preamble) written, its events delivered until its end. */
-const runOn = <E>(
+const runOn = Effect.fnUntraced(function* <E>(
   context: ClaudeTurnsContext,
   interrupt: Interrupt,
   cp: ClaudeProcess,
   lease: Scope.CloseableScope,
   input: TurnInput,
   onEvents: TurnEventSink<E>
-) =>
-  Effect.gen(function* () {
-    const turn = yield* begin(context.shared, cp, input)
-    if (turn === null) {
-      yield* Scope.close(lease, Exit.void)
-      return yield* context.failure("error", `a turn is already running on Claude session ${cp.sessionId}`)
-    }
-    const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
-    yield* cp.proc.send(userLine(turn.uuid, texts)).pipe(
-      Effect.tapError((error) =>
-        Effect.sync(() => {
-          if (cp.turn === turn) cp.turn = null
-          turn.queue.end(Exit.fail(error))
-        })
-      ),
-      Effect.ignore
-    )
-    yield* turn.queue.deliver(onEvents).pipe(
-      Effect.ensuring(settle(context.sessionScope, interrupt, cp, turn, lease)),
-      // It ended (failed, interrupted) with a steered message Claude Code still holds:
-      // the process would run it with nobody reading. It goes; the next turn resumes.
-      Effect.ensuring(Effect.suspend(() => (turn.steers.size > 0 ? context.pool.stop(cp) : Effect.void)))
-    )
-  })
+) {
+  const turn = yield* begin(context.shared, cp, input)
+  if (turn === null) {
+    yield* Scope.close(lease, Exit.void)
+    return yield* context.failure("error", `a turn is already running on Claude session ${cp.sessionId}`)
+  }
+  const texts = input.handoff === null ? [input.message] : [handoffPreamble(input.handoff), input.message]
+  yield* cp.proc.send(userLine(turn.uuid, texts)).pipe(
+    Effect.tapError((error) =>
+      Effect.sync(() => {
+        if (cp.turn === turn) cp.turn = null
+        turn.queue.end(Exit.fail(error))
+      })
+    ),
+    Effect.ignore
+  )
+  yield* turn.queue.deliver(onEvents).pipe(
+    Effect.ensuring(settle(context.sessionScope, interrupt, cp, turn, lease)),
+    // It ended (failed, interrupted) with a steered message Claude Code still holds:
+    // the process would run it with nobody reading. It goes; the next turn resumes.
+    Effect.ensuring(Effect.suspend(() => (turn.steers.size > 0 ? context.pool.stop(cp) : Effect.void)))
+  )
+})
 
 /** Another user message written into the running turn. */
 const steerOf = ({ failure, pool }: ClaudeTurnsContext) =>

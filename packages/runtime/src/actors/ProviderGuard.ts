@@ -194,52 +194,61 @@ const guardedTurn = <E>(
   input: TurnInput,
   onEvents: TurnEventSink<E>
 ): Effect.Effect<void, ProviderFailure | E> =>
-  withScope((scope) =>
-    Effect.gen(function* () {
-      /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
-      const sinkCause = yield* Ref.make(Option.none<Cause.Cause<E>>())
-      const silence = watchSilence(provider, deadlines)
-      const sink: TurnEventSink<E> = (events) =>
-        Effect.zipRight(
-          Effect.sync(() => silence.heard(events)),
-          Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
-        )
-      const call = yield* forkNowIn(
-        Effect.suspend(() => handle.runTurn(input, sink)),
-        scope
-      )
-      /** Why the turn was cut short, when a deadline or the process's exit did it. */
-      const verdict = yield* Ref.make(Option.none<ProviderFailure>())
-      const cut = (failure: ProviderFailure) =>
-        Effect.zipRight(
-          Ref.update(verdict, (first) => Option.orElse(first, () => Option.some(failure))),
-          Fiber.interruptFork(call)
-        )
-      yield* Scope.addFinalizer(scope, Effect.sync(silence.stop))
-      silence.start((failure) => Effect.runFork(cut(failure)))
-      const onExit = (how: ProcessExit) => cut(crashFailure(provider, "runTurn", how))
-      yield* exits.watchOnce
-      yield* Scope.addFinalizer(
-        scope,
-        Effect.sync(() => exits.turnsInFlight.delete(onExit))
-      )
-      exits.turnsInFlight.add(onExit)
-      // Exited before this turn was listening: it hears it now.
-      const gone = yield* Deferred.poll(exits.processExit)
-      if (Option.isSome(gone)) yield* Effect.flatMap(gone.value, onExit)
-      const exit = yield* Fiber.await(call)
-      // Over: no deadline may pass for it now.
-      silence.stop()
-      // The run's end was most often recorded from the turn's end event already: whoever
-      // was waiting for it (and their next command) goes before this turn unwinds.
-      yield* Effect.yieldNow()
-      if (Exit.isSuccess(exit)) return
-      const failed = yield* Ref.get(verdict)
-      if (Option.isSome(failed)) return yield* Effect.fail(failed.value)
-      const own = yield* Ref.get(sinkCause)
-      return yield* Option.isSome(own) ? Effect.failCause(own.value) : toFailure(provider, "runTurn")(exit.cause)
-    })
+  withScope((scope) => guardedTurnIn(provider, handle, deadlines, exits, input, onEvents, scope))
+
+/** `guardedTurn` in its scope (made once: docs/decisions/0011-generators-made-once.md). */
+const guardedTurnIn = Effect.fnUntraced(function* <E>(
+  provider: string,
+  handle: ProviderSessionHandle,
+  deadlines: ProviderDeadlines,
+  exits: ExitWatch,
+  input: TurnInput,
+  onEvents: TurnEventSink<E>,
+  scope: Scope.Scope
+) {
+  /** How the caller's own `onEvents` failed, if it did: that failure is the caller's, not the provider's. */
+  const sinkCause = yield* Ref.make(Option.none<Cause.Cause<E>>())
+  const silence = watchSilence(provider, deadlines)
+  const sink: TurnEventSink<E> = (events) =>
+    Effect.zipRight(
+      Effect.sync(() => silence.heard(events)),
+      Effect.tapErrorCause(onEvents(events), (cause) => Ref.set(sinkCause, Option.some(cause)))
+    )
+  const call = yield* forkNowIn(
+    Effect.suspend(() => handle.runTurn(input, sink)),
+    scope
   )
+  /** Why the turn was cut short, when a deadline or the process's exit did it. */
+  const verdict = yield* Ref.make(Option.none<ProviderFailure>())
+  const cut = (failure: ProviderFailure) =>
+    Effect.zipRight(
+      Ref.update(verdict, (first) => Option.orElse(first, () => Option.some(failure))),
+      Fiber.interruptFork(call)
+    )
+  yield* Scope.addFinalizer(scope, Effect.sync(silence.stop))
+  silence.start((failure) => Effect.runFork(cut(failure)))
+  const onExit = (how: ProcessExit) => cut(crashFailure(provider, "runTurn", how))
+  yield* exits.watchOnce
+  yield* Scope.addFinalizer(
+    scope,
+    Effect.sync(() => exits.turnsInFlight.delete(onExit))
+  )
+  exits.turnsInFlight.add(onExit)
+  // Exited before this turn was listening: it hears it now.
+  const gone = yield* Deferred.poll(exits.processExit)
+  if (Option.isSome(gone)) yield* Effect.flatMap(gone.value, onExit)
+  const exit = yield* Fiber.await(call)
+  // Over: no deadline may pass for it now.
+  silence.stop()
+  // The run's end was most often recorded from the turn's end event already: whoever
+  // was waiting for it (and their next command) goes before this turn unwinds.
+  yield* Effect.yieldNow()
+  if (Exit.isSuccess(exit)) return
+  const failed = yield* Ref.get(verdict)
+  if (Option.isSome(failed)) return yield* Effect.fail(failed.value)
+  const own = yield* Ref.get(sinkCause)
+  return yield* Option.isSome(own) ? Effect.failCause(own.value) : toFailure(provider, "runTurn")(exit.cause)
+})
 
 /**
  * The session handle with every method guarded. `exited` never fails or dies; any

@@ -107,8 +107,8 @@ const turnInputOf = (input: DriveInput, context: RunContext, nativeRef: string):
 }
 
 /** On the lease: the provider thread made ready, then the turn sent (unless a stop came first) and its events reported. */
-const sendTurn = (input: DriveInput, cell: RunCell, lease: SessionLease, initial: RunContext) =>
-  Effect.gen(function* () {
+const sendTurn = Effect.fnUntraced(
+  function* (input: DriveInput, cell: RunCell, lease: SessionLease, initial: RunContext) {
     const { context, nativeRef } = yield* ensureThread(input, lease, initial)
     const go = (yield* Deferred.isDone(input.stop)) ? false : yield* Ref.modify(cell.phase, send(lease, nativeRef))
     if (!go) return "interrupted" as TurnOutcome
@@ -121,54 +121,59 @@ const sendTurn = (input: DriveInput, cell: RunCell, lease: SessionLease, initial
       Ref.set(cell.phase, RunPhase.Ended())
     )
     return (yield* Ref.get(cell.report)).outcome
-  }).pipe(Effect.tapError((error) => (sessionSuspect(error) ? lease.kill : Effect.void)))
+  },
+  (effect, _input, _cell, lease) =>
+    Effect.tapError(effect, (error) => (sessionSuspect(error) ? lease.kill : Effect.void))
+)
 
 /** The turn from the gate to its call's return, with the stop watched beside it; its exit is a word of the turn's end. */
 const turn = (input: DriveInput, cell: RunCell): Effect.Effect<TurnOutcome, ProviderFailure | SkeinError> =>
-  withScope((scope) =>
-    Effect.gen(function* () {
-      yield* Effect.forkIn(RunStop.watch({ ...cell, stop: input.stop, graceMs: input.graceMs }), scope)
-      yield* input.gate.settled
-      const context = yield* ensureSummary(input, input.context)
-      return yield* input.sessions.use(input.run.provider, input.workspace, (lease) =>
-        sendTurn(input, cell, lease, context)
-      )
-    })
-  ).pipe(Effect.onExit((exit) => endTurn(cell.phase, cell.ended, { by: "call", exit })))
+  withScope((scope) => turnIn(input, cell, scope)).pipe(
+    Effect.onExit((exit) => endTurn(cell.phase, cell.ended, { by: "call", exit }))
+  )
+
+/** `turn` in its scope. */
+const turnIn = Effect.fnUntraced(function* (input: DriveInput, cell: RunCell, scope: Scope.Scope) {
+  yield* Effect.forkIn(RunStop.watch({ ...cell, stop: input.stop, graceMs: input.graceMs }), scope)
+  yield* input.gate.settled
+  const context = yield* ensureSummary(input, input.context)
+  return yield* input.sessions.use(input.run.provider, input.workspace, (lease) =>
+    sendTurn(input, cell, lease, context)
+  )
+})
 
 /**
  * Records the run's end (its `FinishRun`) from how the turn ended; true when a git
  * checkpoint is now pending, to be taken.
  */
-const recordEnd = (
+const recordEnd = Effect.fnUntraced(function* (
   input: DriveInput,
   cell: RunCell,
   checkpointDue: Effect.Effect<RunCheckpoint.CheckpointDue>,
   beginCapture: Effect.Effect<void>,
   exit: TurnExit
-): Effect.Effect<boolean, SkeinError> =>
-  Effect.gen(function* () {
-    const completed = Exit.isSuccess(exit) && exit.value === "completed" && input.checkpoint !== null
-    const checkpoint = completed ? yield* checkpointDue : { due: false, note: null }
-    const stop = yield* Deferred.poll(input.stop)
-    const end = finishOf({
-      runId: input.run.id,
-      exit,
-      stopped: Option.isSome(stop) ? yield* stop.value : null,
-      report: yield* Ref.get(cell.report),
-      held: yield* cell.items.held,
-      checkpointNote: checkpoint.note,
-      checkpoint: checkpoint.due ? "pending" : null
-    })
-    // Interrupted from outside (the actor is closing): nobody is left to record it.
-    if (Option.isNone(end)) return false
-    const pending = end.value.checkpoint === "pending"
-    // Before the end is in the mailbox: a run started after it waits for the checkpoint.
-    if (pending) yield* beginCapture
-    yield* Telemetry.runEnded(input.run.provider, end.value)
-    yield* input.ask("FinishRun", end.value)
-    return pending
+) {
+  const completed = Exit.isSuccess(exit) && exit.value === "completed" && input.checkpoint !== null
+  const checkpoint = completed ? yield* checkpointDue : { due: false, note: null }
+  const stop = yield* Deferred.poll(input.stop)
+  const end = finishOf({
+    runId: input.run.id,
+    exit,
+    stopped: Option.isSome(stop) ? yield* stop.value : null,
+    report: yield* Ref.get(cell.report),
+    held: yield* cell.items.held,
+    checkpointNote: checkpoint.note,
+    checkpoint: checkpoint.due ? "pending" : null
   })
+  // Interrupted from outside (the actor is closing): nobody is left to record it.
+  if (Option.isNone(end)) return false
+  const pending = end.value.checkpoint === "pending"
+  // Before the end is in the mailbox: a run started after it waits for the checkpoint.
+  if (pending) yield* beginCapture
+  yield* Telemetry.runEnded(input.run.provider, end.value)
+  yield* input.ask("FinishRun", end.value)
+  return pending
+})
 
 const noCheckpoint: RunCheckpoint.CheckpointDue = { due: false, note: null }
 
@@ -183,62 +188,60 @@ const once = <A>(effect: Effect.Effect<A>): Effect.Effect<Effect.Effect<A>> =>
   )
 
 /** The checkpoint gate's capture for this run, begun at most once and released when the driver ends. */
-const captureOnce = (input: DriveInput, scope: Scope.Scope) =>
-  Effect.gen(function* () {
-    const release = yield* Ref.make(Option.none<Effect.Effect<void>>())
-    yield* Scope.addFinalizer(
-      scope,
-      Effect.flatMap(
-        Ref.get(release),
-        Option.getOrElse(() => Effect.void)
-      )
+const captureOnce = Effect.fnUntraced(function* (input: DriveInput, scope: Scope.Scope) {
+  const release = yield* Ref.make(Option.none<Effect.Effect<void>>())
+  yield* Scope.addFinalizer(
+    scope,
+    Effect.flatMap(
+      Ref.get(release),
+      Option.getOrElse(() => Effect.void)
     )
-    return Effect.flatMap(Ref.get(release), (begun) =>
-      Option.isSome(begun)
-        ? Effect.void
-        : Effect.flatMap(input.gate.begin(input.run.id), (done) => Ref.set(release, Option.some(done)))
-    )
-  })
+  )
+  return Effect.flatMap(Ref.get(release), (begun) =>
+    Option.isSome(begun)
+      ? Effect.void
+      : Effect.flatMap(input.gate.begin(input.run.id), (done) => Ref.set(release, Option.some(done)))
+  )
+})
 
 export const driveRun = (input: DriveInput): Effect.Effect<void, SkeinError> =>
-  withScope((scope) =>
-    Effect.gen(function* () {
-      const { ask, run } = input
-      const cell: RunCell = {
-        phase: yield* Ref.make<RunPhase>(RunPhase.Preparing()),
-        report: yield* Ref.make(emptyReport),
-        items: yield* ItemBatch.make((batch) => ask("RecordItems", { runId: run.id, items: batch })),
-        ended: yield* Deferred.make<TurnEnd>(),
-        recorded: yield* Effect.makeLatch()
-      }
-      const checkpointDue =
-        input.checkpoint === null ? Effect.succeed(noCheckpoint) : yield* once(RunCheckpoint.due(input.checkpoint))
-      // Without a workspace no checkpoint is ever pending, so no capture is begun.
-      const beginCapture = input.checkpoint === null ? Effect.void : yield* captureOnce(input, scope)
-      const record = (exit: TurnExit) => recordEnd(input, cell, checkpointDue, beginCapture, exit)
+  withScope((scope) => driveIn(input, scope))
 
-      const turnFiber = yield* forkNowIn(turn(input, cell), scope)
-      const first = yield* Deferred.await(cell.ended)
-      // A stop ended the run: the turn is cut short first, and what its adapter gives up
-      // on the way is held for the run's end.
-      if (first.by === "stop") yield* Fiber.interrupt(turnFiber)
-      // If recording fails, the actor hears why from this fiber's exit (DriverExited) and
-      // ends the run itself; from the end event, it is tried again once the call returns.
-      const pending = yield* record(first.exit).pipe(
-        // Opened in place: the sink resumes as it would from a Deferred, with no flush task first.
-        Effect.ensuring(Effect.sync(() => cell.recorded.unsafeOpen())),
-        Effect.catchAll((error) =>
-          first.by === "event" ? Effect.flatMap(turnFiber.await, record) : Effect.fail(error)
-        )
-      )
-      // The end is recorded: a stop has nothing left to do, so its watcher may end.
-      yield* Deferred.succeed(input.stop, null)
-      // The turn's call unwinds, then the pending checkpoint is taken.
-      yield* turnFiber.await
-      if (pending && input.checkpoint !== null) {
-        yield* RunCheckpoint.take(input.checkpoint, ask, run.id).pipe(
-          Telemetry.traced("checkpoint.capture", { attributes: { "skein.run.id": run.id } })
-        )
-      }
-    })
+/** `driveRun` in its scope (made once: docs/decisions/0011-generators-made-once.md). */
+const driveIn = Effect.fnUntraced(function* (input: DriveInput, scope: Scope.Scope) {
+  const { ask, run } = input
+  const cell: RunCell = {
+    phase: yield* Ref.make<RunPhase>(RunPhase.Preparing()),
+    report: yield* Ref.make(emptyReport),
+    items: yield* ItemBatch.make((batch) => ask("RecordItems", { runId: run.id, items: batch })),
+    ended: yield* Deferred.make<TurnEnd>(),
+    recorded: yield* Effect.makeLatch()
+  }
+  const checkpointDue =
+    input.checkpoint === null ? Effect.succeed(noCheckpoint) : yield* once(RunCheckpoint.due(input.checkpoint))
+  // Without a workspace no checkpoint is ever pending, so no capture is begun.
+  const beginCapture = input.checkpoint === null ? Effect.void : yield* captureOnce(input, scope)
+  const record = (exit: TurnExit) => recordEnd(input, cell, checkpointDue, beginCapture, exit)
+
+  const turnFiber = yield* forkNowIn(turn(input, cell), scope)
+  const first = yield* Deferred.await(cell.ended)
+  // A stop ended the run: the turn is cut short first, and what its adapter gives up
+  // on the way is held for the run's end.
+  if (first.by === "stop") yield* Fiber.interrupt(turnFiber)
+  // If recording fails, the actor hears why from this fiber's exit (DriverExited) and
+  // ends the run itself; from the end event, it is tried again once the call returns.
+  const pending = yield* record(first.exit).pipe(
+    // Opened in place: the sink resumes as it would from a Deferred, with no flush task first.
+    Effect.ensuring(Effect.sync(() => cell.recorded.unsafeOpen())),
+    Effect.catchAll((error) => (first.by === "event" ? Effect.flatMap(turnFiber.await, record) : Effect.fail(error)))
   )
+  // The end is recorded: a stop has nothing left to do, so its watcher may end.
+  yield* Deferred.succeed(input.stop, null)
+  // The turn's call unwinds, then the pending checkpoint is taken.
+  yield* turnFiber.await
+  if (pending && input.checkpoint !== null) {
+    yield* RunCheckpoint.take(input.checkpoint, ask, run.id).pipe(
+      Telemetry.traced("checkpoint.capture", { attributes: { "skein.run.id": run.id } })
+    )
+  }
+})

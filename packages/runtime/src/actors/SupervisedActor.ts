@@ -113,7 +113,7 @@ class Actor<R extends Rpc.Any, E, C> implements SupervisedActor<R, E> {
   private handlers!: Record<string, AnyHandler<C>>
   private context!: C
   private restart!: Behaviour<R, C>["restart"]
-  private afterEach: Effect.Effect<void> | undefined = undefined
+  afterEach: Effect.Effect<void> | undefined = undefined
 
   constructor(
     private readonly options: Options<R, E, C>,
@@ -199,7 +199,7 @@ class Actor<R extends Rpc.Any, E, C> implements SupervisedActor<R, E> {
   }
 
   /** The next message, or undefined: the worker ends (in the same step, so that a message posted next starts another). */
-  private next(): Envelope | undefined {
+  next(): Envelope | undefined {
     const envelope = MutableQueue.poll(this.waiting, undefined)
     if (envelope === undefined) {
       this.serving = false
@@ -210,22 +210,11 @@ class Actor<R extends Rpc.Any, E, C> implements SupervisedActor<R, E> {
 
   /** Serves messages while any waits. */
   private work(): Effect.Effect<void> {
-    const self = this
-    return Effect.interruptible(
-      Effect.gen(function* () {
-        while (true) {
-          const envelope = self.next()
-          if (envelope === undefined) return
-          const goOn = yield* self.serve(envelope)
-          if (self.afterEach !== undefined) yield* self.afterEach
-          if (!goOn) return
-        }
-      })
-    )
+    return Effect.interruptible(serveWaiting(this))
   }
 
   /** Handles one message and answers its caller; false when the actor must stop. */
-  private serve(envelope: Envelope): Effect.Effect<boolean> {
+  serve(envelope: Envelope): Effect.Effect<boolean> {
     return Effect.suspend(() => this.handlers[envelope.tag]!(envelope.payload, this.context)).pipe(
       Telemetry.withCarriedSpan(`actor ${envelope.tag}`, envelope.span),
       Effect.exit,
@@ -257,6 +246,24 @@ class Actor<R extends Rpc.Any, E, C> implements SupervisedActor<R, E> {
     })
   }
 }
+
+/** What a worker's loop uses of its actor. */
+interface Serving {
+  next(): Envelope | undefined
+  serve(envelope: Envelope): Effect.Effect<boolean>
+  readonly afterEach: Effect.Effect<void> | undefined
+}
+
+/** A worker's loop, made once for every actor (docs/decisions/0011-generators-made-once.md). */
+const serveWaiting = Effect.fnUntraced(function* (actor: Serving) {
+  while (true) {
+    const envelope = actor.next()
+    if (envelope === undefined) return
+    const goOn = yield* actor.serve(envelope)
+    if (actor.afterEach !== undefined) yield* actor.afterEach
+    if (!goOn) return
+  }
+})
 
 export const make = <R extends Rpc.Any, E, C = void>(
   options: Options<R, E, C>

@@ -125,14 +125,17 @@ const afterMessage = ({ ctx, runs }: HandlerParts): Effect.Effect<void> =>
  * After a defect, memory may be ahead of storage: start again from what is persisted,
  * and end a run that lost its driver on the way.
  */
-const restart = (_tag: ThreadMessage["_tag"], _cause: unknown, { answering, ctx, runs }: HandlerParts) =>
-  Effect.gen(function* () {
-    yield* Ref.set(answering, noneAnswering)
-    runs.children.mark()
-    yield* ctx.cell.reload
-    yield* endOrphan(ctx, "the thread's actor restarted while this run was in flight and its driver was gone")
-    yield* settleAbandonedCheckpoints(ctx, "the thread's actor restarted before it was taken")
-  })
+const restart = Effect.fnUntraced(function* (
+  _tag: ThreadMessage["_tag"],
+  _cause: unknown,
+  { answering, ctx, runs }: HandlerParts
+) {
+  yield* Ref.set(answering, noneAnswering)
+  runs.children.mark()
+  yield* ctx.cell.reload
+  yield* endOrphan(ctx, "the thread's actor restarted while this run was in flight and its driver was gone")
+  yield* settleAbandonedCheckpoints(ctx, "the thread's actor restarted before it was taken")
+})
 
 /** What a thread's actor is given by whoever keeps it. */
 export interface ThreadActorHost {

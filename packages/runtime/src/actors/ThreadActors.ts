@@ -8,7 +8,7 @@
  * In a cluster, the service reaches the actors through the cluster, and each runner
  * keeps its own threads' actors in such a registry (cluster/ClusterThreads.ts).
  */
-import type { AppThread, Run, RunFailure, RunId, RunView, SkeinError, ThreadId } from "@skein/domain"
+import type { AppThread, Run, RunFailure, RunView, SkeinError, ThreadId } from "@skein/domain"
 import { isTerminalRunStatus } from "@skein/domain"
 import { Context, Duration, Effect, Layer } from "effect"
 import type { Scope } from "effect"
@@ -60,19 +60,18 @@ export interface ThreadActorsShape {
  * recorded, then for a git checkpoint being taken: what a shutdown does to every actor,
  * and a runner to the actor of a thread that moves away.
  */
-export const stopInFlight = (
+export const stopInFlight = Effect.fnUntraced(function* (
   store: EventStoreShape,
   actor: ThreadActor,
   failure: RunFailure
-): Effect.Effect<void, SkeinError> =>
-  Effect.gen(function* () {
-    const status = yield* actor.ask("Status", undefined)
-    if (status.activeRunId !== null) {
-      const accepted = yield* actor.ask("StopRun", { failure })
-      yield* store.awaitRunEnd(actor.threadId, accepted.run.id)
-    }
-    yield* actor.settled
-  })
+) {
+  const status = yield* actor.ask("Status", undefined)
+  if (status.activeRunId !== null) {
+    const accepted = yield* actor.ask("StopRun", { failure })
+    yield* store.awaitRunEnd(actor.threadId, accepted.run.id)
+  }
+  yield* actor.settled
+})
 
 /** How a run in flight ends when its thread moves to another runner of a cluster. */
 const MOVED: RunFailure = {
@@ -133,24 +132,23 @@ export const makeLocal = (
      * it ends. A run not seen starting (a replayed command naming an older run) is awaited
      * and read as usual.
      */
+    const startWatched = Effect.fnUntraced(function* (input: StartRunPayload, watch: RunWatch.RunWatch) {
+      const accepted = yield* use(input.threadId, (actor) => actor.askSettled("StartRun", input))
+      watch.begin(accepted.run.id)
+      if (!watch.sawStart()) {
+        if (!isTerminalRunStatus(accepted.run.status)) yield* store.awaitRunEnd(input.threadId, accepted.run.id)
+        // Its start may have been told while it was awaited: then it was seen whole after all.
+        if (!watch.sawStart() || !watch.sawEnd()) {
+          const runId = accepted.run.id
+          return yield* use(input.threadId, (actor) => actor.ask("GetRun", { runId }))
+        }
+      }
+      return yield* watch.ended
+    })
     const startAndWait: ThreadActorsShape["startAndWait"] = (input) =>
       Effect.suspend(() => {
         const watch = RunWatch.make()
-        const getRun = (runId: RunId) => use(input.threadId, (actor) => actor.ask("GetRun", { runId }))
-        return store.watching(
-          input.threadId,
-          watch.listener,
-          Effect.gen(function* () {
-            const accepted = yield* use(input.threadId, (actor) => actor.askSettled("StartRun", input))
-            watch.begin(accepted.run.id)
-            if (!watch.sawStart()) {
-              if (!isTerminalRunStatus(accepted.run.status)) yield* store.awaitRunEnd(input.threadId, accepted.run.id)
-              // Its start may have been told while it was awaited: then it was seen whole after all.
-              if (!watch.sawStart() || !watch.sawEnd()) return yield* getRun(accepted.run.id)
-            }
-            return yield* watch.ended
-          })
-        )
+        return store.watching(input.threadId, watch.listener, startWatched(input, watch))
       })
     /**
      * The thread moved away: its run in flight here is stopped and its end recorded from

@@ -93,100 +93,92 @@ const lineageOf = (store: EventStoreShape, transfer: ContextTransfer): Effect.Ef
  * no source. `cache` keeps what was read from storage for this transfer (its source
  * up to the point does not change).
  */
-export const loadInherited = (
+export const loadInherited = Effect.fnUntraced(function* (
   store: EventStoreShape,
   state: ThreadState,
   cache: Map<string, Omit<InheritedContext, "transfer" | "open">>
-): Effect.Effect<InheritedContext | null, StorageError> =>
-  Effect.gen(function* () {
-    const transfer = inheritanceOf(state)
-    if (transfer === undefined) return null
-    const key = `${transfer.sourceThreadId}/${transfer.sourcePoint.runId ?? ""}/${transfer.sourcePoint.checkpointId ?? ""}`
-    let loaded = cache.get(key)
-    if (loaded === undefined) {
-      const { parts, source } = yield* lineageOf(store, transfer)
-      const fromCheckpoint = transfer.sourcePoint.checkpointId !== undefined
-      const point = transfer.sourcePoint.runOrdinal ?? 0
-      const run = point > 0 ? yield* store.demand(source, () => runAt(source, point)) : undefined
-      const runPt = run?.providerThreadId ?? null
-      const pt = runPt !== null ? yield* store.demand(source, () => fullProviderThread(source, runPt)) : undefined
-      const turnRef = transfer.sourcePoint.providerTurnRef
-      const usable =
-        pt !== undefined &&
-        pt.nativeRef !== null &&
-        pt.nativeRef === transfer.sourcePoint.providerThreadRef &&
-        pt.nativeRefStrength === "strong" &&
-        pt.status !== "divergent" &&
-        pt.status !== "rolled_back" &&
-        pt.status !== "failed" &&
-        turnRef !== undefined &&
-        pt.nativeTurns.some((t) => t.turnRef === turnRef)
-      loaded = {
-        native:
-          usable && run !== undefined
-            ? {
-                provider: run.provider,
-                nativeRef: pt.nativeRef!,
-                turnRef: turnRef!,
-                isLatestTurn: pt.nativeTurns[pt.nativeTurns.length - 1]?.turnRef === turnRef
-              }
-            : null,
-        material: combineMaterials(parts, {
-          strategy: fromCheckpoint ? "checkpoint_summary" : "full_thread_summary",
-          from: 1,
-          to: point,
-          subject: `what this conversation starts from: ${labelOf(source)} up to its run ${point}`
-        }),
-        kind: fromCheckpoint ? "checkpoint_context" : "portable_context",
+) {
+  const transfer = inheritanceOf(state)
+  if (transfer === undefined) return null
+  const key = `${transfer.sourceThreadId}/${transfer.sourcePoint.runId ?? ""}/${transfer.sourcePoint.checkpointId ?? ""}`
+  let loaded = cache.get(key)
+  if (loaded === undefined) {
+    const { parts, source } = yield* lineageOf(store, transfer)
+    const fromCheckpoint = transfer.sourcePoint.checkpointId !== undefined
+    const point = transfer.sourcePoint.runOrdinal ?? 0
+    const run = point > 0 ? yield* store.demand(source, () => runAt(source, point)) : undefined
+    const runPt = run?.providerThreadId ?? null
+    const pt = runPt !== null ? yield* store.demand(source, () => fullProviderThread(source, runPt)) : undefined
+    const turnRef = transfer.sourcePoint.providerTurnRef
+    const usable =
+      pt !== undefined &&
+      pt.nativeRef !== null &&
+      pt.nativeRef === transfer.sourcePoint.providerThreadRef &&
+      pt.nativeRefStrength === "strong" &&
+      pt.status !== "divergent" &&
+      pt.status !== "rolled_back" &&
+      pt.status !== "failed" &&
+      turnRef !== undefined &&
+      pt.nativeTurns.some((t) => t.turnRef === turnRef)
+    loaded = {
+      native:
+        usable && run !== undefined
+          ? {
+              provider: run.provider,
+              nativeRef: pt.nativeRef!,
+              turnRef: turnRef!,
+              isLatestTurn: pt.nativeTurns[pt.nativeTurns.length - 1]?.turnRef === turnRef
+            }
+          : null,
+      material: combineMaterials(parts, {
         strategy: fromCheckpoint ? "checkpoint_summary" : "full_thread_summary",
-        label: labelOf(source)
-      }
-      cache.set(key, loaded)
+        from: 1,
+        to: point,
+        subject: `what this conversation starts from: ${labelOf(source)} up to its run ${point}`
+      }),
+      kind: fromCheckpoint ? "checkpoint_context" : "portable_context",
+      strategy: fromCheckpoint ? "checkpoint_summary" : "full_thread_summary",
+      label: labelOf(source)
     }
-    return { ...loaded, transfer, open: transfer.status !== "consumed" }
-  })
+    cache.set(key, loaded)
+  }
+  return { ...loaded, transfer, open: transfer.status !== "consumed" }
+})
 
 /**
  * The work waiting to come in (merged forks, subagent results), oldest first, each
  * read from its source thread; and the transfers whose source run has since been
  * rolled back (to be superseded, not delivered).
  */
-export const loadIncoming = (
-  store: EventStoreShape,
-  state: ThreadState
-): Effect.Effect<
-  { readonly incoming: ReadonlyArray<IncomingTransfer>; readonly stale: ReadonlyArray<ContextTransfer> },
-  StorageError
-> =>
-  Effect.gen(function* () {
-    const incoming: Array<IncomingTransfer> = []
-    const stale: Array<ContextTransfer> = []
-    for (const transfer of pendingIncoming(state)) {
-      const source = yield* loadSource(store, transfer.sourceThreadId)
-      const to = transfer.sourcePoint.runOrdinal ?? 0
-      const pointRun = yield* store.demand(source, () => runAt(source, to))
-      if (pointRun === undefined || pointRun.id !== transfer.sourcePoint.runId || !isLiveRun(pointRun)) {
-        stale.push(transfer)
-        continue
-      }
-      const from = (transfer.basePoint?.threadId === source.thread.id ? (transfer.basePoint.runOrdinal ?? 0) : 0) + 1
-      const label = labelOf(source)
-      const material = yield* store.demand(source, () => {
-        const collected = collectHandoffMaterial(source, {
-          fromOrdinal: from,
-          toOrdinal: to,
-          strategy: "fork_delta",
-          subject:
-            transfer.type === "merge_back"
-              ? `the work done on a fork of this conversation (${label}, runs ${from}-${to}), merged back`
-              : `the result of a subagent (${label}, runs ${from}-${to})`
-        })
-        return transfer.type === "subagent_result" ? withResult(collected, source, to, label) : collected
-      })
-      incoming.push({ transfer, material })
+export const loadIncoming = Effect.fnUntraced(function* (store: EventStoreShape, state: ThreadState) {
+  const incoming: Array<IncomingTransfer> = []
+  const stale: Array<ContextTransfer> = []
+  for (const transfer of pendingIncoming(state)) {
+    const source = yield* loadSource(store, transfer.sourceThreadId)
+    const to = transfer.sourcePoint.runOrdinal ?? 0
+    const pointRun = yield* store.demand(source, () => runAt(source, to))
+    if (pointRun === undefined || pointRun.id !== transfer.sourcePoint.runId || !isLiveRun(pointRun)) {
+      stale.push(transfer)
+      continue
     }
-    return { incoming, stale }
-  })
+    const from = (transfer.basePoint?.threadId === source.thread.id ? (transfer.basePoint.runOrdinal ?? 0) : 0) + 1
+    const label = labelOf(source)
+    const material = yield* store.demand(source, () => {
+      const collected = collectHandoffMaterial(source, {
+        fromOrdinal: from,
+        toOrdinal: to,
+        strategy: "fork_delta",
+        subject:
+          transfer.type === "merge_back"
+            ? `the work done on a fork of this conversation (${label}, runs ${from}-${to}), merged back`
+            : `the result of a subagent (${label}, runs ${from}-${to})`
+      })
+      return transfer.type === "subagent_result" ? withResult(collected, source, to, label) : collected
+    })
+    incoming.push({ transfer, material })
+  }
+  return { incoming, stale }
+})
 
 /** A subagent's last answer, first among the subagent results. */
 const withResult = (material: HandoffMaterial, child: ThreadState, to: number, label: string): HandoffMaterial => {

@@ -160,32 +160,30 @@ export const loadCompleteThreadState = (
  * past the snapshot, and those that brought a handoff), so the cost does not grow with
  * its history. Also gives the snapshot itself, whose lists stop at its `lastRunOrdinal`.
  */
-export const currentHead = (sql: Sql, threadId: ThreadId, headJson: string, what: string) =>
-  Effect.gen(function* () {
-    const snapshot = yield* decodeProviderThreadHead(headJson, `${what} provider thread`)
-    const key = [threadId, snapshot.id, snapshot.lastRunOrdinal ?? 0] as const
-    const served = yield* sql.unsafe<ServedRow>(
-      `SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal LIMIT 1) AS first_after
+export const currentHead = Effect.fnUntraced(function* (sql: Sql, threadId: ThreadId, headJson: string, what: string) {
+  const snapshot = yield* decodeProviderThreadHead(headJson, `${what} provider thread`)
+  const key = [threadId, snapshot.id, snapshot.lastRunOrdinal ?? 0] as const
+  const served = yield* sql.unsafe<ServedRow>(
+    `SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal LIMIT 1) AS first_after
        UNION SELECT * FROM (SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? ORDER BY ordinal DESC LIMIT 1) AS last_after
        UNION SELECT ${servedColumns} FROM provider_thread_runs WHERE thread_id = ? AND provider_thread_id = ? AND ordinal > ? AND handoff_id IS NOT NULL
        ORDER BY ordinal`,
-      [...key, ...key, ...key]
-    )
-    return { snapshot, head: yield* headWithServedRows(snapshot, served, what) }
-  })
+    [...key, ...key, ...key]
+  )
+  return { snapshot, head: yield* headWithServedRows(snapshot, served, what) }
+})
 
 /** The heads of usable provider threads, with the rows they served since their snapshot applied. */
-const usableProviderThreads = (sql: Sql, threadId: ThreadId, what: string) =>
-  Effect.gen(function* () {
-    const rows = yield* sql.unsafe<{ readonly head: string }>(
-      `SELECT head FROM provider_threads ${where} AND status <> 'stale' ORDER BY rowid`,
-      [threadId]
-    )
-    const heads: Array<ProviderThreadHead> = []
-    for (const [i, row] of rows.entries())
-      heads.push((yield* currentHead(sql, threadId, row.head, `${what} ${i + 1}:`)).head)
-    return heads
-  })
+const usableProviderThreads = Effect.fnUntraced(function* (sql: Sql, threadId: ThreadId, what: string) {
+  const rows = yield* sql.unsafe<{ readonly head: string }>(
+    `SELECT head FROM provider_threads ${where} AND status <> 'stale' ORDER BY rowid`,
+    [threadId]
+  )
+  const heads: Array<ProviderThreadHead> = []
+  for (const [i, row] of rows.entries())
+    heads.push((yield* currentHead(sql, threadId, row.head, `${what} ${i + 1}:`)).head)
+  return heads
+})
 
 /**
  * A thread's compact state (see ThreadState), in one transaction: a few indexed reads,

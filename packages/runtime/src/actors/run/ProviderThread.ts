@@ -54,57 +54,56 @@ export const ensureSummary = (
 }
 
 /** The run's provider thread on `lease`, ready for its turn: its native ref, and the context the turn goes with. */
-export const ensureThread = (
+export const ensureThread = Effect.fnUntraced(function* (
   input: ProviderThreadInput,
   lease: SessionLease,
   initial: RunContext
-): Effect.Effect<{ readonly nativeRef: string; readonly context: RunContext }, ProviderFailure | SkeinError> =>
-  Effect.gen(function* () {
-    const { ask, run } = input
-    // Skein's tools for the agent, with a credential of this session's.
-    const tools = lease.tools(run.threadId)
-    const bind = (ctx: RunContext, forked: boolean) => (native: { nativeRef: string; strength: NativeRefStrength }) =>
-      ask("BindNativeThread", {
-        runId: run.id,
-        providerThreadId: ctx.providerThread.id,
-        nativeRef: native.nativeRef,
-        strength: native.strength,
-        forked
-      }).pipe(Effect.as(native.nativeRef))
-    const start = (ctx: RunContext) =>
-      lease.handle
-        .startThread({ workspace: input.workspace, model: ctx.providerThread.settings.model, tools })
-        .pipe(Effect.flatMap(bind(ctx, false)))
-    /** Re-plan with a full summary into a new provider thread, and start it. */
-    const fallBack = (detail: string) =>
-      Effect.gen(function* () {
-        const replanned = yield* ask("ResumeFailed", { runId: run.id, detail })
-        const context = yield* ensureSummary(input, replanned)
-        return { nativeRef: yield* start(context), context }
-      })
-    const known = initial.providerThread.nativeRef
-    const ready = (nativeRef: string) => ({ nativeRef, context: initial })
-    let thread: { readonly nativeRef: string; readonly context: RunContext }
-    if (known === null && initial.fork !== null) {
-      // Inherit natively: fork the source's own provider thread at the source turn.
-      const forked = yield* Effect.either(
-        lease.handle.forkThread(initial.fork.nativeRef, initial.fork.turnRef, { tools })
-      )
-      if (Either.isRight(forked)) thread = ready(yield* bind(initial, true)(forked.right))
-      else if (recoverable(forked.left)) thread = yield* fallBack(`native fork failed: ${forked.left.detail}`)
-      else return yield* forked.left
-    } else if (known === null) {
-      thread = ready(yield* start(initial))
-    } else if (!lease.loadedRefs.has(known) || run.contextResolution !== "none") {
-      // Coming back after other runs: resume explicitly even in a warm process, since
-      // the provider may have dropped the thread meanwhile.
-      const resumed = yield* Effect.either(lease.handle.resumeThread(known, { tools }))
-      if (Either.isRight(resumed)) thread = ready(known)
-      else if (resumed.left.kind === "resume_failed") thread = yield* fallBack(resumed.left.detail)
-      else return yield* resumed.left
-    } else {
-      thread = ready(known)
-    }
-    lease.loadedRefs.add(thread.nativeRef)
-    return thread
-  })
+) {
+  const { ask, run } = input
+  // Skein's tools for the agent, with a credential of this session's.
+  const tools = lease.tools(run.threadId)
+  const bind = (ctx: RunContext, forked: boolean) => (native: { nativeRef: string; strength: NativeRefStrength }) =>
+    ask("BindNativeThread", {
+      runId: run.id,
+      providerThreadId: ctx.providerThread.id,
+      nativeRef: native.nativeRef,
+      strength: native.strength,
+      forked
+    }).pipe(Effect.as(native.nativeRef))
+  const start = (ctx: RunContext) =>
+    lease.handle
+      .startThread({ workspace: input.workspace, model: ctx.providerThread.settings.model, tools })
+      .pipe(Effect.flatMap(bind(ctx, false)))
+  /** Re-plan with a full summary into a new provider thread, and start it. */
+  const fallBack = (detail: string) =>
+    Effect.gen(function* () {
+      const replanned = yield* ask("ResumeFailed", { runId: run.id, detail })
+      const context = yield* ensureSummary(input, replanned)
+      return { nativeRef: yield* start(context), context }
+    })
+  const known = initial.providerThread.nativeRef
+  const ready = (nativeRef: string) => ({ nativeRef, context: initial })
+  let thread: { readonly nativeRef: string; readonly context: RunContext }
+  if (known === null && initial.fork !== null) {
+    // Inherit natively: fork the source's own provider thread at the source turn.
+    const forked = yield* Effect.either(
+      lease.handle.forkThread(initial.fork.nativeRef, initial.fork.turnRef, { tools })
+    )
+    if (Either.isRight(forked)) thread = ready(yield* bind(initial, true)(forked.right))
+    else if (recoverable(forked.left)) thread = yield* fallBack(`native fork failed: ${forked.left.detail}`)
+    else return yield* forked.left
+  } else if (known === null) {
+    thread = ready(yield* start(initial))
+  } else if (!lease.loadedRefs.has(known) || run.contextResolution !== "none") {
+    // Coming back after other runs: resume explicitly even in a warm process, since
+    // the provider may have dropped the thread meanwhile.
+    const resumed = yield* Effect.either(lease.handle.resumeThread(known, { tools }))
+    if (Either.isRight(resumed)) thread = ready(known)
+    else if (resumed.left.kind === "resume_failed") thread = yield* fallBack(resumed.left.detail)
+    else return yield* resumed.left
+  } else {
+    thread = ready(known)
+  }
+  lease.loadedRefs.add(thread.nativeRef)
+  return thread
+})

@@ -80,27 +80,29 @@ const spawnCall = (input: TurnSinkInput, provider: string, prompt: string): Effe
   )
 }
 
+/** One batch of the turn's events, handed over. */
+const take = Effect.fnUntraced(function* (input: TurnSinkInput, events: ReadonlyArray<ProviderEvent>) {
+  const reported: Array<TurnItemContent> = []
+  let ended = false
+  for (const event of events) {
+    if (event._tag === "Item") reported.push(event.item)
+    else if (event._tag === "SubagentRequested") reported.push(yield* spawnCall(input, event.provider, event.prompt))
+    else ended = (yield* Ref.modify(input.report, (report) => reportAfter(event, report))) || ended
+  }
+  if (!ended) return yield* input.items.add(reported)
+  yield* input.items.end(reported)
+  const { outcome } = yield* Ref.get(input.report)
+  yield* endTurn(input.phase, input.ended, { by: "event", exit: Exit.succeed(outcome) })
+  // The driver, woken by the end, records the run's end; the adapter's call unwinds on
+  // this fiber after that, behind whoever the record woke (those waiting for the run).
+  yield* input.recorded.await
+  // Woken with them: the unwinding waits one turn of the scheduler more, so that a
+  // caller outside Effect (a promise, resolved as its fiber ends) hears first.
+  yield* Effect.yieldNow()
+})
+
 /** The sink the turn's events are handed to (`ProviderSessionHandle.runTurn`'s `onEvents`). */
 export const make =
   (input: TurnSinkInput) =>
   (events: ReadonlyArray<ProviderEvent>): Effect.Effect<void, SkeinError> =>
-    Effect.gen(function* () {
-      const reported: Array<TurnItemContent> = []
-      let ended = false
-      for (const event of events) {
-        if (event._tag === "Item") reported.push(event.item)
-        else if (event._tag === "SubagentRequested")
-          reported.push(yield* spawnCall(input, event.provider, event.prompt))
-        else ended = (yield* Ref.modify(input.report, (report) => reportAfter(event, report))) || ended
-      }
-      if (!ended) return yield* input.items.add(reported)
-      yield* input.items.end(reported)
-      const { outcome } = yield* Ref.get(input.report)
-      yield* endTurn(input.phase, input.ended, { by: "event", exit: Exit.succeed(outcome) })
-      // The driver, woken by the end, records the run's end; the adapter's call unwinds on
-      // this fiber after that, behind whoever the record woke (those waiting for the run).
-      yield* input.recorded.await
-      // Woken with them: the unwinding waits one turn of the scheduler more, so that a
-      // caller outside Effect (a promise, resolved as its fiber ends) hears first.
-      yield* Effect.yieldNow()
-    })
+    take(input, events)

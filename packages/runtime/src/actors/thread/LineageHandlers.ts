@@ -90,17 +90,16 @@ export const observeChildren = (
  * Subagent children's results not yet in this thread's log, committed now, when the
  * hint says a child may have one (see `ChildrenHint`).
  */
-export const collectChildResults = (ctx: ThreadContext, children: ChildrenHint) =>
-  Effect.gen(function* () {
-    if (!children.get()) return
-    // Cleared first: a child spawned meanwhile raises it again.
-    children.clear()
-    const found = yield* childResults(ctx.store, ctx.cell.state(), ctx.cell.now()).pipe(
-      Effect.tap(({ events }) => (events.length > 0 ? ctx.cell.commit(events) : Effect.void)),
-      Effect.onError(() => Effect.sync(children.mark))
-    )
-    if (found.waiting > 0) children.mark()
-  })
+export const collectChildResults = Effect.fnUntraced(function* (ctx: ThreadContext, children: ChildrenHint) {
+  if (!children.get()) return
+  // Cleared first: a child spawned meanwhile raises it again.
+  children.clear()
+  const found = yield* childResults(ctx.store, ctx.cell.state(), ctx.cell.now()).pipe(
+    Effect.tap(({ events }) => (events.length > 0 ? ctx.cell.commit(events) : Effect.void)),
+    Effect.onError(() => Effect.sync(children.mark))
+  )
+  if (found.waiting > 0) children.mark()
+})
 
 /**
  * The file restore a rollback to run `toRunOrdinal` owes, refused before anything is

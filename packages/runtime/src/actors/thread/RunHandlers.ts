@@ -102,7 +102,7 @@ export const requestOf = (command: StartRunPayload): StartRequest => ({
  * Starts a run on an idle thread: its context decided, its events (and the command's
  * receipt, or its removal from the queue) committed, its driver launched.
  */
-export const begin = (
+export const begin = Effect.fnUntraced(function* (
   ctx: ThreadContext,
   runs: RunsContext,
   request: StartRequest,
@@ -115,87 +115,83 @@ export const begin = (
     /** The id the caller chose for the run (StartRun's `runId`). */
     readonly runId?: RunId | undefined
   }
-) =>
-  Effect.gen(function* () {
-    const { cell } = ctx
-    const adapter = yield* ctx.sessions.adapter(request.provider)
-    yield* ctx.gate.refuse
-    const budgetTokens = request.handoffBudgetTokens ?? ctx.config.handoffBudgetTokens
-    // What this thread takes in from others: read now, when a run needs it.
-    yield* collectChildResults(ctx, runs.children)
-    const { incoming, stale } = yield* loadIncoming(ctx.store, cell.state())
-    const start = yield* decideStart(ctx, runs.inheritedCache(), {
-      adapter,
-      model: request.model ?? undefined,
-      cleanContext: request.cleanContext,
-      resumeFailed: false,
-      budgetTokens,
-      incoming
-    }).pipe(Telemetry.traced("context.resolve", { attributes: { "gen_ai.agent.name": request.provider } }))
-    const at = cell.now()
-    const plan = yield* cell.demand((s) =>
-      planRunStart(s, {
-        message: request.message,
-        model: request.model,
-        commandId: origin.commandId ?? null,
-        provider: start.provider,
-        decision: start.decision,
-        draft: start.draft,
-        extras: extraHandoffs(start.decision, budgetTokens),
-        summaryBy: start.summaryBy,
-        runId: origin.queued ?? origin.runId,
-        now: at
-      })
-    )
-    yield* cell.commit(
-      [...supersede(stale), ...plan.events],
-      origin.commandId,
-      origin.hash === null ? undefined : { method: "run.start", hash: origin.hash, result: { runId: plan.run.id } },
-      origin.queued ?? undefined
-    )
-    yield* Telemetry.handoffsWritten(plan.context)
-    const control: ActiveRun = {
-      runId: plan.run.id,
-      context: plan.context,
-      stop: yield* Deferred.make<RunFailure | null>(),
-      stopCommandId: null,
-      driverExited: false
-    }
-    yield* Ref.set(ctx.current, control)
-    yield* launch(ctx, runs, plan, control)
-    return { run: plan.run, sequence: cell.state().lastThreadSequence }
-  })
-
-const startRun =
-  (ctx: ThreadContext, runs: RunsContext): Handlers<ThreadMessage>["StartRun"] =>
-  (command) =>
-    Effect.gen(function* () {
-      const { cell, threadId } = ctx
-      // Only a command with an id has a receipt to compare with or write.
-      const hash = command.commandId === undefined ? "" : startRunHash(command)
-      const replayed = yield* cell.replay(command.commandId, "run.start", hash, RunReceipt)
-      if (Option.isSome(replayed)) return yield* accepted(ctx, replayed.value.runId)
-      // A start delivered again (the thread moved under it) answers the run it made: the
-      // one going or queued, or (on an idle thread, where reading costs no refusal) one
-      // that ended.
-      const chosen = command.runId
-      if (chosen !== undefined && (activeRun(cell.state())?.id === chosen || runs.queue.includes(chosen))) {
-        return yield* accepted(ctx, chosen)
-      }
-      if (cell.state().thread.lineage.observeOnly) return yield* new ObserveOnlyThread({ threadId })
-      yield* refuseWhileRestoring(ctx)
-      const busy = activeRun(cell.state())?.id ?? (command.whenBusy === "interrupt" ? null : runs.queue.next())
-      if (busy !== null) return yield* whenBusy(ctx, runs, command, busy, hash)
-      if (chosen !== undefined && (yield* cell.demand((s) => runById(s, chosen))) !== undefined) {
-        return yield* accepted(ctx, chosen)
-      }
-      return yield* begin(ctx, runs, requestOf(command), {
-        commandId: command.commandId,
-        hash: command.commandId === undefined ? null : hash,
-        queued: null,
-        runId: chosen
-      })
+) {
+  const { cell } = ctx
+  const adapter = yield* ctx.sessions.adapter(request.provider)
+  yield* ctx.gate.refuse
+  const budgetTokens = request.handoffBudgetTokens ?? ctx.config.handoffBudgetTokens
+  // What this thread takes in from others: read now, when a run needs it.
+  yield* collectChildResults(ctx, runs.children)
+  const { incoming, stale } = yield* loadIncoming(ctx.store, cell.state())
+  const start = yield* decideStart(ctx, runs.inheritedCache(), {
+    adapter,
+    model: request.model ?? undefined,
+    cleanContext: request.cleanContext,
+    resumeFailed: false,
+    budgetTokens,
+    incoming
+  }).pipe(Telemetry.traced("context.resolve", { attributes: { "gen_ai.agent.name": request.provider } }))
+  const at = cell.now()
+  const plan = yield* cell.demand((s) =>
+    planRunStart(s, {
+      message: request.message,
+      model: request.model,
+      commandId: origin.commandId ?? null,
+      provider: start.provider,
+      decision: start.decision,
+      draft: start.draft,
+      extras: extraHandoffs(start.decision, budgetTokens),
+      summaryBy: start.summaryBy,
+      runId: origin.queued ?? origin.runId,
+      now: at
     })
+  )
+  yield* cell.commit(
+    [...supersede(stale), ...plan.events],
+    origin.commandId,
+    origin.hash === null ? undefined : { method: "run.start", hash: origin.hash, result: { runId: plan.run.id } },
+    origin.queued ?? undefined
+  )
+  yield* Telemetry.handoffsWritten(plan.context)
+  const control: ActiveRun = {
+    runId: plan.run.id,
+    context: plan.context,
+    stop: yield* Deferred.make<RunFailure | null>(),
+    stopCommandId: null,
+    driverExited: false
+  }
+  yield* Ref.set(ctx.current, control)
+  yield* launch(ctx, runs, plan, control)
+  return { run: plan.run, sequence: cell.state().lastThreadSequence }
+})
+
+const startRun = Effect.fnUntraced(function* (ctx: ThreadContext, runs: RunsContext, command: StartRunPayload) {
+  const { cell, threadId } = ctx
+  // Only a command with an id has a receipt to compare with or write.
+  const hash = command.commandId === undefined ? "" : startRunHash(command)
+  const replayed = yield* cell.replay(command.commandId, "run.start", hash, RunReceipt)
+  if (Option.isSome(replayed)) return yield* accepted(ctx, replayed.value.runId)
+  // A start delivered again (the thread moved under it) answers the run it made: the
+  // one going or queued, or (on an idle thread, where reading costs no refusal) one
+  // that ended.
+  const chosen = command.runId
+  if (chosen !== undefined && (activeRun(cell.state())?.id === chosen || runs.queue.includes(chosen))) {
+    return yield* accepted(ctx, chosen)
+  }
+  if (cell.state().thread.lineage.observeOnly) return yield* new ObserveOnlyThread({ threadId })
+  yield* refuseWhileRestoring(ctx)
+  const busy = activeRun(cell.state())?.id ?? (command.whenBusy === "interrupt" ? null : runs.queue.next())
+  if (busy !== null) return yield* whenBusy(ctx, runs, command, busy, hash)
+  if (chosen !== undefined && (yield* cell.demand((s) => runById(s, chosen))) !== undefined) {
+    return yield* accepted(ctx, chosen)
+  }
+  return yield* begin(ctx, runs, requestOf(command), {
+    commandId: command.commandId,
+    hash: command.commandId === undefined ? null : hash,
+    queued: null,
+    runId: chosen
+  })
+})
 
 /** The run in flight, or `NoActiveRun`. */
 const inFlight = (ctx: ThreadContext) =>
@@ -211,7 +207,7 @@ export interface RunParts {
 
 /** The run handlers, one set for every thread's actor. */
 export const runHandlers: Pick<Handlers<ThreadMessage, RunParts>, RunMessages> = {
-  StartRun: (command, { ctx, runs }) => startRun(ctx, runs)(command),
+  StartRun: (command, { ctx, runs }) => startRun(ctx, runs, command),
   StartQueued: (_, { ctx, runs }) =>
     startQueued(ctx, runs.queue, (request, origin) => begin(ctx, runs, request, origin)),
 

@@ -36,54 +36,58 @@ export interface LaunchContext {
  * it cannot passivate between the reply and the driver's start), and released when the
  * driver ends.
  */
-export const launch = (ctx: ThreadContext, launcher: LaunchContext, plan: StartPlan, control: ActiveRun) =>
-  Effect.gen(function* () {
-    const runId = plan.run.id
-    const workspace = ctx.cell.state().thread.workspace
-    const release = yield* launcher.retain
-    const start = yield* FiberSet.runtime(yield* launcher.drivers)()
-    const drive = driveRun({
-      run: plan.run,
-      context: plan.context,
-      workspace,
-      sessions: ctx.sessions,
-      ask: launcher.ask,
-      checkpoint: checkpointsFor(ctx, workspace, plan.run.ordinal),
-      gate: ctx.gate,
-      spawn: (provider: ProviderName, prompt: string) =>
-        Effect.zipRight(
-          noFreerThan(ctx, plan.run.provider, provider),
-          Effect.map(
-            launcher.spawn({ parentThreadId: ctx.threadId, provider, prompt, createdBy: "agent" }),
-            ({ run, thread }) => ({ threadId: thread.id, runId: run.id })
-          )
-        ),
-      stop: control.stop,
-      graceMs: ctx.config.interruptGraceMs,
-      itemDelayMs: ctx.config.itemDelayMs
-    })
-    const adapter = ctx.sessions.adapters.find((a) => a.name === plan.run.provider)
-    yield* drive.pipe(
-      Telemetry.runSpan({
-        run: plan.run,
-        driver: adapter?.driver ?? null,
-        model: plan.run.model ?? adapter?.model ?? null,
-        sources: () => sourcesOf(ctx, runId)
-      }),
-      Effect.onExit((exit) =>
-        Effect.flatMap(Ref.get(ctx.current), (current) => {
-          // A run whose end is recorded is no longer current: nothing to tell.
-          if (currentIs(current, runId) === null) return Effect.void
-          const detail = Exit.isSuccess(exit) ? "it ended early" : describeCause(exit.cause)
-          return Effect.ignore(launcher.ask("DriverExited", { runId, detail }))
-        })
+export const launch = Effect.fnUntraced(function* (
+  ctx: ThreadContext,
+  launcher: LaunchContext,
+  plan: StartPlan,
+  control: ActiveRun
+) {
+  const runId = plan.run.id
+  const workspace = ctx.cell.state().thread.workspace
+  const release = yield* launcher.retain
+  const start = yield* FiberSet.runtime(yield* launcher.drivers)()
+  const drive = driveRun({
+    run: plan.run,
+    context: plan.context,
+    workspace,
+    sessions: ctx.sessions,
+    ask: launcher.ask,
+    checkpoint: checkpointsFor(ctx, workspace, plan.run.ordinal),
+    gate: ctx.gate,
+    spawn: (provider: ProviderName, prompt: string) =>
+      Effect.zipRight(
+        noFreerThan(ctx, plan.run.provider, provider),
+        Effect.map(
+          launcher.spawn({ parentThreadId: ctx.threadId, provider, prompt, createdBy: "agent" }),
+          ({ run, thread }) => ({ threadId: thread.id, runId: run.id })
+        )
       ),
-      Effect.ensuring(release),
-      Effect.interruptible,
-      // Started on this stack: the turn is on its way to the provider before the reply.
-      (driver) => Effect.sync(() => start(driver))
-    )
+    stop: control.stop,
+    graceMs: ctx.config.interruptGraceMs,
+    itemDelayMs: ctx.config.itemDelayMs
   })
+  const adapter = ctx.sessions.adapters.find((a) => a.name === plan.run.provider)
+  yield* drive.pipe(
+    Telemetry.runSpan({
+      run: plan.run,
+      driver: adapter?.driver ?? null,
+      model: plan.run.model ?? adapter?.model ?? null,
+      sources: () => sourcesOf(ctx, runId)
+    }),
+    Effect.onExit((exit) =>
+      Effect.flatMap(Ref.get(ctx.current), (current) => {
+        // A run whose end is recorded is no longer current: nothing to tell.
+        if (currentIs(current, runId) === null) return Effect.void
+        const detail = Exit.isSuccess(exit) ? "it ended early" : describeCause(exit.cause)
+        return Effect.ignore(launcher.ask("DriverExited", { runId, detail }))
+      })
+    ),
+    Effect.ensuring(release),
+    Effect.interruptible,
+    // Started on this stack: the turn is on its way to the provider before the reply.
+    (driver) => Effect.sync(() => start(driver))
+  )
+})
 
 /** The other threads the run's context came from: the sources of the transfers its start consumed. */
 const sourcesOf = (ctx: ThreadContext, runId: Run["id"]): ReadonlyArray<ThreadId> => [
@@ -109,22 +113,21 @@ const noFreerThan = (ctx: ThreadContext, parent: ProviderName, child: ProviderNa
  * A run left active with no driver to end it (its driver died with a previous
  * incarnation of this actor, or its end could not be recorded): end it now.
  */
-export const endOrphan = (ctx: ThreadContext, why: string) =>
-  Effect.gen(function* () {
-    const active = activeRun(ctx.cell.state())
-    const current = yield* Ref.get(ctx.current)
-    if (active !== undefined && current !== null && current.runId === active.id && !current.driverExited) return
-    yield* Ref.set(ctx.current, null)
-    if (active === undefined) return
-    const at = ctx.cell.now()
-    const events = yield* ctx.cell.demand((s) =>
-      planFinish(s, {
-        runId: active.id,
-        outcome: "failed",
-        failure: { reason: "runtime_error", message: why },
-        turnRef: null,
-        now: at
-      })
-    )
-    yield* ctx.cell.commit(events)
-  })
+export const endOrphan = Effect.fnUntraced(function* (ctx: ThreadContext, why: string) {
+  const active = activeRun(ctx.cell.state())
+  const current = yield* Ref.get(ctx.current)
+  if (active !== undefined && current !== null && current.runId === active.id && !current.driverExited) return
+  yield* Ref.set(ctx.current, null)
+  if (active === undefined) return
+  const at = ctx.cell.now()
+  const events = yield* ctx.cell.demand((s) =>
+    planFinish(s, {
+      runId: active.id,
+      outcome: "failed",
+      failure: { reason: "runtime_error", message: why },
+      turnRef: null,
+      now: at
+    })
+  )
+  yield* ctx.cell.commit(events)
+})

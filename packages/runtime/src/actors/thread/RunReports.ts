@@ -55,25 +55,25 @@ const resumeFailed =
       return context
     })
 
-const finishRun =
-  (ctx: ThreadContext): Handlers<ThreadMessage>["FinishRun"] =>
-  (message) =>
-    Effect.gen(function* () {
-      const { threadId } = ctx
-      const at = ctx.cell.now()
-      const planned = yield* ctx.cell.demand((s) => planFinish(s, { ...message, now: at }))
-      const events = yield* observeChildren(ctx, message.runId, planned)
-      const control = currentIs(yield* Ref.get(ctx.current), message.runId)
-      const stopCommandId = control?.stopCommandId ?? undefined
-      yield* ctx.cell.commit(
-        events,
-        stopCommandId,
-        stopCommandId
-          ? { method: "run.interrupt", hash: payloadHash({ threadId }), result: { runId: message.runId } }
-          : undefined
-      )
-      if (control) yield* Ref.set(ctx.current, null)
-    })
+const finishRun = Effect.fnUntraced(function* (
+  ctx: ThreadContext,
+  message: Parameters<Handlers<ThreadMessage>["FinishRun"]>[0]
+) {
+  const { threadId } = ctx
+  const at = ctx.cell.now()
+  const planned = yield* ctx.cell.demand((s) => planFinish(s, { ...message, now: at }))
+  const events = yield* observeChildren(ctx, message.runId, planned)
+  const control = currentIs(yield* Ref.get(ctx.current), message.runId)
+  const stopCommandId = control?.stopCommandId ?? undefined
+  yield* ctx.cell.commit(
+    events,
+    stopCommandId,
+    stopCommandId
+      ? { method: "run.interrupt", hash: payloadHash({ threadId }), result: { runId: message.runId } }
+      : undefined
+  )
+  if (control) yield* Ref.set(ctx.current, null)
+})
 
 const recordSummary =
   (ctx: ThreadContext): Handlers<ThreadMessage>["RecordSummary"] =>
@@ -98,7 +98,7 @@ const recordSummary =
 /** The report handlers, one set for every thread's actor. */
 export const reportHandlers: Pick<Handlers<ThreadMessage, RunParts>, ReportMessages> = {
   ResumeFailed: (failed, { ctx, runs }) => resumeFailed(ctx, runs)(failed),
-  FinishRun: (message, { ctx }) => finishRun(ctx)(message),
+  FinishRun: (message, { ctx }) => finishRun(ctx, message),
   RecordSummary: (summary, { ctx }) => recordSummary(ctx)(summary),
 
   RecordItems: ({ items, runId }, { ctx }) =>

@@ -5,7 +5,7 @@
  * `UnsupportedContextTransfer` when the provider cannot take it), the local handoff
  * drafted from it, and which provider, if any, should write its summary instead.
  */
-import type { ProviderAdapter, RunId, SkeinError } from "@skein/domain"
+import type { ProviderAdapter, RunId } from "@skein/domain"
 import { UnsupportedContextTransfer } from "@skein/domain"
 import { Effect } from "effect"
 import type { ContextDecision, IncomingTransfer, InheritedContext } from "../../context/ContextDecision.js"
@@ -26,7 +26,7 @@ export interface StartDecision {
   readonly summaryBy: ProviderInfo["name"] | null
 }
 
-export const decideStart = (
+export const decideStart = Effect.fnUntraced(function* (
   ctx: ThreadContext,
   inheritedCache: InheritedCache,
   input: {
@@ -39,30 +39,29 @@ export const decideStart = (
     readonly forRun?: RunId
     readonly incoming?: ReadonlyArray<IncomingTransfer>
   }
-): Effect.Effect<StartDecision, SkeinError> =>
-  Effect.gen(function* () {
-    const { cell, config } = ctx
-    const provider = infoOf(input.adapter)
-    const inherited = yield* loadInherited(ctx.store, cell.state(), inheritedCache)
-    const decision = yield* cell.demand((s) =>
-      decideContext(s, {
-        provider,
-        model: input.model ?? input.adapter.model,
-        cleanContext: input.cleanContext,
-        resumeFailed: input.resumeFailed,
-        budgetTokens: input.budgetTokens,
-        options: config,
-        inherited,
-        ...(input.forRun === undefined ? {} : { forRun: input.forRun }),
-        ...(input.incoming === undefined ? {} : { incoming: input.incoming })
-      })
-    )
-    if (decision._tag === "unsupported") {
-      return yield* new UnsupportedContextTransfer({ provider: input.adapter.name, detail: decision.detail })
-    }
-    const draft = localHandoff(decision, input.budgetTokens)
-    const canSummarise = (name: string) => capabilitiesOf(ctx.sessions, name)?.summarise ?? false
-    const summaryBy =
-      draft === null ? null : yield* cell.demand((s) => summaryWriter(s, decision, provider, config, canSummarise))
-    return { provider, decision, draft, summaryBy }
-  })
+) {
+  const { cell, config } = ctx
+  const provider = infoOf(input.adapter)
+  const inherited = yield* loadInherited(ctx.store, cell.state(), inheritedCache)
+  const decision = yield* cell.demand((s) =>
+    decideContext(s, {
+      provider,
+      model: input.model ?? input.adapter.model,
+      cleanContext: input.cleanContext,
+      resumeFailed: input.resumeFailed,
+      budgetTokens: input.budgetTokens,
+      options: config,
+      inherited,
+      ...(input.forRun === undefined ? {} : { forRun: input.forRun }),
+      ...(input.incoming === undefined ? {} : { incoming: input.incoming })
+    })
+  )
+  if (decision._tag === "unsupported") {
+    return yield* new UnsupportedContextTransfer({ provider: input.adapter.name, detail: decision.detail })
+  }
+  const draft = localHandoff(decision, input.budgetTokens)
+  const canSummarise = (name: string) => capabilitiesOf(ctx.sessions, name)?.summarise ?? false
+  const summaryBy =
+    draft === null ? null : yield* cell.demand((s) => summaryWriter(s, decision, provider, config, canSummarise))
+  return { provider, decision, draft, summaryBy }
+})
