@@ -29,11 +29,10 @@ export const makeRunCommands = (store: EventStoreShape, actors: ThreadActorsShap
       ? actors.startAndWait(input)
       : Effect.flatMap(start(input), (accepted) => getRun(input.threadId, accepted.run.id))
 
-  const interruptRun: OrchestratorShape["interruptRun"] = (input) =>
-    Effect.gen(function* () {
-      const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("InterruptRun", input))
-      return isTerminalRunStatus(accepted.run.status) ? accepted.run : yield* awaitEnd(input.threadId, accepted.run.id)
-    })
+  const interruptRun: OrchestratorShape["interruptRun"] = Effect.fnUntraced(function* (input) {
+    const accepted = yield* actors.use(input.threadId, (actor) => actor.ask("InterruptRun", input))
+    return isTerminalRunStatus(accepted.run.status) ? accepted.run : yield* awaitEnd(input.threadId, accepted.run.id)
+  })
 
   /** The run a steered message joined, as `run.start` answers (once it has ended, with `wait`). */
   const joined = (input: StartInput, run: Run) =>

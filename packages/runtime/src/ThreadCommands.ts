@@ -31,39 +31,38 @@ export const makeThreadCommands = (store: EventStoreShape, config: RuntimeOption
       )
     )
 
-  const createThread: OrchestratorShape["createThread"] = (input) =>
-    Effect.gen(function* () {
-      const hash = payloadHash({ title: input.title ?? null, workspace: input.workspace ?? null })
-      const replayed = yield* replay(store.receipt, input.commandId, "thread.create", hash, CreateReceipt)
-      if (Option.isSome(replayed)) {
-        const created = replayed.value.threadId
-        const thread = yield* store.lookup.thread(created)
-        if (Option.isNone(thread)) return yield* new ThreadNotFound({ threadId: created })
-        return thread.value
-      }
-      const workspace =
-        input.workspace === undefined ? null : yield* resolveWorkspace(input.workspace, config.workspaceRoots)
-      const id = makeId.thread()
-      const now = new Date().toISOString()
-      const thread: AppThread = {
-        id,
-        title: input.title ?? "",
-        workspace,
-        lineage: { parentThreadId: null, relationshipToParent: null, rootThreadId: id },
-        createdAt: now,
-        updatedAt: now
-      }
-      yield* store.append({
-        threadId: id,
-        expectedSequence: 0,
-        events: [new ThreadCreated({ thread })],
-        commandId: input.commandId,
-        receipt: input.commandId
-          ? { commandId: input.commandId, method: "thread.create", payloadHash: hash, result: { threadId: id } }
-          : undefined
-      })
-      return thread
+  const createThread: OrchestratorShape["createThread"] = Effect.fnUntraced(function* (input) {
+    const hash = payloadHash({ title: input.title ?? null, workspace: input.workspace ?? null })
+    const replayed = yield* replay(store.receipt, input.commandId, "thread.create", hash, CreateReceipt)
+    if (Option.isSome(replayed)) {
+      const created = replayed.value.threadId
+      const thread = yield* store.lookup.thread(created)
+      if (Option.isNone(thread)) return yield* new ThreadNotFound({ threadId: created })
+      return thread.value
+    }
+    const workspace =
+      input.workspace === undefined ? null : yield* resolveWorkspace(input.workspace, config.workspaceRoots)
+    const id = makeId.thread()
+    const now = new Date().toISOString()
+    const thread: AppThread = {
+      id,
+      title: input.title ?? "",
+      workspace,
+      lineage: { parentThreadId: null, relationshipToParent: null, rootThreadId: id },
+      createdAt: now,
+      updatedAt: now
+    }
+    yield* store.append({
+      threadId: id,
+      expectedSequence: 0,
+      events: [new ThreadCreated({ thread })],
+      commandId: input.commandId,
+      receipt: input.commandId
+        ? { commandId: input.commandId, method: "thread.create", payloadHash: hash, result: { threadId: id } }
+        : undefined
     })
+    return thread
+  })
 
   /** A thread exists once its first event (ThreadCreated) is in the log. */
   const ensureThread = (threadId: ThreadId) =>
