@@ -126,12 +126,7 @@ export const makeLocal = (
     const activate = (threadId: ThreadId, evict: Effect.Effect<void>, hold: Effect.Effect<Effect.Effect<void>>) =>
       Effect.tap(makeThreadActor(threadId, { retain: hold, spawn, onStopped: evict }), () => Telemetry.countThreadAlive)
     actors = yield* RcRegistry.make({ lookup: activate, idleTimeToLive: Duration.millis(config.passivateAfterMs) })
-    /**
-     * Watches the thread's events from before the start: a run seen from its RunStarted
-     * on is known whole from those events (its items, its final record), with no read once
-     * it ends. A run not seen starting (a replayed command naming an older run) is awaited
-     * and read as usual.
-     */
+    /** The start and the wait for its run, while `watch` follows the thread. */
     const startWatched = Effect.fnUntraced(function* (input: StartRunPayload, watch: RunWatch.RunWatch) {
       const accepted = yield* use(input.threadId, (actor) => actor.askSettled("StartRun", input))
       watch.begin(accepted.run.id)
@@ -145,6 +140,12 @@ export const makeLocal = (
       }
       return yield* watch.ended
     })
+    /**
+     * Watches the thread's events from before the start: a run seen from its RunStarted
+     * on is known whole from those events (its items, its final record), with no read once
+     * it ends. A run not seen starting (a replayed command naming an older run) is awaited
+     * and read as usual.
+     */
     const startAndWait: ThreadActorsShape["startAndWait"] = (input) =>
       Effect.suspend(() => {
         const watch = RunWatch.make()
