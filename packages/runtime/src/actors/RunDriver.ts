@@ -152,7 +152,7 @@ const recordEnd = Effect.fnUntraced(function* (
   checkpointDue: Effect.Effect<RunCheckpoint.CheckpointDue>,
   beginCapture: Effect.Effect<void>,
   exit: TurnExit
-) {
+): Effect.fn.Return<boolean, SkeinError> {
   const completed = Exit.isSuccess(exit) && exit.value === "completed" && input.checkpoint !== null
   const checkpoint = completed ? yield* checkpointDue : { due: false, note: null }
   const stop = yield* Deferred.poll(input.stop)

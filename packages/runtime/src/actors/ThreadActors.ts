@@ -64,7 +64,7 @@ export const stopInFlight = Effect.fnUntraced(function* (
   store: EventStoreShape,
   actor: ThreadActor,
   failure: RunFailure
-) {
+): Effect.fn.Return<void, SkeinError> {
   const status = yield* actor.ask("Status", undefined)
   if (status.activeRunId !== null) {
     const accepted = yield* actor.ask("StopRun", { failure })
@@ -134,8 +134,7 @@ export const makeLocal = (
         if (!isTerminalRunStatus(accepted.run.status)) yield* store.awaitRunEnd(input.threadId, accepted.run.id)
         // Its start may have been told while it was awaited: then it was seen whole after all.
         if (!watch.sawStart() || !watch.sawEnd()) {
-          const runId = accepted.run.id
-          return yield* use(input.threadId, (actor) => actor.ask("GetRun", { runId }))
+          return yield* use(input.threadId, (actor) => actor.ask("GetRun", { runId: accepted.run.id }))
         }
       }
       return yield* watch.ended

@@ -97,7 +97,7 @@ export const loadInherited = Effect.fnUntraced(function* (
   store: EventStoreShape,
   state: ThreadState,
   cache: Map<string, Omit<InheritedContext, "transfer" | "open">>
-) {
+): Effect.fn.Return<InheritedContext | null, StorageError> {
   const transfer = inheritanceOf(state)
   if (transfer === undefined) return null
   const key = `${transfer.sourceThreadId}/${transfer.sourcePoint.runId ?? ""}/${transfer.sourcePoint.checkpointId ?? ""}`
@@ -150,7 +150,13 @@ export const loadInherited = Effect.fnUntraced(function* (
  * read from its source thread; and the transfers whose source run has since been
  * rolled back (to be superseded, not delivered).
  */
-export const loadIncoming = Effect.fnUntraced(function* (store: EventStoreShape, state: ThreadState) {
+export const loadIncoming = Effect.fnUntraced(function* (
+  store: EventStoreShape,
+  state: ThreadState
+): Effect.fn.Return<
+  { readonly incoming: ReadonlyArray<IncomingTransfer>; readonly stale: ReadonlyArray<ContextTransfer> },
+  StorageError
+> {
   const incoming: Array<IncomingTransfer> = []
   const stale: Array<ContextTransfer> = []
   for (const transfer of pendingIncoming(state)) {

@@ -4,7 +4,7 @@
  * records a result as soon as the child's run ends; this is the durable path behind
  * it (after a crash in between, the parent's next run still receives the result).
  */
-import type { ThreadEvent } from "@skein/domain"
+import type { StorageError, ThreadEvent } from "@skein/domain"
 import { isTerminalRunStatus, TransferRecorded } from "@skein/domain"
 import { Effect, Option } from "effect"
 import type { EventStoreShape } from "../store/EventStore.js"
@@ -16,7 +16,11 @@ import { subagentResultTransfer } from "./Lineage.js"
  * how many such children are still waiting (their first run has not ended yet, or was
  * rolled back).
  */
-export const childResults = Effect.fnUntraced(function* (store: EventStoreShape, state: ThreadState, now: string) {
+export const childResults = Effect.fnUntraced(function* (
+  store: EventStoreShape,
+  state: ThreadState,
+  now: string
+): Effect.fn.Return<{ readonly events: ReadonlyArray<ThreadEvent>; readonly waiting: number }, StorageError> {
   // Subagent children (not observe-only) with no subagent_result in this log yet, whatever its status.
   const children = yield* store.lookup.subagentsWithoutResult(state.thread.id)
   const events: Array<ThreadEvent> = []

@@ -58,7 +58,7 @@ export const ensureThread = Effect.fnUntraced(function* (
   input: ProviderThreadInput,
   lease: SessionLease,
   initial: RunContext
-) {
+): Effect.fn.Return<{ readonly nativeRef: string; readonly context: RunContext }, ProviderFailure | SkeinError> {
   const { ask, run } = input
   // Skein's tools for the agent, with a credential of this session's.
   const tools = lease.tools(run.threadId)

@@ -5,7 +5,7 @@
  * `UnsupportedContextTransfer` when the provider cannot take it), the local handoff
  * drafted from it, and which provider, if any, should write its summary instead.
  */
-import type { ProviderAdapter, RunId } from "@skein/domain"
+import type { ProviderAdapter, RunId, SkeinError } from "@skein/domain"
 import { UnsupportedContextTransfer } from "@skein/domain"
 import { Effect } from "effect"
 import type { ContextDecision, IncomingTransfer, InheritedContext } from "../../context/ContextDecision.js"
@@ -39,7 +39,7 @@ export const decideStart = Effect.fnUntraced(function* (
     readonly forRun?: RunId
     readonly incoming?: ReadonlyArray<IncomingTransfer>
   }
-) {
+): Effect.fn.Return<StartDecision, SkeinError> {
   const { cell, config } = ctx
   const provider = infoOf(input.adapter)
   const inherited = yield* loadInherited(ctx.store, cell.state(), inheritedCache)
