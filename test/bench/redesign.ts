@@ -15,7 +15,8 @@
  * - append ratio: EventStore.append over raw better-sqlite3 (sideStore.ts);
  * - dispatch p50 and p99, the actor round trip, the RPC round trip p50 and p99 (sideRuns.ts);
  * - Codex's and Claude Code's added latency per turn, the real binaries offline against
- *   the mock model servers (sideAgents.ts).
+ *   the mock model servers: each run's time outside the binary's turn as the pipes show
+ *   it, less the bench's own client's (sideAgents.ts).
  * The agents' turns come after the run path's figures, whose warm-up (some 3,000
  * scripted runs a side) brings each side's run path to where a long-running Skein has it.
  *
@@ -23,7 +24,8 @@
  * after/before, the goal (a latency at most 1.25x, the append ratio at least 0.80x) and
  * met, MISSED, or undecided (a baseline figure at or below zero); then the figures beyond
  * the guard, and a line a figure saying how it was taken, with what lies beside it (the
- * sample sizes, the binary's own spread, the ratio's bootstrap interval, the own path).
+ * sample sizes, the ratio's bootstrap interval, an agent figure's parts and its reading
+ * against the binary alone).
  * The run path's figures (`runs`) are taken in SKEIN_BENCH_SIDE_PROCESSES fresh processes
  * (3), each loading both sides, and each row is the median of the processes' figures:
  * their ratios move from one process to the next by more than one process's bootstrap
