@@ -17,7 +17,7 @@ import { createRequire, syncBuiltinESMExports } from "node:module"
 export interface TurnLines {
   /** Whether a line written to stdin starts a turn. */
   readonly starts: (line: string) => boolean
-  /** What begins the stdout line that ends a turn. */
+  /** What the stdout line that ends a turn holds, and no other line does. */
   readonly endMark: string
 }
 
@@ -28,11 +28,11 @@ export interface PipeTurn {
   readonly ended: number
 }
 
-/** Watches one child's stdout for the end of a turn's last line (chunks as Buffers, or strings once decoded). */
 /** Characters `from` to `to` of a chunk (byte offsets for a Buffer: the marks are ASCII). */
 const part = (chunk: Buffer | string, from: number, to?: number): string =>
   typeof chunk === "string" ? chunk.slice(from, to) : chunk.toString("latin1", from, to)
 
+/** Watches one child's stdout for the end of a turn's last line (chunks as Buffers, or strings once decoded). */
 const endWatch = (mark: string, onEnd: (at: number) => void) => {
   /** The previous chunk's last characters, for a mark split between two chunks. */
   let tail = ""

@@ -12,12 +12,12 @@
  * the binary's own spread (a Claude Code turn's p10-p90 is wider than the whole figure)
  * stays out of it.
  *
- * Beside the figure: the binary's turn at the pipes under each driver (whether a side
- * slows the binary down while it works), the same figure read the first way, as each
- * run's wall time less the binary alone next to it (with its wide interval), and the
- * figure's two parts: each side's own path (the run's wall time minus the turn's time at
- * the provider port) and its adapter's (the turn at the port minus the binary's turn at
- * the pipes).
+ * Beside the figure: its two parts, the start (the command to the turn's line written)
+ * and the end (the turn's last line read to the answer), with the adapter's share of the
+ * start (from the turn at the provider port); the binary's turn at the pipes under each
+ * driver (whether a side slows the binary down while it works); the figure read as each
+ * run's wall time less the binary alone next to it (with its wide interval); and each
+ * side's own path (the run's wall time minus the turn's time at the provider port).
  *
  * Two processes of the binary run the same turns some milliseconds apart for as long as
  * they live, whoever drives them; so the turns are split over ROUNDS rounds, each on
@@ -128,7 +128,7 @@ export const addedLatency = async (sides: readonly [Side, Side], kind: Kind, dir
     const aloneWorkspace = Path.join(dir, "alone", "workspace")
     Fs.mkdirSync(aloneWorkspace, { recursive: true })
     const alone = noTurns()
-    const under = sides.map(noTurns)
+    const under: readonly [Turns, Turns] = [noTurns(), noTurns()]
     const perRound = Math.ceil(TURNS / ROUNDS)
     for (let r = 0; r < ROUNDS; r++) {
       const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...envOf(Path.join(dir, "alone", `home-${r}`)) }
@@ -166,7 +166,7 @@ export const addedLatency = async (sides: readonly [Side, Side], kind: Kind, dir
       for (let i = 0; i < ROUND_WARMUP; i++) await triple(i, false)
       for (let i = 0; i < perRound; i++) await triple(i, true)
     }
-    return figureOf(kind, alone, under as unknown as readonly [Turns, Turns])
+    return figureOf(kind, alone, under)
   } finally {
     pipes.stop()
     for (const side of opened) await side.close()
@@ -204,7 +204,7 @@ const figureOf = (kind: Kind, alone: Turns, under: readonly [Turns, Turns]): Fig
     (s, indices = all) =>
       gap(of(under[s]), of(alone), indices)
   const added = less(outside)
-  const firstWay = less((turns) => turns.wall)
+  const againstAlone = less((turns) => turns.wall)
   const ownPath: Statistic = (s, indices = all) => gap(under[s].wall, under[s].port, indices)
   const adapterStart: Statistic = (s, indices = all) =>
     percentile(
@@ -232,12 +232,12 @@ const figureOf = (kind: Kind, alone: Turns, under: readonly [Turns, Turns]): Fig
     detail:
       `${name}: ${all.length} turns each of the three, on ${ROUNDS} rounds of fresh processes; a run's time ` +
       `outside the binary's turn (wall time minus the turn between its pipes), less the bench client's: ` +
-      `interval ${between(added)}. Its parts, each less the client's: the start (the command to the turn's line ` +
-      `written) ${sideBySide(less((turns) => turns.start))}, of which the adapter's (the turn at the port to that ` +
-      `line) ${sideBySide(adapterStart)}; the end (the turn's last line read to the answer) ` +
+      `interval ${between(added)}. Its parts: the start (the command to the turn's line written, less the ` +
+      `client's) ${sideBySide(less((turns) => turns.start))}; of it, the adapter's (the turn at the port to that ` +
+      `line) ${sideBySide(adapterStart)}; the end (the turn's last line read to the answer, less the client's) ` +
       `${sideBySide(less(ending))}. The binary's turn at the pipes p50: alone ${binaryP50(alone)}, before ` +
       `${binaryP50(under[0])}, after ${binaryP50(under[1])}. Read as wall time minus the binary alone next to it ` +
-      `(whose p10-p90 spread is ${fmt(percentile(walls, 90) - percentile(walls, 10))}): ${sideBySide(firstWay)}. ` +
+      `(whose p10-p90 spread is ${fmt(percentile(walls, 90) - percentile(walls, 10))}): ${sideBySide(againstAlone)}. ` +
       `Own path (wall time minus the turn at the provider port): ${sideBySide(ownPath)}`
   }
 }
